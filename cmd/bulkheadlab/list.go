@@ -1,18 +1,32 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments"
 )
 
-// newListCmd builds the `list` command. Placeholder until its issue lands.
+// newListCmd builds the `list` command.
 func newListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the embedded experiment presets",
+		Example: `  bulkheadlab list
+  bulkheadlab validate month-end-close   # see one preset's matrix and preview`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("list: not implemented yet")
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			for _, p := range experiments.Presets() {
+				name := p.Name
+				if name == experiments.DefaultPreset {
+					name += " (default)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", name, p.Description)
+			}
+			return tw.Flush()
 		},
 	}
 }

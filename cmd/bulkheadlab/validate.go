@@ -1,18 +1,94 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments"
 )
 
-// newValidateCmd builds the `validate` command. Placeholder until its issue lands.
+// newValidateCmd builds the `validate` command.
 func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate",
+		Use:   "validate [FILE|PRESET]...",
 		Short: "Check experiment specs without running them",
+		Long: `validate loads each spec (a YAML file or an embedded preset name), reports
+every problem as file:line: field: message, and for a valid spec prints the
+expanded matrix and a Little's-law preview: the predicted permits in flight
+(rate × holding time) of each pool under each condition, compared with the
+pool size. Without arguments it validates every embedded preset.
+It exits 2 if any spec is invalid.`,
+		Example: `  bulkheadlab validate my-experiment.yaml
+  bulkheadlab validate slow-dependency month-end-close`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("validate: not implemented yet")
+			if len(args) == 0 {
+				args = experiments.PresetNames()
+			}
+			bad := 0
+			for i, arg := range args {
+				if i > 0 {
+					fmt.Fprintln(cmd.OutOrStdout())
+				}
+				s, err := experiments.Resolve(arg)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), err)
+					bad++
+					continue
+				}
+				printSpecPreview(cmd.OutOrStdout(), s)
+			}
+			if bad > 0 {
+				return withCode(ExitUsage, nil)
+			}
+			return nil
 		},
 	}
+}
+
+// printSpecPreview prints the matrix and the Little's-law preview of s.
+func printSpecPreview(w io.Writer, s *experiments.Spec) {
+	runs := s.Expand()
+	t := s.Service.Timeout.D
+	fmt.Fprintf(w, "%s: ok — %s\n", s.File(), s.Name)
+	if s.Description != "" {
+		fmt.Fprintf(w, "  %s\n", s.Description)
+	}
+	total := time.Duration(len(runs)) * s.RunDuration()
+	fmt.Fprintf(w, "  matrix: %d conditions × %d modes × %d repeats = %d runs of %s ≈ %s of load\n",
+		len(s.Conditions), len(s.Modes), s.Repeats, len(runs), s.RunDuration(), total)
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	fmt.Fprintf(w, "  order: %s\n", strings.Join(ids, ", "))
+	if s.External != nil {
+		fmt.Fprintf(w, "  external: /a=%s /b=%s\n", s.External.Targets.A, s.External.Targets.B)
+		if rt := s.RemoteTargets(); len(rt) > 0 {
+			fmt.Fprintf(w, "  note: not loopback, needs --allow-remote to run: %s\n", strings.Join(rt, ", "))
+		}
+	}
+	fmt.Fprintf(w, "  Little's law preview (T=%s; permits in flight = Σ rate × holding time, fault phase):\n", t)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  condition\tmode\tpool\tsize\tbaseline\tfault\tvs size\texhausted after")
+	for _, c := range s.Conditions {
+		for _, m := range s.Modes {
+			for _, p := range s.Preview(&c, &m) {
+				verdict, when := "ok", "-"
+				if p.PredictedDemand["fault"] > float64(p.Limit) {
+					verdict = "EXCEEDS"
+				}
+				if d := p.PredictedExhaustion; d > 0 {
+					when = fmt.Sprintf("%s (%.2gT)", d.Round(time.Millisecond), d.Seconds()/t.Seconds())
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%.1f\t%.1f\t%s\t%s\n", c.Name, m.Name, p.Name, p.Limit,
+					p.PredictedDemand["baseline"], p.PredictedDemand["fault"], verdict, when)
+			}
+		}
+	}
+	tw.Flush()
 }
