@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
-	
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 )
