@@ -47,7 +47,7 @@ type Sampler struct {
 	Targets  []SampleTarget
 	Out      io.Writer
 	Interval time.Duration // DefaultSampleInterval if ≤ 0
-	Client   *http.Client  // nil: a client whose timeout is the interval
+	Client   *http.Client  // nil: a client whose timeout is max(interval, 1s)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -55,12 +55,12 @@ type Sampler struct {
 // Run samples until ctx is done, then returns nil; it returns early only
 // when writing to Out fails. A failed scrape of one target is skipped
 // (its process stats are still written). Each scrape is bounded by the
-// interval, so Run returns within about one interval of ctx ending.
+// client timeout, and Run stops scraping when ctx ends.
 func (s *Sampler) Run(ctx context.Context) error {
 	interval := orDefault(s.Interval, DefaultSampleInterval)
 	hc := s.Client
 	if hc == nil {
-		hc = &http.Client{Timeout: interval}
+		hc = &http.Client{Timeout: max(interval, time.Second)}
 	}
 	now := s.Now
 	if now == nil {
