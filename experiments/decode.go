@@ -19,6 +19,10 @@ type scalarSetter interface{ setScalar(string) error }
 // alias expansion cannot blow up.
 const maxDecodeSteps = 100000
 
+// maxPathLen bounds the field path, and so the nesting (a cyclic alias
+// would otherwise nest without end).
+const maxPathLen = 512
+
 var nodeType = reflect.TypeOf((*yaml.Node)(nil))
 
 // decoder walks a yaml.Node tree into a Go value strictly: unknown fields,
@@ -41,10 +45,19 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		n = n.Alias
 	}
+	if len(path) > maxPathLen {
+		d.p.addAt(n.Line, path[:64]+"...", "nested too deeply")
+		d.steps = maxDecodeSteps + 2
+		return
+	}
 	if _, seen := d.p.lines[path]; !seen {
 		d.p.lines[path] = n.Line
 	}
 	if v.Type() == nodeType {
+		if !plainNode(n, 0) {
+			d.p.addAt(n.Line, path, "no aliases, and at most 32 levels of nesting, in an opaque block")
+			return
+		}
 		c := *n
 		v.Set(reflect.ValueOf(&c))
 		return
@@ -255,4 +268,18 @@ func decodeSpec(p *problems, data []byte) *Spec {
 	d := &decoder{p: p}
 	d.decode(root.Content[0], reflect.ValueOf(s).Elem(), "")
 	return s
+}
+
+// plainNode reports whether n holds no aliases and nests at most 32 deep,
+// so that it can be re-encoded safely.
+func plainNode(n *yaml.Node, depth int) bool {
+	if n.Kind == yaml.AliasNode || depth > 32 {
+		return false
+	}
+	for _, c := range n.Content {
+		if !plainNode(c, depth+1) {
+			return false
+		}
+	}
+	return true
 }

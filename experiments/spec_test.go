@@ -233,6 +233,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: t\nconditions:\n  - {name: x, faults: [{type: hang}]}\nmodes: [{name: bulkhead, queues: {a: 0, b: 1}}]\n"))
 	f.Add([]byte("a: &a [*a, *a]\nname: *a\n"))
 	f.Add([]byte("name: t\nexternal: {rules: {x: [1, 2]}}\n"))
+	f.Add([]byte("name: t\nexternal: {rules: &r [*r]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("f.yaml", data)
 		if err != nil {
