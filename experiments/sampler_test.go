@@ -70,7 +70,7 @@ func TestSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]float64{
-		`bulkhead_pool_in_use{pool="a"}`:                                 7,
+		`bulkhead_pool_in_use{pool="a"}`:                                7,
 		`bulkheadlab_dependency_duration_seconds_sum{dependency="A"}`:   0.75,
 		`bulkheadlab_dependency_duration_seconds_count{dependency="A"}`: 2,
 	}
