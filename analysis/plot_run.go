@@ -96,6 +96,7 @@ func runFigure(r *Run, ex Expectations) figure {
 		f.panels[i] = newPanel(titles[i][0], titles[i][1])
 		f.legs[i] = newLegend()
 	}
+	shade(f.panels[:], &f.legs[0], r, origin)
 	eps := r.endpoints()
 	series := map[string]runSeries{}
 	for _, ep := range eps {
@@ -109,7 +110,20 @@ func runFigure(r *Run, ex Expectations) figure {
 	return f
 }
 
-// decorate adds the fault shading and phase marks and sets a common x range.
+// shade adds the fault window, first so that it lies under the data.
+func shade(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time) {
+	fs, ok := r.faultStart()
+	if !ok {
+		return
+	}
+	s := spanShade{Color: faultShade, From: fs.Sub(origin).Seconds(), To: r.faultEnd().Sub(origin).Seconds()}
+	for _, p := range panels {
+		p.Add(s)
+	}
+	leg.Add("fault window", &plotter.Polygon{Color: faultShade})
+}
+
+// decorate adds the phase marks and sets a common x range.
 func decorate(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time, end float64) {
 	var at []float64
 	var names []string
@@ -117,16 +131,7 @@ func decorate(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time, e
 		at = append(at, p.Start.Sub(origin).Seconds())
 		names = append(names, p.Name)
 	}
-	fs, hasFault := r.faultStart()
-	shade := spanShade{Color: faultShade}
-	if hasFault {
-		shade.From, shade.To = fs.Sub(origin).Seconds(), r.faultEnd().Sub(origin).Seconds()
-		leg.Add("fault window", &plotter.Polygon{Color: faultShade})
-	}
 	for i, p := range panels {
-		if hasFault {
-			p.Add(shade)
-		}
 		p.Add(phaseMarks{At: at, Names: names, Labels: i == 0})
 		p.X.Min, p.X.Max = 0, math.Max(end, 1)
 	}

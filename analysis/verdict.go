@@ -88,9 +88,9 @@ func (b *builder) decide() Verdict {
 	for _, m := range v.Measures {
 		switch m.Result {
 		case "fail":
-			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, fmtG(m.Value.Mean), m.Unit, m.Op, fmtG(float64(*m.Threshold))))
+			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, fmt3(m.Value.Mean), m.Unit, m.Op, fmt3(float64(*m.Threshold))))
 		case "uncertain":
-			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, fmtG(m.Value.Lo), fmtG(m.Value.Hi), fmtG(float64(*m.Threshold))))
+			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, fmt3(m.Value.Lo), fmt3(m.Value.Hi), fmt3(float64(*m.Threshold))))
 		case "undefined":
 			unsure = append(unsure, m.Name+" could not be measured")
 		}
@@ -107,7 +107,7 @@ func (b *builder) decide() Verdict {
 	default:
 		v.Outcome, v.Reason = Supported, "every deciding number met its threshold"
 	}
-	if len(b.notes) > 0 {
+	if len(b.notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
 		v.Reason += " (" + strings.Join(b.notes, "; ") + ")"
 	}
 	return v
