@@ -43,8 +43,8 @@ func summaryFigure(s *Summary) figure {
 	for i, c := range conds {
 		ticks[i] = plot.Tick{Value: float64(i), Label: c}
 	}
-	modeColors := []color.Color{colorShared, colorGrey, colorA, colorB}
-	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
+	modeColors := []color.Color{colorShared, extraColors[0], colorGrey, extraColors[1]}
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}}
 	for mi, mode := range modes {
 		off := 0.3 * (float64(mi) - float64(len(modes)-1)/2) / math.Max(1, float64(len(modes)-1))
 		var a, b errPoints
