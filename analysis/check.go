@@ -1,0 +1,145 @@
+package analysis
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// PrintVerdicts writes a compact table of the verdicts to w: one line per
+// prediction with its outcome, its first deciding number and the reason.
+func PrintVerdicts(w io.Writer, s *Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREDICTION\tOUTCOME\tKEY NUMBER\tREASON")
+	for _, v := range s.Verdicts {
+		key := "—"
+		for _, m := range v.Measures {
+			if m.Op != "" {
+				key = fmt.Sprintf("%s = %s %s (%s %s)", m.Name, FormatEstimate(m.Value), m.Unit, m.Op, fmt3(float64(*m.Threshold)))
+				break
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, v.Outcome, key, v.Reason)
+	}
+	return tw.Flush()
+}
+
+// Check judges the named verdicts (e.g. Expectations.Check): failed lists the
+// names whose outcome is NOT SUPPORTED, INCONCLUSIVE, SKIPPED or unknown;
+// invalid is true when any of them is INVALID (those are not in failed).
+// Names are matched case-insensitively.
+func (s *Summary) Check(names []string) (failed []string, invalid bool) {
+	for _, n := range names {
+		v, ok := s.verdict(n)
+		switch {
+		case !ok:
+			failed = append(failed, n)
+		case v.Outcome == Invalid:
+			invalid = true
+		case v.Outcome != Supported:
+			failed = append(failed, v.Name)
+		}
+	}
+	return failed, invalid
+}
+
+func (s *Summary) verdict(name string) (Verdict, bool) {
+	for _, v := range s.Verdicts {
+		if strings.EqualFold(v.Name, name) {
+			return v, true
+		}
+	}
+	return Verdict{}, false
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string    `xml:"name,attr"`
+	Classname string    `xml:"classname,attr"`
+	Failure   *junitMsg `xml:"failure,omitempty"`
+	Error     *junitMsg `xml:"error,omitempty"`
+	Skipped   *junitMsg `xml:"skipped,omitempty"`
+	SystemOut string    `xml:"system-out,omitempty"`
+}
+
+type junitMsg struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one JUnit test case per named verdict (all verdicts when
+// names is empty): SUPPORTED passes, INVALID is an error, SKIPPED is skipped,
+// anything else is a failure. The measures go into the message text.
+func WriteJUnit(w io.Writer, s *Summary, names []string) error {
+	if len(names) == 0 {
+		for _, v := range s.Verdicts {
+			names = append(names, v.Name)
+		}
+	}
+	suite := junitSuite{Name: "bulkheadlab/" + s.Experiment}
+	for _, n := range names {
+		v, ok := s.verdict(n)
+		c := junitCase{Name: n, Classname: "bulkheadlab." + s.Experiment}
+		if !ok {
+			c.Failure = &junitMsg{Message: "no such prediction", Type: "UNKNOWN"}
+		} else {
+			c.Name = v.Name + ": " + v.Claim
+			body := verdictText(v)
+			switch v.Outcome {
+			case Supported:
+				c.SystemOut = body
+			case Invalid:
+				c.Error = &junitMsg{Message: v.Reason, Type: string(v.Outcome), Text: body}
+			case Skipped:
+				c.Skipped = &junitMsg{Message: v.Reason}
+			default:
+				c.Failure = &junitMsg{Message: v.Reason, Type: string(v.Outcome), Text: body}
+			}
+		}
+		suite.Tests++
+		switch {
+		case c.Failure != nil:
+			suite.Failures++
+		case c.Error != nil:
+			suite.Errors++
+		case c.Skipped != nil:
+			suite.Skipped++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return fmt.Errorf("analysis: junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func verdictText(v Verdict) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", v.Outcome, v.Reason)
+	for _, m := range v.Measures {
+		fmt.Fprintf(&b, "%s = %s %s", m.Name, FormatEstimate(m.Value), m.Unit)
+		if m.Op != "" {
+			fmt.Fprintf(&b, " (needs %s %s: %s)", m.Op, fmt3(float64(*m.Threshold)), m.Result)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

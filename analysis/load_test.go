@@ -1,0 +1,156 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+func TestLoadErrors(t *testing.T) {
+	good := writeSynth(t, t.TempDir(), "", matrix(1, func(r *synthRun) bool { return r.cond == "slow" }))
+	badSpec := writeSynth(t, t.TempDir(), "expectations: [not, a, map\n", nil)
+	badIndex := t.TempDir()
+	os.WriteFile(filepath.Join(badIndex, IndexFile), []byte("{"), 0o644)
+	for _, tc := range []struct {
+		dir, wantFile string
+	}{
+		{filepath.Join(good, "missing"), "missing"},
+		{t.TempDir(), IndexFile},
+		{badIndex, IndexFile},
+		{badSpec, SpecFile},
+		{filepath.Join(good, IndexFile), IndexFile},
+	} {
+		_, err := Load(tc.dir)
+		if !errors.Is(err, ErrNotResults) || !strings.Contains(err.Error(), tc.wantFile) {
+			t.Errorf("Load(%s) = %v, want ErrNotResults naming %s", tc.dir, err, tc.wantFile)
+		}
+	}
+	if _, err := Load(good); err != nil {
+		t.Errorf("Load(good) = %v", err)
+	}
+}
+
+func TestLoadPartialRun(t *testing.T) {
+	dir := writeSynth(t, t.TempDir(), "", []synthRun{{cond: "slow", mode: "shared", repeat: 1, truncated: true, seed: 1}})
+	os.RemoveAll(filepath.Join(dir, RunsDir, "missing"))
+	exp, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := exp.Runs[0]
+	if r.Complete() || len(r.Windows) == 0 {
+		t.Fatalf("truncated run: complete=%t windows=%d problems=%v", r.Complete(), len(r.Windows), r.Problems)
+	}
+	got := strings.Join(r.Problems, "; ")
+	for _, want := range []string{"windows.jsonl: line", "phases.json: missing", "status interrupted"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems %q lack %q", got, want)
+		}
+	}
+}
+
+func TestExpectationsFromSpec(t *testing.T) {
+	dir := writeSynth(t, t.TempDir(), "name: x\nrunner: {a: 1}\nexpectations:\n  victim: b\n  p4_max_ratio: 0.25\n  check: [P2]\n", nil)
+	exp, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := exp.Expectations; e.P4MaxRatio != 0.25 || len(e.Check) != 1 || e.P1MaxTimeToDegrade != 10 {
+		t.Errorf("expectations = %+v", e)
+	}
+}
+
+// TestFiguresEdgeCases renders figures for runs without any success, with
+// all-zero latencies (log axes), with no windows of one endpoint and without
+// metrics; none may panic.
+func TestFiguresEdgeCases(t *testing.T) {
+	dir := writeSynth(t, t.TempDir(), "", matrix(1, func(r *synthRun) bool { return r.cond == "slow" }))
+	exp, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func(r *Run){
+		"no successes": func(r *Run) {
+			for i := range r.Windows {
+				r.Windows[i].Counts = loadgen.Counts{loadgen.ClassTransportError: 10}
+				r.Windows[i].LatencyOK = loadgen.Quantiles{}
+			}
+		},
+		"all zero": func(r *Run) {
+			for i := range r.Windows {
+				r.Windows[i].Latency = loadgen.Quantiles{Count: 1}
+			}
+		},
+		"empty windows": func(r *Run) {
+			for i := range r.Windows {
+				r.Windows[i].Counts = loadgen.Counts{}
+			}
+		},
+		"no metrics, no meta": func(r *Run) { r.Metrics, r.Meta = nil, RunMeta{} },
+	}
+	for name, mutate := range cases {
+		r := *exp.Runs[0]
+		r.Windows = append([]loadgen.Window(nil), r.Windows...)
+		mutate(&r)
+		e := &Experiment{Index: exp.Index, Runs: []*Run{&r}, Expectations: DefaultExpectations()}
+		sum := Evaluate(e, e.Expectations)
+		for _, f := range []figure{runFigure(&r, e.Expectations), comparisonFigure(e, e.Expectations, metricP99),
+			comparisonFigure(e, e.Expectations, metricSuccess), summaryFigure(&sum)} {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s: figure panicked: %v", name, p)
+					}
+				}()
+				w, h := f.size()
+				// A low DPI keeps the same layout with fewer pixels to fill.
+				f.draw(draw.New(vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(16))))
+			}()
+		}
+	}
+}
+
+func TestCheckAndJUnit(t *testing.T) {
+	s := &Summary{Experiment: "x", Verdicts: []Verdict{
+		{Name: "P1", Outcome: Supported}, {Name: "P2", Outcome: NotSupported, Reason: "r"},
+		{Name: "P3", Outcome: Invalid}, {Name: "P4", Outcome: Skipped}, {Name: "EXHAUSTED", Outcome: Inconclusive},
+	}}
+	for _, tc := range []struct {
+		names   []string
+		failed  string
+		invalid bool
+	}{
+		{[]string{"P1"}, "", false},
+		{[]string{"p1", "P2"}, "P2", false},
+		{[]string{"P3", "P4", "EXHAUSTED", "P9"}, "P4,EXHAUSTED,P9", true},
+	} {
+		f, inv := s.Check(tc.names)
+		if strings.Join(f, ",") != tc.failed || inv != tc.invalid {
+			t.Errorf("Check(%v) = %v, %t; want %s, %t", tc.names, f, inv, tc.failed, tc.invalid)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	var suite junitSuite
+	if err := xml.Unmarshal(buf.Bytes(), &suite); err != nil {
+		t.Fatalf("junit does not parse: %v\n%s", err, buf.String())
+	}
+	if suite.Tests != 5 || suite.Failures != 2 || suite.Errors != 1 || suite.Skipped != 1 {
+		t.Errorf("suite counts = %d/%d/%d/%d\n%s", suite.Tests, suite.Failures, suite.Errors, suite.Skipped, buf.String())
+	}
+	buf.Reset()
+	if err := PrintVerdicts(&buf, s); err != nil || !strings.Contains(buf.String(), "NOT SUPPORTED") {
+		t.Errorf("PrintVerdicts = %v\n%s", err, buf.String())
+	}
+}

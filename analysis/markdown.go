@@ -1,0 +1,142 @@
+package analysis
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// FormatEstimate renders e as "mean [lo, hi]" (or "mean" without an interval,
+// "—" when undefined), 3 significant digits.
+func FormatEstimate(e Estimate) string {
+	if !e.Defined() {
+		return "—"
+	}
+	s := fmt3(e.Mean)
+	if e.HasCI() {
+		s += " [" + fmt3(e.Lo) + ", " + fmt3(e.Hi) + "]"
+	}
+	return s
+}
+
+func fmt3(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	if v == 0 {
+		return "0"
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func numStr(n Num) string { return fmt3(float64(n)) }
+
+func measureLine(m Measure) string {
+	thr := "(info)"
+	if m.Op != "" {
+		thr = m.Op + " " + fmt3(float64(*m.Threshold)) + " → " + m.Result
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s |", m.Name, FormatEstimate(m.Value), m.Unit, thr)
+}
+
+// renderMarkdown writes report.md. It uses only the summary, so it is as
+// deterministic as the summary.
+func renderMarkdown(s *Summary) []byte {
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("# bulkheadlab report: %s\n", s.Experiment)
+	p("Victim endpoint /%s (healthy dependency), culprit /%s (faulted dependency). "+
+		"Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
+		s.Expectations.Victim, s.Expectations.Culprit, MinRepeatsForCI)
+	p("## Verdicts\n")
+	p("| prediction | outcome | reason |")
+	p("|---|---|---|")
+	for _, v := range s.Verdicts {
+		p("| %s | **%s** | %s |", v.Name, v.Outcome, mdEscape(v.Reason))
+	}
+	p("")
+	for _, v := range s.Verdicts {
+		p("### %s — %s\n", v.Name, v.Outcome)
+		p("%s.\n", v.Claim)
+		p("| number | measured | unit | threshold |")
+		p("|---|---|---|---|")
+		for _, m := range v.Measures {
+			p("%s", measureLine(m))
+		}
+		p("\nRuns: %s\n", strings.Join(orNone(v.Runs), ", "))
+	}
+	writeCellsMD(&b, s)
+	writeLittleMD(&b, s)
+	writeRunsMD(&b, s)
+	if len(s.Images) > 0 {
+		p("## Figures\n")
+		for _, img := range s.Images {
+			p("![%s](%s)\n", img, img)
+		}
+	}
+	return b.Bytes()
+}
+
+func writeCellsMD(b *bytes.Buffer, s *Summary) {
+	v, c := s.Expectations.Victim, s.Expectations.Culprit
+	fmt.Fprintf(b, "## Fault phase by condition and mode\n\n")
+	fmt.Fprintf(b, "| condition | mode | runs | /%s p99 ms | /%s error rate | /%s p99 ms | /%s error rate | /%s ok req/s | time to degrade (T) |\n", v, v, c, c, c)
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|\n")
+	for _, x := range s.Cells {
+		runs := fmt.Sprint(len(x.Runs))
+		if len(x.Excluded) > 0 {
+			runs += fmt.Sprintf(" (+%d incomplete)", len(x.Excluded))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Condition, x.Mode, runs,
+			FormatEstimate(x.VictimP99Ms), FormatEstimate(x.VictimErrorRate), FormatEstimate(x.CulpritP99Ms),
+			FormatEstimate(x.CulpritErrorRate), FormatEstimate(x.CulpritOKRate), FormatEstimate(x.TimeToDegradeT))
+	}
+	fmt.Fprintln(b)
+}
+
+func writeLittleMD(b *bytes.Buffer, s *Summary) {
+	fmt.Fprintf(b, "## Little's law: predicted vs measured\n\n")
+	fmt.Fprintf(b, "In-flight demand = arrival rate × holding time (permits) over the fault phase; time to exhaustion from fault start (s, measured at the metrics sampling resolution).\n\n")
+	fmt.Fprintf(b, "| condition | mode | pool | limit | demand predicted | demand measured | ratio | exhaustion predicted s | exhaustion measured s | ratio |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range s.Little {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Condition, r.Mode, r.Pool, r.Limit,
+			FormatEstimate(r.PredictedDemand), FormatEstimate(r.MeasuredDemand), FormatEstimate(r.DemandRatio),
+			FormatEstimate(r.PredictedExhaustionS), FormatEstimate(r.MeasuredExhaustionS), FormatEstimate(r.ExhaustionRatio))
+	}
+	fmt.Fprintln(b)
+}
+
+func writeRunsMD(b *bytes.Buffer, s *Summary) {
+	fmt.Fprintf(b, "## Runs and the resource that ran out first\n\n")
+	fmt.Fprintf(b, "| run | status | valid | time to degrade (T) | exhausted first | after fault s | detail | problems |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|\n")
+	for _, r := range s.Runs {
+		fmt.Fprintf(b, "| %s | %s | %t | %s | %s | %s | %s | %s |\n", r.ID, r.Status, r.Valid, numStr(r.TimeToDegradeT),
+			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail), mdEscape(strings.Join(r.Problems, "; ")))
+	}
+	fmt.Fprintf(b, "\nRules, checked from fault start to fault end; the earliest wins:\n\n")
+	for _, rule := range s.ExhaustionRules {
+		fmt.Fprintf(b, "- %s\n", rule)
+	}
+	fmt.Fprintln(b)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func orNone(v []string) []string {
+	if len(v) == 0 {
+		return []string{"none"}
+	}
+	return v
+}

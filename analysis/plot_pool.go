@@ -1,0 +1,75 @@
+package analysis
+
+import (
+	"math"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// poolPanel plots, per pool, permits in use (solid), callers waiting
+// (dotted), the limit (thin) and the Little's-law predicted demand per phase
+// (dashed steps).
+func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expectations) {
+	var all [][]float64
+	pools := r.poolNames()
+	for _, pool := range pools {
+		c := nameColor(pool, ex)
+		for _, m := range []struct {
+			metric, label string
+			sty           draw.LineStyle
+		}{
+			{"bulkhead_pool_in_use", "in use", lineStyle(c, 0, 2)},
+			{"bulkhead_pool_waiting", "waiting", lineStyle(c, 4, 1.5)},
+			{"bulkhead_pool_limit", "limit", lineStyle(c, 0, 0.7)},
+		} {
+			xs, ys := metricXY(r.metric(ServiceComponent, poolKey(m.metric, pool)), origin)
+			if len(xs) == 0 {
+				continue
+			}
+			addSeries(p, leg, "pool "+pool+" "+m.label, xs, ys, m.sty, false)
+			all = append(all, ys)
+		}
+		xs, ys := demandSteps(r, pool, origin)
+		if len(xs) > 0 {
+			addSeries(p, leg, "pool "+pool+" predicted demand", xs, ys, lineStyle(c, 1, 1.5), false)
+			all = append(all, ys)
+		}
+	}
+	if len(pools) == 0 {
+		leg.Add("no pool metrics")
+	}
+	_, hi, ok := yRange(false, all...)
+	p.Y.Min = 0
+	if !ok || hi <= 0 {
+		hi = 1
+	}
+	p.Y.Max = hi * 1.1
+	p.Legend.Padding = vg.Points(1)
+}
+
+func metricXY(s []point, origin time.Time) (xs, ys []float64) {
+	for _, pt := range s {
+		xs = append(xs, pt.t.Sub(origin).Seconds())
+		ys = append(ys, pt.v)
+	}
+	return xs, ys
+}
+
+// demandSteps draws PoolInfo.PredictedDemand as a step per phase span, with
+// a NaN between phases that have no prediction.
+func demandSteps(r *Run, pool string, origin time.Time) (xs, ys []float64) {
+	info := r.poolInfo(pool)
+	for _, ph := range r.Meta.Phases {
+		d, ok := info.PredictedDemand[ph.Name]
+		if !ok {
+			xs, ys = append(xs, ph.Start.Sub(origin).Seconds()), append(ys, math.NaN())
+			continue
+		}
+		xs = append(xs, ph.Start.Sub(origin).Seconds(), ph.End.Sub(origin).Seconds())
+		ys = append(ys, d, d)
+	}
+	return xs, ys
+}

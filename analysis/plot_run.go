@@ -1,0 +1,211 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// runFig is the four-panel figure of one run.
+type runFig struct {
+	title  string
+	panels [4]*plot.Plot
+	legs   [4]plot.Legend
+}
+
+const legendWidth = 190 // points reserved right of the panels for legends
+
+func (f *runFig) size() (vg.Length, vg.Length) { return 14 * vg.Inch, 15 * vg.Inch }
+
+func (f *runFig) draw(dc draw.Canvas) {
+	titleText(dc, f.title, 15)
+	tiles := draw.Tiles{Rows: 4, Cols: 1, PadTop: vg.Points(34), PadBottom: vg.Points(6), PadLeft: vg.Points(6),
+		PadRight: vg.Points(legendWidth), PadY: vg.Points(14)}
+	cs := plot.Align([][]*plot.Plot{{f.panels[0]}, {f.panels[1]}, {f.panels[2]}, {f.panels[3]}}, tiles, dc)
+	for i, p := range f.panels {
+		p.Draw(cs[i][0])
+		drawSideLegend(dc, cs[i][0], &f.legs[i])
+	}
+}
+
+// drawSideLegend draws leg in the margin right of panel canvas c.
+func drawSideLegend(dc, c draw.Canvas, leg *plot.Legend) {
+	area := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: c.Max.X + vg.Points(10), Y: c.Min.Y},
+		Max: vg.Point{X: dc.Max.X - vg.Points(4), Y: c.Max.Y - vg.Points(20)},
+	}}
+	leg.Draw(area)
+}
+
+// runSeries are a run's windows of one endpoint as plot coordinates.
+type runSeries struct {
+	x        []float64 // window centre, seconds from origin
+	p50, p99 []float64 // ms, NaN without results
+	fail     [loadgen.NumClasses][]float64
+	success  []float64 // %, NaN without results
+}
+
+func seriesOf(r *Run, ep string, origin time.Time) runSeries {
+	var s runSeries
+	for _, w := range r.endpointWindows(ep) {
+		s.x = append(s.x, (w.Start.Sub(origin) + w.Duration/2).Seconds())
+		tot := w.Counts.Total()
+		p50, p99, succ := math.NaN(), math.NaN(), math.NaN()
+		if tot > 0 {
+			p50, p99 = ms(w.Latency.P50), ms(w.Latency.P99)
+			succ = 100 * float64(w.Counts[loadgen.ClassOK]) / float64(tot)
+		}
+		s.p50, s.p99, s.success = append(s.p50, p50), append(s.p99, p99), append(s.success, succ)
+		secs := w.Duration.Seconds()
+		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+			v := 0.0
+			if secs > 0 {
+				v = float64(w.Counts[c]) / secs
+			}
+			s.fail[c] = append(s.fail[c], v)
+		}
+	}
+	return s
+}
+
+// runFigure builds the figure of one run.
+func runFigure(r *Run, ex Expectations) figure {
+	origin := r.origin()
+	end := r.end().Sub(origin).Seconds()
+	f := &runFig{title: fmt.Sprintf("%s — mode %s, condition %s, repeat %d, T = %s",
+		r.Entry.ID, r.Entry.Mode, r.Entry.Condition, r.Entry.Repeat, r.Meta.Timeout)}
+	if !r.Complete() {
+		f.title += " (INCOMPLETE)"
+	} else if !r.Meta.Valid {
+		f.title += " (INVALID RUN)"
+	}
+	titles := [4][2]string{
+		{"Latency per endpoint, p99 solid, p50 dashed (log scale)", "latency (ms)"},
+		{"Failures per endpoint by class", "failures (req/s)"},
+		{"Success rate per endpoint", "successful (%)"},
+		{"Pool occupancy: in use, waiting, limit; Little's-law demand dashed", "permits"},
+	}
+	for i := range f.panels {
+		f.panels[i] = newPanel(titles[i][0], titles[i][1])
+		f.legs[i] = newLegend()
+	}
+	shade(f.panels[:], &f.legs[0], r, origin)
+	eps := r.endpoints()
+	series := map[string]runSeries{}
+	for _, ep := range eps {
+		series[ep] = seriesOf(r, ep, origin)
+	}
+	latencyPanel(f.panels[0], &f.legs[0], eps, series, r, ex)
+	failurePanel(f.panels[1], &f.legs[1], eps, series, ex)
+	successPanel(f.panels[2], &f.legs[2], eps, series, ex)
+	poolPanel(f.panels[3], &f.legs[3], r, origin, ex)
+	decorate(f.panels[:], &f.legs[0], r, origin, end)
+	return f
+}
+
+// shade adds the fault window, first so that it lies under the data.
+func shade(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time) {
+	fs, ok := r.faultStart()
+	if !ok {
+		return
+	}
+	s := spanShade{Color: faultShade, From: fs.Sub(origin).Seconds(), To: r.faultEnd().Sub(origin).Seconds()}
+	for _, p := range panels {
+		p.Add(s)
+	}
+	leg.Add("fault window", &plotter.Polygon{Color: faultShade})
+}
+
+// decorate adds the phase marks and sets a common x range.
+func decorate(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time, end float64) {
+	var at []float64
+	var names []string
+	for _, p := range r.Meta.Phases {
+		at = append(at, p.Start.Sub(origin).Seconds())
+		names = append(names, p.Name)
+	}
+	for i, p := range panels {
+		p.Add(phaseMarks{At: at, Names: names, Labels: i == 0})
+		p.X.Min, p.X.Max = 0, math.Max(end, 1)
+	}
+	panels[len(panels)-1].X.Label.Text = "time since load start (s)"
+}
+
+func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, r *Run, ex Expectations) {
+	var all [][]float64
+	for _, ep := range eps {
+		s := series[ep]
+		c := nameColor(ep, ex)
+		addSeries(p, leg, "/"+ep+" p99", s.x, s.p99, lineStyle(c, 0, 2), true)
+		addSeries(p, leg, "/"+ep+" p50", s.x, s.p50, lineStyle(c, 1, 1.5), true)
+		all = append(all, s.p99, s.p50)
+	}
+	lo, hi, ok := yRange(true, all...)
+	if t := ms(r.Meta.Timeout); t > 0 {
+		lo, hi = math.Min(lo, t), math.Max(hi, t)
+		ok = true
+		p.Add(hline{Y: t, Style: lineStyle(colorGrey, 3, 1)})
+		leg.Add(fmt.Sprintf("T = %s", r.Meta.Timeout), &plotter.Line{LineStyle: lineStyle(colorGrey, 3, 1)})
+	}
+	setLogY(p, lo, hi, ok)
+}
+
+func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
+	any := false
+	for _, ep := range eps {
+		s := series[ep]
+		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+			if _, hi, ok := yRange(false, s.fail[c]); !ok || hi == 0 {
+				continue
+			}
+			any = true
+			addSeries(p, leg, "/"+ep+" "+c.String(), s.x, s.fail[c], lineStyle(nameColor(ep, ex), int(c)-1, 1.8), false)
+		}
+	}
+	if !any {
+		leg.Add("no failures")
+	}
+	p.Y.Min = 0
+	if _, hi, ok := yRange(false, failMaxes(eps, series)...); !ok || hi == 0 {
+		p.Y.Max = 1
+	}
+}
+
+func failMaxes(eps []string, series map[string]runSeries) [][]float64 {
+	var out [][]float64
+	for _, ep := range eps {
+		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+			out = append(out, series[ep].fail[c])
+		}
+	}
+	return out
+}
+
+func successPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
+	for _, ep := range eps {
+		s := series[ep]
+		addSeries(p, leg, "/"+ep+" success", s.x, s.success, lineStyle(nameColor(ep, ex), 0, 2), false)
+	}
+	p.Y.Min, p.Y.Max = 0, 105
+}
+
+// hline is a horizontal reference line across the panel.
+type hline struct {
+	Y     float64
+	Style draw.LineStyle
+}
+
+func (h hline) Plot(c draw.Canvas, p *plot.Plot) {
+	_, trY := p.Transforms(&c)
+	y := trY(h.Y)
+	if c.ContainsY(y) {
+		c.StrokeLine2(h.Style, c.Min.X, y, c.Max.X, y)
+	}
+}

@@ -1,0 +1,123 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Options tune WriteReport. The zero value writes everything into the
+// results folder with the spec's expectations.
+type Options struct {
+	// OutDir is where the report is written; empty means the results folder.
+	OutDir string
+	// Expectations, when non-nil, replace the spec's (zero fields still take
+	// defaults).
+	Expectations *Expectations
+	// NoImages skips the PNGs (summary.json, report.md and index.html only).
+	NoImages bool
+}
+
+// Names of the cross-run figures.
+const (
+	ComparisonP99File     = "compare-p99.png"
+	ComparisonSuccessFile = "compare-success.png"
+	SummaryChartFile      = "summary.png"
+)
+
+// WriteReport loads the results folder dir, evaluates it and writes
+// summary.json, report.md, index.html and the PNGs (one per run with data,
+// the comparison grids and the summary chart). It returns the summary. A
+// folder that cannot be read fails with an error wrapping ErrNotResults;
+// output is deterministic for the same input.
+func WriteReport(dir string, opts Options) (*Summary, error) {
+	exp, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	ex := exp.Expectations
+	if opts.Expectations != nil {
+		ex = *opts.Expectations
+	}
+	sum := Evaluate(exp, ex)
+	out := opts.OutDir
+	if out == "" {
+		out = dir
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("analysis: report folder: %w", err)
+	}
+	if !opts.NoImages {
+		if err := writeImages(exp, &sum, out); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeSummaryFiles(&sum, out); err != nil {
+		return nil, err
+	}
+	return &sum, nil
+}
+
+// writeImages renders every figure and records its name in sum.
+func writeImages(exp *Experiment, sum *Summary, out string) error {
+	for i, r := range exp.Runs {
+		if len(r.Windows) == 0 {
+			continue
+		}
+		name := "run-" + r.Entry.ID + ".png"
+		if err := savePNG(filepath.Join(out, name), runFigure(r, sum.Expectations)); err != nil {
+			return err
+		}
+		sum.Runs[i].Image = name
+		sum.Images = append(sum.Images, name)
+	}
+	figs := []struct {
+		name string
+		fig  figure
+	}{
+		{ComparisonP99File, comparisonFigure(exp, sum.Expectations, metricP99)},
+		{ComparisonSuccessFile, comparisonFigure(exp, sum.Expectations, metricSuccess)},
+		{SummaryChartFile, summaryFigure(sum)},
+	}
+	for _, f := range figs {
+		if f.fig == nil {
+			continue
+		}
+		if err := savePNG(filepath.Join(out, f.name), f.fig); err != nil {
+			return err
+		}
+		sum.Images = append(sum.Images, f.name)
+	}
+	return nil
+}
+
+func writeSummaryFiles(sum *Summary, out string) error {
+	b, err := MarshalSummary(sum)
+	if err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{SummaryFile, b}, {ReportFile, renderMarkdown(sum)}, {HTMLFile, renderHTML(sum)}}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("analysis: write %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// MarshalSummary encodes sum as indented JSON with a final newline.
+func MarshalSummary(sum *Summary) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(sum); err != nil {
+		return nil, fmt.Errorf("analysis: encode summary: %w", err)
+	}
+	return buf.Bytes(), nil
+}

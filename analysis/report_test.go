@@ -1,0 +1,161 @@
+package analysis
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// matrix returns the runs of the default matrix (4 conditions × 2 modes)
+// with repeats, each passed through tweak (which may drop it by returning
+// false).
+func matrix(repeats int, tweak func(*synthRun) bool) []synthRun {
+	var out []synthRun
+	for _, cond := range []string{"healthy", "slow", "failing", "busy"} {
+		for _, mode := range []string{"shared", "bulkhead"} {
+			for rep := 1; rep <= repeats; rep++ {
+				r := synthRun{cond: cond, mode: mode, repeat: rep, degradeAt: 1, seed: uint64(rep)}
+				if tweak == nil || tweak(&r) {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// goldenSets covers every verdict outcome.
+var goldenSets = []struct {
+	name string
+	spec string
+	runs []synthRun
+	want map[string]Outcome
+}{
+	{
+		name: "supported", runs: matrix(3, nil),
+		want: map[string]Outcome{"P1": Supported, "P2": Supported, "P3": Supported, "P4": Supported, "EXHAUSTED": Supported},
+	},
+	{
+		name: "not-supported",
+		spec: "name: x\nexpectations:\n  p1_max_time_to_degrade: 2\n",
+		runs: matrix(1, func(r *synthRun) bool {
+			r.noHelp, r.slowReject, r.degradeAt = true, true, 3
+			return true
+		}),
+		want: map[string]Outcome{"P1": NotSupported, "P2": NotSupported, "P3": Supported, "P4": NotSupported},
+	},
+	{
+		name: "invalid-partial",
+		runs: matrix(1, func(r *synthRun) bool {
+			r.invalid = r.cond == "slow" && r.mode == "shared"
+			r.truncated = r.cond == "busy" && r.mode == "bulkhead"
+			r.gap = r.cond == "failing"
+			return r.cond != "failing" || r.mode != "bulkhead"
+		}),
+		want: map[string]Outcome{"P1": Invalid, "P2": Supported, "P3": Skipped, "P4": Skipped, "EXHAUSTED": Invalid},
+	},
+	{
+		name: "inconclusive",
+		runs: matrix(3, func(r *synthRun) bool {
+			if r.cond == "slow" && r.mode == "shared" {
+				r.degradeAt = []float64{0, 6, 0}[r.repeat-1]
+			}
+			return r.cond == "slow"
+		}),
+		want: map[string]Outcome{"P1": Inconclusive, "P2": Supported, "P3": Skipped},
+	},
+}
+
+func TestGolden(t *testing.T) {
+	for _, gs := range goldenSets {
+		t.Run(gs.name, func(t *testing.T) {
+			dir := writeSynth(t, t.TempDir(), gs.spec, gs.runs)
+			sum, err := WriteReport(dir, Options{NoImages: true})
+			if err != nil {
+				t.Fatalf("WriteReport(%s): %v", gs.name, err)
+			}
+			for name, want := range gs.want {
+				if v, _ := sum.verdict(name); v.Outcome != want {
+					t.Errorf("%s: %s = %s (%s), want %s", gs.name, name, v.Outcome, v.Reason, want)
+				}
+			}
+			for _, f := range []string{SummaryFile, ReportFile} {
+				got, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden := filepath.Join("testdata", gs.name+"."+f)
+				if *update {
+					if err := os.MkdirAll("testdata", 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s/%s differs from %s (run with -update and review the diff)", gs.name, f, golden)
+				}
+			}
+		})
+	}
+}
+
+// TestDeterministic writes the same folder twice and compares every text file.
+func TestDeterministic(t *testing.T) {
+	runs := matrix(3, func(r *synthRun) bool { return r.cond == "slow" || r.cond == "busy" })
+	var outs [2][]byte
+	for i := range outs {
+		dir := writeSynth(t, t.TempDir(), "", runs)
+		if _, err := WriteReport(dir, Options{NoImages: true}); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{SummaryFile, ReportFile, HTMLFile} {
+			b, _ := os.ReadFile(filepath.Join(dir, f))
+			outs[i] = append(outs[i], b...)
+		}
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Error("two reports of identical folders differ")
+	}
+}
+
+func TestWriteReportImages(t *testing.T) {
+	runs := matrix(1, func(r *synthRun) bool {
+		r.gap = r.cond == "slow" && r.mode == "shared"
+		r.truncated = r.cond == "busy" && r.mode == "shared"
+		return r.cond == "slow" || (r.cond == "busy" && r.mode == "shared") || os.Getenv("BULKHEADLAB_KEEP_REPORT") != ""
+	})
+	dir := writeSynth(t, t.TempDir(), "", runs)
+	out := filepath.Join(t.TempDir(), "out")
+	if keep := os.Getenv("BULKHEADLAB_KEEP_REPORT"); keep != "" {
+		out = keep
+	}
+	sum, err := WriteReport(dir, Options{OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Images) != len(runs)+3 {
+		t.Errorf("images = %v, want %d", sum.Images, len(runs)+3)
+	}
+	html, _ := os.ReadFile(filepath.Join(out, HTMLFile))
+	for _, img := range sum.Images {
+		st, err := os.Stat(filepath.Join(out, img))
+		if err != nil || st.Size() < 10000 {
+			t.Errorf("image %s: %v, size %d", img, err, st.Size())
+		}
+		if !strings.Contains(string(html), `src="`+img+`"`) {
+			t.Errorf("index.html does not show %s", img)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Resource names used in Exhaustion.Resource.
+const (
+	ResourcePool        = "pool"
+	ResourceConnections = "connections"
+	ResourceCPU         = "cpu"
+	ResourceMemory      = "goroutines/memory"
+	ResourceNone        = "none"
+)
+
+// ExhaustionRules documents how the exhausted resource is decided; the
+// report prints it. Every rule is checked on the service's samples from fault
+// start (run start without a fault) to the end of the fault phase, and the
+// resource whose rule first holds is named; ties go in the listed order.
+var ExhaustionRules = []string{
+	"pool: in_use ≥ limit and (waiting ≥ queue limit or rejected_total rose since the previous sample)",
+	"connections: dependency timeouts rose while the pool drawing on that dependency was below its limit (the call waited for something other than a permit)",
+	"cpu: process_cpu_seconds_total rose at ≥ 90 % of the service's GOMAXPROCS (go_sched_gomaxprocs_threads, else meta versions num_cpu)",
+	"goroutines/memory: go_goroutines ≥ 10× its pre-fault median and ≥ 1000, or resident memory ≥ 3× its pre-fault median",
+	"none: no rule held",
+}
+
+// Exhaustion names the bounded resource that ran out first in a run.
+type Exhaustion struct {
+	Resource string `json:"resource"`
+	// AfterFaultS is when the rule first held, in seconds from fault start.
+	AfterFaultS Num    `json:"after_fault_s"`
+	Detail      string `json:"detail"`
+}
+
+type hit struct {
+	res    string
+	at     time.Time
+	detail string
+}
+
+// exhaustion applies ExhaustionRules to the run.
+func (r *Run) exhaustion() Exhaustion {
+	from, ok := r.faultStart()
+	if !ok {
+		from = r.origin()
+	}
+	to := r.faultEnd()
+	var hits []hit
+	for _, f := range []func(time.Time, time.Time) (hit, bool){r.poolHit, r.connHit, r.cpuHit, r.memHit} {
+		if h, ok := f(from, to); ok {
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return Exhaustion{Resource: ResourceNone, AfterFaultS: nan, Detail: "no rule held"}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	h := hits[0]
+	return Exhaustion{Resource: h.res, AfterFaultS: Num(h.at.Sub(from).Seconds()), Detail: h.detail}
+}
+
+func inRange(t, from, to time.Time) bool {
+	return !t.Before(from) && (to.IsZero() || !t.After(to))
+}
+
+func (r *Run) poolHit(from, to time.Time) (hit, bool) {
+	var best hit
+	found := false
+	for _, pool := range r.poolNames() {
+		inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", pool))
+		limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
+		waiting := r.metric(ServiceComponent, poolKey("bulkhead_pool_waiting", pool))
+		qlimit := r.metric(ServiceComponent, poolKey("bulkhead_pool_queue_limit", pool))
+		rej := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`)
+		info := r.poolInfo(pool)
+		for i, p := range inUse {
+			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
+				continue
+			}
+			lim := orValue(limit, p.t, float64(info.Limit))
+			if lim <= 0 || p.v < lim {
+				continue
+			}
+			w, _ := valueAt(waiting, p.t)
+			q := orValue(qlimit, p.t, float64(info.Queue))
+			rose := false
+			if i > 0 {
+				d, _ := deltaOver(rej, inUse[i-1].t, p.t)
+				rose = d > 0
+			}
+			if w >= q || rose {
+				best = hit{ResourcePool, p.t, fmt.Sprintf("pool %s: in_use %s/%s, waiting %s/%s, rejections rising: %t",
+					pool, fmtG(p.v), fmtG(lim), fmtG(w), fmtG(q), rose)}
+				found = true
+			}
+		}
+	}
+	return best, found
+}
+
+func orValue(s []point, t time.Time, def float64) float64 {
+	if v, ok := valueAt(s, t); ok {
+		return v
+	}
+	return def
+}
+
+func (r *Run) connHit(from, to time.Time) (hit, bool) {
+	var best hit
+	found := false
+	for _, e := range r.Meta.Endpoints {
+		if e.Dependency == "" {
+			continue
+		}
+		to2 := r.metric(ServiceComponent, `bulkheadlab_dependency_requests_total{dependency="`+e.Dependency+`",outcome="timeout"}`)
+		inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", e.Pool))
+		lim := r.poolInfo(e.Pool).Limit
+		for i := 1; i < len(to2); i++ {
+			p := to2[i]
+			if !inRange(p.t, from, to) || p.v <= to2[i-1].v || (found && !p.t.Before(best.at)) {
+				continue
+			}
+			u, ok := valueAt(inUse, p.t)
+			limit := orValue(r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", e.Pool)), p.t, float64(lim))
+			if ok && u < limit {
+				best = hit{ResourceConnections, p.t, fmt.Sprintf("dependency %s: timeouts rose by %s while pool %s had %s/%s in use",
+					e.Dependency, fmtG(p.v-to2[i-1].v), e.Pool, fmtG(u), fmtG(limit))}
+				found = true
+			}
+		}
+	}
+	return best, found
+}
+
+func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
+	cpu := r.metric(ServiceComponent, "process_cpu_seconds_total")
+	procs := r.metric(ServiceComponent, "go_sched_gomaxprocs_threads")
+	def := 0.0
+	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
+		def = float64(n)
+	}
+	for i := 1; i < len(cpu); i++ {
+		p := cpu[i]
+		dt := p.t.Sub(cpu[i-1].t).Seconds()
+		if !inRange(p.t, from, to) || dt <= 0 {
+			continue
+		}
+		cores := orValue(procs, p.t, def)
+		rate := (p.v - cpu[i-1].v) / dt
+		if cores > 0 && rate >= 0.9*cores {
+			return hit{ResourceCPU, p.t, fmt.Sprintf("service cpu %s cores of %s", fmtG(rate), fmtG(cores))}, true
+		}
+	}
+	return hit{}, false
+}
+
+func (r *Run) memHit(from, to time.Time) (hit, bool) {
+	check := func(key string, factor, floor float64) (hit, bool) {
+		s := r.metric(ServiceComponent, key)
+		var pre []float64
+		for _, p := range s {
+			if p.t.Before(from) {
+				pre = append(pre, p.v)
+			}
+		}
+		if len(pre) == 0 {
+			return hit{}, false
+		}
+		sort.Float64s(pre)
+		base := pre[len(pre)/2]
+		for _, p := range s {
+			if inRange(p.t, from, to) && p.v >= factor*base && p.v >= floor {
+				name := strings.TrimPrefix(key, "process_")
+				return hit{ResourceMemory, p.t, fmt.Sprintf("%s %s, %s× its pre-fault median %s", name, fmtG(p.v), fmtG(p.v/base), fmtG(base))}, true
+			}
+		}
+		return hit{}, false
+	}
+	g, okG := check("go_goroutines", 10, 1000)
+	m, okM := check("process_resident_memory_bytes", 3, 0)
+	switch {
+	case okG && (!okM || !m.at.Before(g.at)):
+		return g, true
+	case okM:
+		return m, true
+	}
+	return hit{}, false
+}
+
+// poolStats compares Little's law with the measurement for one pool.
+func (r *Run) poolStats(pool string) PoolStats {
+	info := r.poolInfo(pool)
+	st := PoolStats{Pool: pool, Limit: info.Limit, PredictedDemand: nan, MeasuredDemand: nan, DemandRatio: nan,
+		PeakInUse: nan, PredictedExhaustionS: nan, MeasuredExhaustionS: nan, ExhaustionRatio: nan}
+	phase := r.mainPhase()
+	if d, ok := info.PredictedDemand[phase]; ok {
+		st.PredictedDemand = Num(d)
+	}
+	if info.PredictedExhaustion > 0 {
+		st.PredictedExhaustionS = Num(info.PredictedExhaustion.Seconds())
+	}
+	fs, hasFault := r.faultStart()
+	if !hasFault {
+		fs = r.origin()
+	}
+	fe := r.faultEnd()
+	st.MeasuredDemand = Num(r.measuredDemand(info, fs, fe))
+	st.DemandRatio = Num(ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
+	inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", pool))
+	limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
+	peak := math.NaN()
+	for _, p := range inUse {
+		if !inRange(p.t, fs, fe) {
+			continue
+		}
+		if math.IsNaN(peak) || p.v > peak {
+			peak = p.v
+		}
+		lim := orValue(limit, p.t, float64(info.Limit))
+		if hasFault && math.IsNaN(float64(st.MeasuredExhaustionS)) && lim > 0 && p.v >= lim {
+			st.MeasuredExhaustionS = Num(p.t.Sub(fs).Seconds())
+		}
+	}
+	st.PeakInUse = Num(peak)
+	st.ExhaustionRatio = Num(ratio(float64(st.MeasuredExhaustionS), float64(st.PredictedExhaustionS)))
+	return st
+}
+
+// measuredDemand is Σ λ·W over the pool's endpoints between from and to.
+func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
+	phase := r.mainPhase()
+	secs := to.Sub(from).Seconds()
+	if secs <= 0 {
+		return math.NaN()
+	}
+	total := 0.0
+	for _, ep := range info.Endpoints {
+		ps, ok := r.phaseSummary(ep, phase)
+		if !ok {
+			ps = r.mergeWindows(ep, phase)
+		}
+		lambda := float64(ps.Counts.Total()) / secs
+		if lambda == 0 {
+			continue
+		}
+		w := math.NaN()
+		dep := r.endpointInfo(ep).Dependency
+		sum := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_sum{dependency="`+dep+`"}`)
+		cnt := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_count{dependency="`+dep+`"}`)
+		ds, ok1 := deltaOver(sum, from, to)
+		dc, ok2 := deltaOver(cnt, from, to)
+		if ok1 && ok2 && dc > 0 {
+			w = ds / dc
+		} else if ps.LatencyOK.Count > 0 {
+			w = ps.LatencyOK.Mean.Seconds()
+		}
+		if math.IsNaN(w) {
+			return math.NaN()
+		}
+		total += lambda * w
+	}
+	return total
+}

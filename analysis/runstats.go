@@ -1,0 +1,263 @@
+package analysis
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// Num is a float64 that encodes to JSON with 6 significant digits, and as
+// null when NaN or infinite (undefined).
+type Num float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Num) MarshalJSON() ([]byte, error) { return num(float64(n)), nil }
+
+// UnmarshalJSON implements json.Unmarshaler; null decodes to NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	err := json.Unmarshal(b, &f)
+	*n = Num(f)
+	return err
+}
+
+// RunSummary holds the per-run numbers the verdicts are built from.
+type RunSummary struct {
+	ID        string   `json:"id"`
+	Mode      string   `json:"mode"`
+	Condition string   `json:"condition"`
+	Repeat    int      `json:"repeat"`
+	Status    string   `json:"status"`
+	Valid     bool     `json:"valid"`
+	Problems  []string `json:"problems,omitempty"`
+	// TimeoutMs is T.
+	TimeoutMs Num `json:"timeout_ms"`
+	// Endpoints are sorted by name.
+	Endpoints []EndpointStats `json:"endpoints"`
+	// TimeToDegradeT is the time from fault start to the end of the victim's
+	// first degraded window, in units of T; null when it never degraded or
+	// the run had no fault.
+	TimeToDegradeT Num `json:"time_to_degrade_t"`
+	// Pools holds the Little's-law comparison per pool, sorted by name.
+	Pools     []PoolStats `json:"pools,omitempty"`
+	Exhausted Exhaustion  `json:"exhausted"`
+	// Image is the run's PNG, relative to the report folder.
+	Image string `json:"image,omitempty"`
+}
+
+// usable reports whether verdicts may use the run's numbers.
+func (s RunSummary) usable() bool { return len(s.Problems) == 0 && s.Status == StatusComplete }
+
+// EndpointStats are one endpoint's numbers in one run.
+type EndpointStats struct {
+	Endpoint      string `json:"endpoint"`
+	BaselineP99Ms Num    `json:"baseline_p99_ms"`
+	// Fault-phase numbers (the whole run after warmup when there is no
+	// fault phase).
+	FaultP99Ms     Num            `json:"fault_p99_ms"`
+	FaultErrorRate Num            `json:"fault_error_rate"`
+	FaultOKRate    Num            `json:"fault_ok_per_s"`
+	FaultCounts    loadgen.Counts `json:"fault_counts"`
+	RejectedP99Ms  Num            `json:"rejected_p99_ms"`
+	// FastRejectShare is the share of failures that were rejections faster
+	// than P2FastRejectMaxT·T (estimated from the rejected-latency
+	// quantiles); null without failures.
+	FastRejectShare Num `json:"fast_reject_share"`
+}
+
+// PoolStats compares Little's-law predictions with the measurement for one
+// pool over the fault phase.
+type PoolStats struct {
+	Pool            string `json:"pool"`
+	Limit           int    `json:"limit"`
+	PredictedDemand Num    `json:"predicted_demand"`
+	// MeasuredDemand is Σ λ·W over the pool's endpoints: achieved arrival
+	// rate times mean dependency-call duration (service metrics), falling
+	// back to the mean successful latency.
+	MeasuredDemand Num `json:"measured_demand"`
+	DemandRatio    Num `json:"demand_ratio"`
+	PeakInUse      Num `json:"peak_in_use"`
+	// Exhaustion times are seconds from fault start; measured is the first
+	// sample with in_use ≥ limit (resolution: the sampling interval).
+	PredictedExhaustionS Num `json:"predicted_exhaustion_s"`
+	MeasuredExhaustionS  Num `json:"measured_exhaustion_s"`
+	ExhaustionRatio      Num `json:"exhaustion_ratio"`
+}
+
+var nan = Num(math.NaN())
+
+// summarizeRun computes a run's numbers under the expectations ex.
+func summarizeRun(r *Run, ex Expectations) RunSummary {
+	s := RunSummary{
+		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
+		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems,
+		TimeoutMs: Num(ms(r.Meta.Timeout)), TimeToDegradeT: nan,
+	}
+	phase := r.mainPhase()
+	for _, ep := range r.endpoints() {
+		s.Endpoints = append(s.Endpoints, r.endpointStats(ep, phase, ex))
+	}
+	if t, ok := r.timeToDegrade(ex); ok {
+		s.TimeToDegradeT = Num(t)
+	}
+	for _, p := range r.poolNames() {
+		s.Pools = append(s.Pools, r.poolStats(p))
+	}
+	s.Exhausted = r.exhaustion()
+	return s
+}
+
+// mainPhase is the phase whose numbers stand for the run: "fault" when it
+// exists, else "" (meaning every window after warmup).
+func (r *Run) mainPhase() string {
+	if _, ok := r.phaseSpan(PhaseFault); ok {
+		return PhaseFault
+	}
+	for _, p := range r.Phases {
+		if p.Phase == PhaseFault {
+			return PhaseFault
+		}
+	}
+	return ""
+}
+
+func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
+	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: nan,
+		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan}
+	ps, ok := r.phaseSummary(ep, phase)
+	if !ok {
+		ps = r.mergeWindows(ep, phase)
+	}
+	secs := r.phaseSeconds(phase)
+	if phase == "" {
+		secs = r.windowSeconds(ep)
+	}
+	st.FaultCounts = ps.Counts
+	if tot := ps.Counts.Total(); tot > 0 {
+		st.FaultP99Ms = Num(ms(ps.Latency.P99))
+		st.FaultErrorRate = Num(float64(ps.Counts.Failed()) / float64(tot))
+	}
+	if secs > 0 {
+		st.FaultOKRate = Num(float64(ps.Counts[loadgen.ClassOK]) / secs)
+	}
+	rq := ps.LatencyByClass[loadgen.ClassRejected.String()]
+	if rq.Count > 0 {
+		st.RejectedP99Ms = Num(ms(rq.P99))
+	}
+	if failed := ps.Counts.Failed(); failed > 0 {
+		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
+		fast := float64(ps.Counts[loadgen.ClassRejected]) * cdfAt(rq, thr)
+		st.FastRejectShare = Num(fast / float64(failed))
+	}
+	return st
+}
+
+// cdfAt estimates the share of a histogram at or below d by interpolating
+// linearly between its quantiles (0 at 0, 0.5 at p50, ..., 1 at max).
+func cdfAt(q loadgen.Quantiles, d time.Duration) float64 {
+	if q.Count == 0 {
+		return 0
+	}
+	xs := []time.Duration{0, q.P50, q.P90, q.P99, q.P999, q.Max}
+	ps := []float64{0, 0.5, 0.9, 0.99, 0.999, 1}
+	if d >= q.Max {
+		return 1
+	}
+	for i := 1; i < len(xs); i++ {
+		if d < xs[i] {
+			if xs[i] == xs[i-1] {
+				return ps[i-1]
+			}
+			f := float64(d-xs[i-1]) / float64(xs[i]-xs[i-1])
+			return ps[i-1] + f*(ps[i]-ps[i-1])
+		}
+	}
+	return 1
+}
+
+// baselineP99 is ep's p99 over the baseline phase in ms (NaN if unknown):
+// from phases.json, else the median of the baseline windows' p99.
+func (r *Run) baselineP99(ep string) float64 {
+	if ps, ok := r.phaseSummary(ep, PhaseBaseline); ok && ps.Counts.Total() > 0 {
+		return ms(ps.Latency.P99)
+	}
+	var v []float64
+	for _, w := range r.endpointWindows(ep) {
+		if w.Phase == PhaseBaseline && w.Counts.Total() > 0 {
+			v = append(v, ms(w.Latency.P99))
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
+// mergeWindows approximates a PhaseSummary from windows when phases.json is
+// missing: counts add up, the p99 is the largest window p99 (an upper bound).
+func (r *Run) mergeWindows(ep, phase string) PhaseSummary {
+	ps := PhaseSummary{Endpoint: ep, Phase: phase}
+	for _, w := range r.endpointWindows(ep) {
+		if (phase == "" && w.Phase == PhaseWarmup) || (phase != "" && w.Phase != phase) {
+			continue
+		}
+		for i, c := range w.Counts {
+			ps.Counts[i] += c
+		}
+		ps.Latency.P99 = max(ps.Latency.P99, w.Latency.P99)
+		ps.Latency.Count += w.Latency.Count
+	}
+	return ps
+}
+
+func (r *Run) windowSeconds(ep string) float64 {
+	var d time.Duration
+	for _, w := range r.endpointWindows(ep) {
+		if w.Phase != PhaseWarmup {
+			d += w.Duration
+		}
+	}
+	return d.Seconds()
+}
+
+// degraded reports whether w is degraded against a baseline p99 in ms.
+func degraded(w loadgen.Window, baseP99 float64, ex Expectations) bool {
+	tot := w.Counts.Total()
+	if tot == 0 {
+		return false
+	}
+	if float64(w.Counts.Failed())/float64(tot) > ex.DegradedErrorRate {
+		return true
+	}
+	return baseP99 > 0 && ms(w.Latency.P99) > ex.DegradedP99Factor*baseP99
+}
+
+// timeToDegrade is the time in units of T from fault start to the end of the
+// victim's first degraded window that starts no earlier than half a window
+// before the fault and before the fault ends.
+func (r *Run) timeToDegrade(ex Expectations) (float64, bool) {
+	fs, ok := r.faultStart()
+	if !ok || r.Meta.Timeout <= 0 {
+		return 0, false
+	}
+	fe := r.faultEnd()
+	base := r.baselineP99(ex.Victim)
+	for _, w := range r.endpointWindows(ex.Victim) {
+		if w.Start.Before(fs.Add(-w.Duration/2)) || (!fe.IsZero() && !w.Start.Before(fe)) {
+			continue
+		}
+		if degraded(w, base, ex) {
+			d := max(w.Start.Add(w.Duration).Sub(fs), 0)
+			return float64(d) / float64(r.Meta.Timeout), true
+		}
+	}
+	return 0, false
+}

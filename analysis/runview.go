@@ -1,0 +1,281 @@
+package analysis
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// Phase names the analysis gives meaning to.
+const (
+	PhaseWarmup   = "warmup"
+	PhaseBaseline = "baseline"
+	PhaseFault    = "fault"
+	PhaseRecovery = "recovery"
+)
+
+// ServiceComponent is the MetricSample.Component of the service under test.
+const ServiceComponent = "service"
+
+// phaseSpan returns the span named name, if the run recorded it.
+func (r *Run) phaseSpan(name string) (PhaseSpan, bool) {
+	for _, p := range r.Meta.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PhaseSpan{}, false
+}
+
+// phaseSummary returns the merged statistics of endpoint ep over phase.
+func (r *Run) phaseSummary(ep, phase string) (PhaseSummary, bool) {
+	for _, p := range r.Phases {
+		if p.Endpoint == ep && p.Phase == phase {
+			return p, true
+		}
+	}
+	return PhaseSummary{}, false
+}
+
+// origin is time zero of the run's plots: the attack start recorded in the
+// windows, else the first phase start, else the run start.
+func (r *Run) origin() time.Time {
+	if len(r.Windows) > 0 {
+		w := r.Windows[0]
+		for _, x := range r.Windows {
+			if x.Start.Add(-x.Offset).Before(w.Start.Add(-w.Offset)) {
+				w = x
+			}
+		}
+		return w.Start.Add(-w.Offset)
+	}
+	if len(r.Meta.Phases) > 0 {
+		return r.Meta.Phases[0].Start
+	}
+	return r.Meta.Started
+}
+
+// faultStart is the start of the "fault" phase, else the first fault "set"
+// event; ok is false when the run had neither.
+func (r *Run) faultStart() (time.Time, bool) {
+	if p, ok := r.phaseSpan(PhaseFault); ok {
+		return p.Start, true
+	}
+	for _, f := range r.Meta.Faults {
+		if f.Action == "set" {
+			return f.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// faultEnd is the end of the fault phase, else the first "clear" after the
+// fault start, else the end of the last window.
+func (r *Run) faultEnd() time.Time {
+	if p, ok := r.phaseSpan(PhaseFault); ok {
+		return p.End
+	}
+	fs, _ := r.faultStart()
+	for _, f := range r.Meta.Faults {
+		if f.Action == "clear" && f.Time.After(fs) {
+			return f.Time
+		}
+	}
+	return r.end()
+}
+
+// end is the end of the last window, else of the last phase.
+func (r *Run) end() time.Time {
+	var t time.Time
+	for _, w := range r.Windows {
+		if e := w.Start.Add(w.Duration); e.After(t) {
+			t = e
+		}
+	}
+	if t.IsZero() && len(r.Meta.Phases) > 0 {
+		t = r.Meta.Phases[len(r.Meta.Phases)-1].End
+	}
+	return t
+}
+
+// phaseSeconds is the length of phase in seconds, from its span or else
+// from its windows; 0 when unknown.
+func (r *Run) phaseSeconds(phase string) float64 {
+	if p, ok := r.phaseSpan(phase); ok && p.End.After(p.Start) {
+		return p.End.Sub(p.Start).Seconds()
+	}
+	seen := map[int]time.Duration{}
+	for _, w := range r.Windows {
+		if w.Phase == phase {
+			seen[w.Index] = w.Duration
+		}
+	}
+	var d time.Duration
+	for _, v := range seen {
+		d += v
+	}
+	return d.Seconds()
+}
+
+// endpointWindows returns ep's windows in index order.
+func (r *Run) endpointWindows(ep string) []loadgen.Window {
+	var out []loadgen.Window
+	for _, w := range r.Windows {
+		if w.Endpoint == ep {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// endpoints returns the endpoint names of the run, sorted.
+func (r *Run) endpoints() []string {
+	set := map[string]bool{}
+	for _, e := range r.Meta.Endpoints {
+		set[e.Name] = true
+	}
+	for _, w := range r.Windows {
+		set[w.Endpoint] = true
+	}
+	return sortedKeys(set)
+}
+
+// endpointInfo returns the metadata of ep (zero value when unknown).
+func (r *Run) endpointInfo(ep string) EndpointInfo {
+	for _, e := range r.Meta.Endpoints {
+		if e.Name == ep {
+			return e
+		}
+	}
+	return EndpointInfo{Name: ep}
+}
+
+// point is one sample of a metric series.
+type point struct {
+	t time.Time
+	v float64
+}
+
+// metric returns the series of one exact key of component's samples.
+func (r *Run) metric(component, key string) []point {
+	var out []point
+	for _, s := range r.Metrics {
+		if s.Component != component {
+			continue
+		}
+		if v, ok := s.Values[key]; ok {
+			out = append(out, point{s.Time, v})
+		}
+	}
+	return out
+}
+
+// metricSum returns, per sample of component, the sum over every key that
+// starts with prefix and contains all of the given label pairs.
+func (r *Run) metricSum(component, prefix string, labels ...string) []point {
+	var out []point
+	for _, s := range r.Metrics {
+		if s.Component != component {
+			continue
+		}
+		var sum float64
+		found := false
+		for k, v := range s.Values {
+			if !strings.HasPrefix(k, prefix) || !containsAll(k, labels) {
+				continue
+			}
+			sum += v
+			found = true
+		}
+		if found {
+			out = append(out, point{s.Time, sum})
+		}
+	}
+	return out
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// poolKey is the Prometheus series key of a per-pool gauge.
+func poolKey(metric, pool string) string { return metric + `{pool="` + pool + `"}` }
+
+// poolNames returns the pools of the run from meta, else from the metrics.
+func (r *Run) poolNames() []string {
+	set := map[string]bool{}
+	for _, p := range r.Meta.Pools {
+		set[p.Name] = true
+	}
+	if len(set) == 0 {
+		for _, s := range r.Metrics {
+			for k := range s.Values {
+				if rest, ok := strings.CutPrefix(k, `bulkhead_pool_limit{pool="`); ok {
+					set[strings.TrimSuffix(rest, `"}`)] = true
+				}
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+// poolInfo returns the metadata of pool (zero value when unknown).
+func (r *Run) poolInfo(pool string) PoolInfo {
+	for _, p := range r.Meta.Pools {
+		if p.Name == pool {
+			return p
+		}
+	}
+	return PoolInfo{Name: pool}
+}
+
+// valueAt returns the value of the latest point at or before t.
+func valueAt(s []point, t time.Time) (float64, bool) {
+	i := sort.Search(len(s), func(i int) bool { return s[i].t.After(t) })
+	if i == 0 {
+		return 0, false
+	}
+	return s[i-1].v, true
+}
+
+// deltaOver is the increase of a counter series between from and to.
+func deltaOver(s []point, from, to time.Time) (float64, bool) {
+	a, okA := valueAt(s, from)
+	b, okB := valueAt(s, to)
+	if !okB {
+		return 0, false
+	}
+	if !okA {
+		if len(s) == 0 {
+			return 0, false
+		}
+		a = s[0].v
+	}
+	return b - a, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}

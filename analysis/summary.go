@@ -1,0 +1,238 @@
+package analysis
+
+import (
+	"sort"
+)
+
+// Outcome is a verdict's result.
+type Outcome string
+
+// Verdict outcomes.
+const (
+	Supported    Outcome = "SUPPORTED"
+	NotSupported Outcome = "NOT SUPPORTED"
+	// Inconclusive: a deciding number's confidence interval straddles its
+	// threshold and is wider than MaxRelativeSpread of its mean, or a
+	// deciding number could not be measured.
+	Inconclusive Outcome = "INCONCLUSIVE"
+	// Invalid: a run the verdict needs failed its validity check (meta.Valid
+	// false); nothing can be concluded.
+	Invalid Outcome = "INVALID"
+	// Skipped: the matrix has no complete run of a condition × mode the
+	// verdict needs.
+	Skipped Outcome = "SKIPPED"
+)
+
+// Summary is summary.json: everything the report says, as data. It is built
+// by Evaluate and is deterministic for the same input.
+type Summary struct {
+	Experiment   string       `json:"experiment"`
+	Expectations Expectations `json:"expectations"`
+	Runs         []RunSummary `json:"runs"`
+	Cells        []Cell       `json:"cells"`
+	Verdicts     []Verdict    `json:"verdicts"`
+	Little       []LittleRow  `json:"littles_law"`
+	// ExhaustionRules are the rules behind RunSummary.Exhausted.
+	ExhaustionRules []string `json:"exhaustion_rules"`
+	// Images lists the figures written next to the summary, relative paths.
+	Images []string `json:"images,omitempty"`
+}
+
+// Cell is one condition × mode of the matrix, aggregated over its complete
+// repeats (incomplete runs are listed in Excluded).
+type Cell struct {
+	Condition        string   `json:"condition"`
+	Mode             string   `json:"mode"`
+	Runs             []string `json:"runs"`
+	Excluded         []string `json:"excluded,omitempty"`
+	VictimP99Ms      Estimate `json:"victim_fault_p99_ms"`
+	VictimErrorRate  Estimate `json:"victim_fault_error_rate"`
+	CulpritP99Ms     Estimate `json:"culprit_fault_p99_ms"`
+	CulpritErrorRate Estimate `json:"culprit_fault_error_rate"`
+	CulpritOKRate    Estimate `json:"culprit_fault_ok_per_s"`
+	TimeToDegradeT   Estimate `json:"time_to_degrade_t"`
+
+	runs []RunSummary
+}
+
+// Measure is one number a verdict reports.
+type Measure struct {
+	Name  string   `json:"name"`
+	Value Estimate `json:"value"`
+	Unit  string   `json:"unit"`
+	// Op and Threshold state the condition the number must meet ("<=", ">=",
+	// ">"); empty Op for a number shown for information only.
+	Op        string `json:"op,omitempty"`
+	Threshold *Num   `json:"threshold,omitempty"`
+	// Result is "pass", "fail", "uncertain" or "undefined" for deciding
+	// measures.
+	Result string `json:"result,omitempty"`
+}
+
+// Verdict judges one prediction of DESIGN §1.
+type Verdict struct {
+	Name     string    `json:"name"`
+	Claim    string    `json:"claim"`
+	Outcome  Outcome   `json:"outcome"`
+	Reason   string    `json:"reason"`
+	Measures []Measure `json:"measures"`
+	Runs     []string  `json:"runs"`
+}
+
+// LittleRow is the Little's-law comparison for one pool of one cell.
+type LittleRow struct {
+	Condition            string   `json:"condition"`
+	Mode                 string   `json:"mode"`
+	Pool                 string   `json:"pool"`
+	Limit                int      `json:"limit"`
+	PredictedDemand      Estimate `json:"predicted_demand"`
+	MeasuredDemand       Estimate `json:"measured_demand"`
+	DemandRatio          Estimate `json:"demand_ratio"`
+	PredictedExhaustionS Estimate `json:"predicted_exhaustion_s"`
+	MeasuredExhaustionS  Estimate `json:"measured_exhaustion_s"`
+	ExhaustionRatio      Estimate `json:"exhaustion_ratio"`
+}
+
+// Evaluate computes per-run numbers, per-cell estimates, Little's-law rows
+// and the verdicts P1–P4 and EXHAUSTED under ex (zero fields take defaults).
+// It does not touch the file system.
+func Evaluate(exp *Experiment, ex Expectations) Summary {
+	ex = ex.WithDefaults()
+	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: ExhaustionRules}
+	for _, r := range exp.Runs {
+		s.Runs = append(s.Runs, summarizeRun(r, ex))
+	}
+	s.Cells = buildCells(s.Runs, ex)
+	s.Little = buildLittle(s.Cells)
+	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
+	return s
+}
+
+// conditionRank orders conditions: the roles first, then by name.
+func conditionRank(ex Expectations, c string) int {
+	for i, n := range []string{ex.Healthy, ex.Slow, ex.Failing, ex.Busy} {
+		if c == n {
+			return i
+		}
+	}
+	return 4
+}
+
+func modeRank(m string) int {
+	switch m {
+	case "shared":
+		return 0
+	case "bulkhead":
+		return 1
+	}
+	return 2
+}
+
+func buildCells(runs []RunSummary, ex Expectations) []Cell {
+	idx := map[[2]string]int{}
+	var cells []Cell
+	for _, r := range runs {
+		k := [2]string{r.Condition, r.Mode}
+		i, ok := idx[k]
+		if !ok {
+			i = len(cells)
+			idx[k] = i
+			cells = append(cells, Cell{Condition: r.Condition, Mode: r.Mode})
+		}
+		if r.usable() {
+			cells[i].Runs = append(cells[i].Runs, r.ID)
+			cells[i].runs = append(cells[i].runs, r)
+		} else {
+			cells[i].Excluded = append(cells[i].Excluded, r.ID)
+		}
+	}
+	sort.SliceStable(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if ra, rb := conditionRank(ex, a.Condition), conditionRank(ex, b.Condition); ra != rb {
+			return ra < rb
+		}
+		if a.Condition != b.Condition {
+			return a.Condition < b.Condition
+		}
+		if ra, rb := modeRank(a.Mode), modeRank(b.Mode); ra != rb {
+			return ra < rb
+		}
+		return a.Mode < b.Mode
+	})
+	for i := range cells {
+		c := &cells[i]
+		c.VictimP99Ms = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Victim).FaultP99Ms }))
+		c.VictimErrorRate = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Victim).FaultErrorRate }))
+		c.CulpritP99Ms = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultP99Ms }))
+		c.CulpritErrorRate = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultErrorRate }))
+		c.CulpritOKRate = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }))
+		c.TimeToDegradeT = estimate(c.vals(func(r RunSummary) Num { return r.TimeToDegradeT }))
+	}
+	return cells
+}
+
+// vals extracts one number per usable run of the cell (NaN kept; estimate
+// drops it).
+func (c *Cell) vals(f func(RunSummary) Num) []float64 {
+	out := make([]float64, len(c.runs))
+	for i, r := range c.runs {
+		out[i] = float64(f(r))
+	}
+	return out
+}
+
+// ep returns the stats of endpoint name, all undefined when absent.
+func (s RunSummary) ep(name string) EndpointStats {
+	for _, e := range s.Endpoints {
+		if e.Endpoint == name {
+			return e
+		}
+	}
+	return EndpointStats{Endpoint: name, BaselineP99Ms: nan, FaultP99Ms: nan, FaultErrorRate: nan,
+		FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan}
+}
+
+func buildLittle(cells []Cell) []LittleRow {
+	var rows []LittleRow
+	for i := range cells {
+		c := &cells[i]
+		pools := map[string]int{}
+		for _, r := range c.runs {
+			for _, p := range r.Pools {
+				pools[p.Pool] = p.Limit
+			}
+		}
+		for _, name := range sortedKeys(pools) {
+			get := func(f func(PoolStats) Num) Estimate {
+				return estimate(c.vals(func(r RunSummary) Num {
+					for _, p := range r.Pools {
+						if p.Pool == name {
+							return f(p)
+						}
+					}
+					return nan
+				}))
+			}
+			rows = append(rows, LittleRow{
+				Condition: c.Condition, Mode: c.Mode, Pool: name, Limit: pools[name],
+				PredictedDemand:      get(func(p PoolStats) Num { return p.PredictedDemand }),
+				MeasuredDemand:       get(func(p PoolStats) Num { return p.MeasuredDemand }),
+				DemandRatio:          get(func(p PoolStats) Num { return p.DemandRatio }),
+				PredictedExhaustionS: get(func(p PoolStats) Num { return p.PredictedExhaustionS }),
+				MeasuredExhaustionS:  get(func(p PoolStats) Num { return p.MeasuredExhaustionS }),
+				ExhaustionRatio:      get(func(p PoolStats) Num { return p.ExhaustionRatio }),
+			})
+		}
+	}
+	return rows
+}
+
+// cell returns the cell of condition × mode, or nil.
+func cell(cells []Cell, cond, mode string) *Cell {
+	for i := range cells {
+		if cells[i].Condition == cond && cells[i].Mode == mode {
+			return &cells[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// builder assembles one verdict: the cells it needs, its measures, and the
+// outcome rules common to every prediction (see decide).
+type builder struct {
+	v       Verdict
+	ex      Expectations
+	cells   []*Cell
+	missing []string
+	invalid []string
+	notes   []string
+}
+
+func newBuilder(name, claim string, all []Cell, ex Expectations, need ...[2]string) *builder {
+	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
+	for _, k := range need {
+		c := cell(all, k[0], k[1])
+		if c == nil || len(c.runs) == 0 {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
+			b.cells = append(b.cells, &Cell{Condition: k[0], Mode: k[1]})
+			continue
+		}
+		b.cells = append(b.cells, c)
+		for _, r := range c.runs {
+			b.v.Runs = append(b.v.Runs, r.ID)
+			if !r.Valid {
+				b.invalid = append(b.invalid, r.ID)
+			}
+		}
+	}
+	return b
+}
+
+// info adds a number shown for information only.
+func (b *builder) info(name, unit string, e Estimate) {
+	b.v.Measures = append(b.v.Measures, Measure{Name: name, Unit: unit, Value: e})
+}
+
+// check adds a deciding number that must satisfy op threshold.
+func (b *builder) check(name, unit string, e Estimate, op string, thr float64) {
+	t := Num(thr)
+	m := Measure{Name: name, Unit: unit, Value: e, Op: op, Threshold: &t}
+	m.Result = judge(e, op, thr, b.ex.MaxRelativeSpread)
+	b.v.Measures = append(b.v.Measures, m)
+}
+
+func holds(v float64, op string, thr float64) bool {
+	switch op {
+	case "<=":
+		return v <= thr
+	case ">=":
+		return v >= thr
+	case ">":
+		return v > thr
+	}
+	return false
+}
+
+// judge returns pass, fail, uncertain (the interval straddles the threshold
+// and its relative width exceeds maxSpread) or undefined.
+func judge(e Estimate, op string, thr, maxSpread float64) string {
+	if !e.Defined() {
+		return "undefined"
+	}
+	ok := holds(e.Mean, op, thr)
+	if e.HasCI() && holds(e.Lo, op, thr) != holds(e.Hi, op, thr) && e.RelSpread() > maxSpread {
+		return "uncertain"
+	}
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+// decide sets the outcome: SKIPPED when a needed cell has no complete run,
+// INVALID when a used run failed validity, NOT SUPPORTED when a deciding
+// number definitely fails, INCONCLUSIVE when one is uncertain or undefined,
+// else SUPPORTED.
+func (b *builder) decide() Verdict {
+	v := b.v
+	var failed, unsure []string
+	for _, m := range v.Measures {
+		switch m.Result {
+		case "fail":
+			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, fmt3(m.Value.Mean), m.Unit, m.Op, fmt3(float64(*m.Threshold))))
+		case "uncertain":
+			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, fmt3(m.Value.Lo), fmt3(m.Value.Hi), fmt3(float64(*m.Threshold))))
+		case "undefined":
+			unsure = append(unsure, m.Name+" could not be measured")
+		}
+	}
+	switch {
+	case len(b.missing) > 0:
+		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
+	case len(b.invalid) > 0:
+		v.Outcome, v.Reason = Invalid, "run failed its validity check: "+strings.Join(b.invalid, ", ")
+	case len(failed) > 0:
+		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
+	case len(unsure) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(unsure, "; ")
+	default:
+		v.Outcome, v.Reason = Supported, "every deciding number met its threshold"
+	}
+	if len(b.notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
+		v.Reason += " (" + strings.Join(b.notes, "; ") + ")"
+	}
+	return v
+}
+
+func p1(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
+		ex.Slow, ex.Victim, ex.Culprit, fmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, "shared"})
+	c := b.cells[0]
+	deg := c.vals(func(r RunSummary) Num {
+		if math.IsNaN(float64(r.TimeToDegradeT)) {
+			return 0
+		}
+		return 1
+	})
+	b.check("repeats in which /"+ex.Victim+" degraded", "share", estimate(deg), ">=", 1)
+	b.check("time to degradation", "T", c.TimeToDegradeT, "<=", ex.P1MaxTimeToDegrade)
+	b.info("/"+ex.Victim+" fault p99", "ms", c.VictimP99Ms)
+	b.info("/"+ex.Culprit+" fault p99", "ms", c.CulpritP99Ms)
+	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
+	b.notes = append(b.notes, fmt.Sprintf("degraded window: p99 > %s× baseline or error rate > %s", fmtG(ex.DegradedP99Factor), fmtG(ex.DegradedErrorRate)))
+	return b.decide()
+}
+
+func p2(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at baseline and /%s's failures are fast rejections",
+		ex.Slow, ex.Victim, ex.Culprit), cells, ex, [2]string{ex.Slow, "bulkhead"})
+	c := b.cells[0]
+	p99f := estimate(c.vals(func(r RunSummary) Num {
+		e := r.ep(ex.Victim)
+		return Num(ratio(float64(e.FaultP99Ms), float64(e.BaselineP99Ms)))
+	}))
+	b.check("/"+ex.Victim+" fault p99 / baseline p99", "×", p99f, "<=", ex.P2MaxP99Factor)
+	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	share := estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FastRejectShare }))
+	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
+	b.info("/"+ex.Culprit+" rejection p99", "ms", estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).RejectedP99Ms })))
+	t := estimate(c.vals(func(r RunSummary) Num { return r.TimeoutMs }))
+	b.notes = append(b.notes, fmt.Sprintf("fast = latency < %s·T = %s ms", fmtG(ex.P2FastRejectMaxT), fmtG(ex.P2FastRejectMaxT*t.Mean)))
+	return b.decide()
+}
+
+func p3(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
+		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, "shared"}, [2]string{ex.Busy, "bulkhead"})
+	sh, bh := b.cells[0], b.cells[1]
+	cost := bootstrap([][]float64{
+		sh.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }),
+		bh.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }),
+	}, func(m []float64) float64 { return 1 - ratio(m[1], m[0]) })
+	b.check("throughput cost 1 − bulkhead/shared", "share", cost, ">=", ex.P3MinThroughputCost)
+	b.info("/"+ex.Culprit+" ok throughput, shared", "req/s", sh.CulpritOKRate)
+	b.info("/"+ex.Culprit+" ok throughput, bulkhead", "req/s", bh.CulpritOKRate)
+	return b.decide()
+}
+
+func p4(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
+		ex.Victim, ex.Failing, ex.Slow), cells, ex,
+		[2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"}, [2]string{ex.Failing, "shared"}, [2]string{ex.Failing, "bulkhead"})
+	p99 := func(r RunSummary) Num { return r.ep(ex.Victim).FaultP99Ms }
+	errR := func(r RunSummary) Num { return Num(100 * float64(r.ep(ex.Victim).FaultErrorRate)) }
+	groups := func(f func(RunSummary) Num) [][]float64 {
+		g := make([][]float64, 4)
+		for i, c := range b.cells {
+			g[i] = c.vals(f)
+		}
+		return g
+	}
+	diff := func(f func(RunSummary) Num, a, c int) Estimate {
+		return bootstrap(groups(f), func(m []float64) float64 { return m[a] - m[c] })
+	}
+	rat := func(f func(RunSummary) Num) Estimate {
+		return bootstrap(groups(f), func(m []float64) float64 {
+			if m[0]-m[1] <= 0 {
+				return math.NaN()
+			}
+			return (m[2] - m[3]) / (m[0] - m[1])
+		})
+	}
+	slowP, failP := diff(p99, 0, 1), diff(p99, 2, 3)
+	slowE, failE := diff(errR, 0, 1), diff(errR, 2, 3)
+	b.info("p99 difference (shared − bulkhead) when "+ex.Slow, "ms", slowP)
+	b.info("p99 difference (shared − bulkhead) when "+ex.Failing, "ms", failP)
+	b.info("error-rate difference when "+ex.Slow, "pp", slowE)
+	b.info("error-rate difference when "+ex.Failing, "pp", failE)
+	b.check("p99 difference when "+ex.Slow, "ms", slowP, ">", 0)
+	b.check("p99 difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(p99), "<=", ex.P4MaxRatio)
+	if slowE.Defined() && slowE.Mean >= 100*ex.DegradedErrorRate {
+		b.check("error-rate difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(errR), "<=", ex.P4MaxRatio)
+	} else {
+		b.notes = append(b.notes, "error-rate ratio not deciding: the "+ex.Slow+" difference is below the degraded error rate")
+	}
+	return b.decide()
+}
+
+func exhausted(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
+		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
+	var first []string
+	for _, c := range b.cells {
+		share := estimate(c.vals(func(r RunSummary) Num {
+			first = append(first, r.ID+": "+r.Exhausted.Resource)
+			if r.Exhausted.Resource == ResourcePool {
+				return 1
+			}
+			return 0
+		}))
+		b.check("runs of "+c.Mode+" where the pool ran out first", "share", share, ">=", 1)
+	}
+	if len(first) > 0 {
+		b.notes = append(b.notes, strings.Join(first, ", "))
+	}
+	return b.decide()
+}
