@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -153,9 +154,15 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time) *attackSet {
 			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: &cancelTransport{rt: s.trs[i], stop: ctx}}),
 			vegeta.MaxBody(0),
 		}
+		// Pre-start enough workers for the requests a full timeout can hold
+		// in flight, so a slow target does not put worker start-up on the
+		// send path; vegeta adds more on demand.
+		workers := uint64(min(2000, max(10, math.Ceil(t.Rate*min(p.timeout, 2*time.Second).Seconds()))))
 		if p.cfg.MaxWorkers > 0 {
+			workers = min(workers, p.cfg.MaxWorkers)
 			opts = append(opts, vegeta.MaxWorkers(p.cfg.MaxWorkers))
 		}
+		opts = append(opts, vegeta.Workers(workers))
 		s.atks[i] = vegeta.NewAttacker(opts...)
 		s.pacers[i] = newPacer(t0, newSchedule(t.Rate, int64(p.duration)), deadline, ctx.Done())
 	}

@@ -96,3 +96,145 @@ func refusedURL(t *testing.T) string {
 	l.Close()
 	return "http://" + addr + "/"
 }
+
+// classServer answers by path with each outcome of DESIGN §4.
+func classServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			io.WriteString(w, "ok")
+		case "/rejected":
+			w.Header().Set("X-Bulkhead-Reject", "full")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/dep_timeout":
+			w.Header().Set("X-Dependency-Error", "timeout")
+			w.WriteHeader(http.StatusGatewayTimeout)
+		case "/dep_error":
+			w.Header().Set("X-Dependency-Error", "error")
+			w.WriteHeader(http.StatusBadGateway)
+		case "/hang":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		default:
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestRunClassifiesEveryClass(t *testing.T) {
+	srv := classServer(t)
+	urls := map[Class]string{
+		ClassOK: srv.URL + "/ok", ClassRejected: srv.URL + "/rejected", ClassDepTimeout: srv.URL + "/dep_timeout",
+		ClassDepError: srv.URL + "/dep_error", ClassClientTimeout: srv.URL + "/hang",
+		ClassTransportError: refusedURL(t), ClassOther: srv.URL + "/teapot",
+	}
+	var cfg Config
+	for c := range NumClasses {
+		cfg.Targets = append(cfg.Targets, Target{Name: c.String(), URL: urls[c], Rate: 20})
+	}
+	cfg.Phases = []Phase{{"only", 500 * time.Millisecond}}
+	cfg.Timeout = 300 * time.Millisecond
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range rep.Phases {
+		c, _ := ParseClass(ps.Endpoint)
+		if ps.Counts[c] != 10 || ps.Counts.Total() != 10 {
+			t.Errorf("target %s (%s): counts %v, want 10 × %s", ps.Endpoint, urls[c], ps.Counts, c)
+		}
+		if _, ok := ps.ByClass[c.String()]; !ok {
+			t.Errorf("target %s: no latency for its class in %v", ps.Endpoint, ps.ByClass)
+		}
+		if ps.HarnessErrors != 0 {
+			t.Errorf("target %s: %d harness errors", ps.Endpoint, ps.HarnessErrors)
+		}
+	}
+}
+
+// TestRunOpenModel: a server that never answers within the timeout does not
+// slow the send schedule.
+func TestRunOpenModel(t *testing.T) {
+	srv := classServer(t)
+	cfg := Config{
+		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 200}},
+		Phases:  []Phase{{"p1", 500 * time.Millisecond}, {"p2", 500 * time.Millisecond}},
+		Window:  100 * time.Millisecond, Timeout: 400 * time.Millisecond,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range rep.Phases {
+		if ps.Counts[ClassClientTimeout] != 100 || ps.Dropped != 0 {
+			t.Errorf("%s: counts %v dropped %d, want 100 client timeouts", ps.Phase, ps.Counts, ps.Dropped)
+		}
+		t.Logf("%s: sent %d/%d lag p99 %v max %v", ps.Phase, ps.Sent, ps.Expected, ps.LagP99, ps.LagMax)
+		// Generous bounds: the machine is shared. A closed model would send
+		// a handful, with lag in hundreds of milliseconds.
+		if ps.Sent < 95 || ps.LagP99 > 40*time.Millisecond {
+			t.Errorf("%s: sent %d of %d, lag p99 %v: the schedule slowed down", ps.Phase, ps.Sent, ps.Expected, ps.LagP99)
+		}
+	}
+	for _, w := range rep.Windows {
+		if w.Sent < 15 {
+			t.Errorf("window %d: only %d sends, want ~20", w.Index, w.Sent)
+		}
+	}
+}
+
+// TestRunStarvedIsInvalid: a worker cap turns the model closed; validity
+// must notice and say why.
+func TestRunStarvedIsInvalid(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	}))
+	defer srv.Close()
+	cfg := Config{
+		Targets:    []Target{{Name: "a", URL: srv.URL, Rate: 200}},
+		Phases:     []Phase{{"only", 500 * time.Millisecond}},
+		MaxWorkers: 1, Timeout: time.Second,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rep.Phases[0]
+	if rep.Valid || ps.Valid {
+		t.Fatalf("starved run judged valid: %+v", ps)
+	}
+	text := strings.Join(ps.Reasons, "; ")
+	for _, want := range []string{"achieved rate", "schedule lag p99", "never sent"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reasons %q lack %q", text, want)
+		}
+	}
+}
+
+// TestRunCancel: ctx ends the run promptly, aborting hung requests.
+func TestRunCancel(t *testing.T) {
+	srv := classServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := Config{
+		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 50}},
+		Phases:  []Phase{{"p1", 10 * time.Second}},
+		Timeout: 20 * time.Second,
+		OnPhase: func(Phase, time.Time) { time.AfterFunc(300*time.Millisecond, cancel) },
+	}
+	begin := time.Now()
+	rep, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("Run took %v after cancel at 300ms", d)
+	}
+	if rep == nil || !rep.Interrupted || rep.Valid || len(rep.Phases) != 1 || rep.Phases[0].Valid {
+		t.Fatalf("report = %+v, want interrupted and invalid", rep)
+	}
+}
