@@ -144,4 +144,17 @@ type Window struct {
 	// Diverged is set when Latency and LatencyIntended disagree enough that
 	// the window's latency cannot be read from vegeta's numbers alone.
 	Diverged bool `json:"diverged,omitempty"`
+	// Sent is the number of requests actually sent during the window (by
+	// actual send time); Rate is Sent/Duration.
+	Sent int64 `json:"sent"`
+	// Expected is the number of requests the schedule put in the window (by
+	// intended send time); Counts.Total() equals it unless Partial.
+	Expected int64 `json:"expected"`
+	// HarnessErrors counts results whose failure happened on the load
+	// generator's side (see IsHarnessError); they are also in Counts.
+	HarnessErrors int64 `json:"harness_errors,omitempty"`
+	// Partial is set when the window closed before all of its scheduled
+	// requests came back: the run was stopped, requests were never sent, or
+	// too many windows were open at once.
+	Partial bool `json:"partial,omitempty"`
 }

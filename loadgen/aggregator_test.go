@@ -1,0 +1,142 @@
+package loadgen
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// testAgg builds an aggregator for endpoints at the given rates.
+func testAgg(dur, win time.Duration, phases []phaseSpan, rates ...float64) *aggregator {
+	cfg := aggConfig{t0: time.Unix(1700000000, 0), window: int64(win), duration: int64(dur),
+		lagThreshold: int64(5 * time.Millisecond), phases: phases, maxOpen: 8}
+	for i, r := range rates {
+		cfg.endpoints = append(cfg.endpoints, string(rune('a'+i)))
+		cfg.schedules = append(cfg.schedules, newSchedule(r, int64(dur)))
+	}
+	return newAggregator(cfg)
+}
+
+func TestScheduleCounts(t *testing.T) {
+	tests := []struct {
+		rate     float64
+		dur      time.Duration
+		from, to time.Duration
+		want     int64
+	}{
+		{100, time.Second, 0, time.Second, 100},
+		{100, time.Second, 0, 500 * time.Millisecond, 50},
+		{3, time.Second, 0, time.Second, 3},
+		{3, time.Second, 0, 334 * time.Millisecond, 2}, // due at 0 and 333.33ms
+		{0.5, 3 * time.Second, time.Second, 3 * time.Second, 1},
+		{1000, 2 * time.Second, 1500 * time.Millisecond, 5 * time.Second, 500},
+	}
+	for _, tt := range tests {
+		s := newSchedule(tt.rate, int64(tt.dur))
+		if got := s.countIn(int64(tt.from), int64(tt.to)); got != tt.want {
+			t.Errorf("rate %v dur %v: countIn(%v, %v) = %d, want %d", tt.rate, tt.dur, tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func TestAggregatorOutOfOrderAndLag(t *testing.T) {
+	phases := []phaseSpan{{"base", 0, int64(time.Second)}, {"fault", int64(time.Second), int64(2 * time.Second)}}
+	a := testAgg(2*time.Second, time.Second, phases, 10)
+	s := a.eps[0].sched
+	// Feed the second window first: window 0 must stay open until complete.
+	for n := int64(19); n >= 0; n-- {
+		lag := int64(0)
+		if n >= 10 {
+			lag = int64(50 * time.Millisecond) // the fault phase is sent late
+		}
+		a.add(sample{intended: s.at(n), actual: s.at(n) + lag, latency: int64(time.Millisecond), class: ClassOK})
+		if n == 10 && len(a.windows) != 0 {
+			t.Fatalf("a window closed before window 0 was complete: %+v", a.windows)
+		}
+	}
+	a.flush(int64(2 * time.Second))
+	if len(a.windows) != 2 {
+		t.Fatalf("windows = %d, want 2", len(a.windows))
+	}
+	w0, w1 := a.windows[0], a.windows[1]
+	if w0.Counts[ClassOK] != 10 || w0.Sent != 10 || w0.Diverged || w0.Phase != "base" || w0.Partial {
+		t.Errorf("window 0 = %+v", w0)
+	}
+	if w1.Counts[ClassOK] != 10 || w1.LagMax != 50*time.Millisecond || !w1.Diverged || w1.Phase != "fault" {
+		t.Errorf("window 1 = %+v", w1)
+	}
+	if got := w1.LatencyIntended.Max; got != 51*time.Millisecond {
+		t.Errorf("intended latency max = %v, want 51ms", got)
+	}
+	ps := a.phaseStats(int64(2*time.Second), []int64{20}, nil)
+	if len(ps) != 2 || !ps[0].Valid || ps[1].Valid || !strings.Contains(strings.Join(ps[1].Reasons, ";"), "lag") {
+		t.Errorf("phase stats = %+v", ps)
+	}
+}
+
+func TestAggregatorPartialAndDropped(t *testing.T) {
+	phases := []phaseSpan{{"only", 0, int64(2 * time.Second)}}
+	a := testAgg(2*time.Second, 100*time.Millisecond, phases, 100)
+	s := a.eps[0].sched
+	// Only the first 150 of 200 requests were sent; request 3 never returns.
+	for n := int64(0); n < 150; n++ {
+		if n != 3 {
+			a.add(sample{intended: s.at(n), actual: s.at(n), latency: 1000, class: ClassOK})
+		}
+	}
+	a.flush(int64(2 * time.Second))
+	if len(a.windows) != 20 {
+		t.Fatalf("windows = %d, want 20", len(a.windows))
+	}
+	if !a.windows[0].Partial || a.windows[1].Partial || !a.windows[19].Partial {
+		t.Errorf("partial flags: w0 %v w1 %v w19 %v", a.windows[0].Partial, a.windows[1].Partial, a.windows[19].Partial)
+	}
+	ps := a.phaseStats(int64(2*time.Second), []int64{150}, nil)[0]
+	if ps.Dropped != 50 || ps.Valid || ps.Sent != 149 {
+		t.Errorf("phase = dropped %d sent %d valid %v reasons %v", ps.Dropped, ps.Sent, ps.Valid, ps.Reasons)
+	}
+}
+
+func TestAggregatorHarnessErrors(t *testing.T) {
+	phases := []phaseSpan{{"only", 0, int64(10 * time.Second)}}
+	for _, tt := range []struct {
+		harness int
+		valid   bool
+	}{{0, true}, {1, false}} {
+		a := testAgg(10*time.Second, time.Second, phases, 100)
+		s := a.eps[0].sched
+		for n := range int64(1000) {
+			c, h := ClassOK, false
+			if n < int64(tt.harness) {
+				c, h = ClassTransportError, true
+			}
+			a.add(sample{intended: s.at(n), actual: s.at(n), latency: 1000, class: c, harness: h})
+		}
+		a.flush(int64(10 * time.Second))
+		ps := a.phaseStats(int64(10*time.Second), []int64{1000}, nil)[0]
+		if ps.Valid != tt.valid || ps.HarnessErrors != int64(tt.harness) {
+			t.Errorf("%d harness errors in 1000: valid %v reasons %v", tt.harness, ps.Valid, ps.Reasons)
+		}
+	}
+}
+
+func TestAggregatorForcedClose(t *testing.T) {
+	phases := []phaseSpan{{"only", 0, int64(5 * time.Second)}}
+	a := testAgg(5*time.Second, 100*time.Millisecond, phases, 100) // maxOpen 8
+	s := a.eps[0].sched
+	// Request 0 is outstanding while 4 s of later results arrive.
+	for n := int64(1); n < 400; n++ {
+		a.add(sample{intended: s.at(n), actual: s.at(n), latency: 1000, class: ClassOK})
+	}
+	if open := len(a.eps[0].open); open > 8 {
+		t.Errorf("%d windows open, cap 8", open)
+	}
+	a.add(sample{intended: 0, actual: 0, latency: int64(4 * time.Second), class: ClassOK})
+	a.flush(int64(5 * time.Second))
+	if a.eps[0].late != 1 || !a.windows[0].Partial || len(a.windows) != 50 {
+		t.Errorf("late %d, w0 partial %v, windows %d", a.eps[0].late, a.windows[0].Partial, len(a.windows))
+	}
+	if ps := a.phaseStats(int64(5*time.Second), []int64{500}, nil)[0]; ps.Counts[ClassOK] != 400 {
+		t.Errorf("phase ok = %d, want 400 (late result kept)", ps.Counts[ClassOK])
+	}
+}

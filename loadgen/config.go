@@ -1,0 +1,183 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// ErrInvalidConfig is wrapped by every Config validation error; the message
+// names the offending field.
+var ErrInvalidConfig = errors.New("invalid load generator config")
+
+// Defaults and limits of Config.
+const (
+	DefaultWindow       = time.Second
+	MinWindow           = 100 * time.Millisecond
+	DefaultLagThreshold = 5 * time.Millisecond
+	DefaultTimeout      = vegeta.DefaultTimeout
+)
+
+// Target is one endpoint under open-model constant-rate load.
+type Target struct {
+	// Name labels the endpoint in windows, phases and raw results ("a").
+	Name string
+	// Method defaults to GET.
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+	// Rate is the constant send rate in requests per second, > 0.
+	Rate float64
+	// Rules classify results; nil means DefaultRules (the built-in service).
+	Rules *Rules
+}
+
+// Phase is a labelled stretch of the run. Phases run back to back.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Config configures Run. The zero values of optional fields are documented
+// per field.
+type Config struct {
+	// Targets are attacked concurrently, each by its own vegeta attacker.
+	Targets []Target
+	// Phases run back to back; the attack lasts the sum of their durations.
+	Phases []Phase
+	// Timeout is the client's request timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Window is the recording window; 0 means DefaultWindow; at least MinWindow.
+	Window time.Duration
+	// LagThreshold is the validity limit on schedule-lag p99; 0 means
+	// DefaultLagThreshold.
+	LagThreshold time.Duration
+	// Raw maps a target name to a writer that receives its raw results in
+	// vegeta's gob encoding, bodies dropped (readable by `vegeta report`).
+	// Optional; Run buffers writes and flushes before it returns but does
+	// not close the writers.
+	Raw map[string]io.Writer
+	// HdrLog maps a target name to a writer that receives an HdrHistogram
+	// interval log (one untagged histogram of latency from the actual send
+	// and one Tag=intended histogram per window; values in nanoseconds).
+	HdrLog map[string]io.Writer
+	// OnPhase is called when each phase starts, including the first, with
+	// the phase's scheduled start. Calls are sequential on a goroutine of
+	// their own, so a slow callback delays later OnPhase calls but never the
+	// attack. Run waits for a running callback before it returns.
+	OnPhase func(p Phase, start time.Time)
+	// OnWindow is called with each closed window, in order per endpoint, on
+	// the aggregator goroutine: it must be quick. Optional.
+	OnWindow func(Window)
+	// Progress is called about every second on the aggregator goroutine
+	// with a snapshot: it must be quick. Optional.
+	Progress func(Snapshot)
+	// MaxWorkers caps vegeta's workers per target; 0 means unlimited, the
+	// only setting that keeps the open model. For tests of the validity check.
+	MaxWorkers uint64
+	// ExcludeFromValidity names phases (e.g. "warmup") whose verdict does not
+	// count towards Report.Valid.
+	ExcludeFromValidity []string
+}
+
+// plan is a validated Config with derived values.
+type plan struct {
+	cfg         Config
+	window      time.Duration
+	lag         time.Duration
+	timeout     time.Duration
+	duration    time.Duration
+	spans       []phaseSpan
+	classifiers []*Classifier
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("loadgen: %s: %w: %s", field, ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// validate checks cfg and fills in defaults.
+func (cfg Config) validate() (*plan, error) {
+	p := &plan{cfg: cfg, window: cfg.Window, lag: cfg.LagThreshold, timeout: cfg.Timeout}
+	if p.window == 0 {
+		p.window = DefaultWindow
+	}
+	if p.lag == 0 {
+		p.lag = DefaultLagThreshold
+	}
+	if p.timeout == 0 {
+		p.timeout = DefaultTimeout
+	}
+	switch {
+	case p.window < MinWindow:
+		return nil, invalid("window", "%v is below the minimum %v", p.window, MinWindow)
+	case p.lag < 0:
+		return nil, invalid("lag threshold", "%v is negative", p.lag)
+	case p.timeout < 0:
+		return nil, invalid("timeout", "%v is negative", p.timeout)
+	case len(cfg.Targets) == 0:
+		return nil, invalid("targets", "at least one target is required")
+	case len(cfg.Phases) == 0:
+		return nil, invalid("phases", "at least one phase is required")
+	}
+	names := map[string]bool{}
+	for i, t := range cfg.Targets {
+		cl, err := t.validate(fmt.Sprintf("targets[%d]", i), names)
+		if err != nil {
+			return nil, err
+		}
+		p.classifiers = append(p.classifiers, cl)
+	}
+	seen := map[string]bool{}
+	for i, ph := range cfg.Phases {
+		field := fmt.Sprintf("phases[%d]", i)
+		switch {
+		case ph.Name == "":
+			return nil, invalid(field+".name", "empty")
+		case seen[ph.Name]:
+			return nil, invalid(field+".name", "duplicate phase %q", ph.Name)
+		case ph.Duration <= 0:
+			return nil, invalid(field+".duration", "%v is not positive", ph.Duration)
+		}
+		seen[ph.Name] = true
+		p.spans = append(p.spans, phaseSpan{name: ph.Name, start: int64(p.duration), end: int64(p.duration + ph.Duration)})
+		p.duration += ph.Duration
+	}
+	for field, m := range map[string]map[string]io.Writer{"raw": cfg.Raw, "hdr log": cfg.HdrLog} {
+		for name, w := range m {
+			if !names[name] || w == nil {
+				return nil, invalid(field, "%q is not a target name or has a nil writer", name)
+			}
+		}
+	}
+	return p, nil
+}
+
+func (t Target) validate(field string, names map[string]bool) (*Classifier, error) {
+	switch {
+	case t.Name == "":
+		return nil, invalid(field+".name", "empty")
+	case names[t.Name]:
+		return nil, invalid(field+".name", "duplicate target %q", t.Name)
+	case !(t.Rate > 0) || t.Rate > 1e7:
+		return nil, invalid(field+".rate", "%v is not in (0, 1e7] requests per second", t.Rate)
+	}
+	names[t.Name] = true
+	if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, invalid(field+".url", "%q is not an http(s) URL", t.URL)
+	}
+	rules := DefaultRules()
+	if t.Rules != nil {
+		rules = *t.Rules
+	}
+	cl, err := NewClassifier(rules)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %s.%w (%w)", field, err, ErrInvalidConfig)
+	}
+	return cl, nil
+}

@@ -1,0 +1,151 @@
+package loadgen
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Validity limits (DESIGN §4, "Validity").
+const (
+	// RateTolerance is the largest relative shortfall or excess of sends in a
+	// phase against the schedule. At least one request of slack is allowed,
+	// because a request due just before a phase boundary and sent a moment
+	// late is counted in the next phase.
+	RateTolerance = 0.01
+	// HarnessErrorLimit is the largest share of harness errors in a phase.
+	HarnessErrorLimit = 0.001
+)
+
+// Report is the outcome of Run. Windows are sorted by Index (then by target
+// order); Phases lists every endpoint × phase that started, phase-major.
+type Report struct {
+	// Start is t0: request n of every target was due at Start + n/rate.
+	Start time.Time `json:"start"`
+	// End is when the last result was recorded.
+	End     time.Time    `json:"end"`
+	Windows []Window     `json:"-"`
+	Phases  []PhaseStats `json:"phases"`
+	// Valid is true when the run was not interrupted and every phase not
+	// excluded from validity is valid.
+	Valid bool `json:"valid"`
+	// Interrupted is true when ctx ended the run early.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// PhaseStats is one endpoint over one phase: merged histograms and the
+// validity verdict. Results belong to the phase of their intended send time;
+// Sent and AchievedRate count actual send times within the phase span.
+type PhaseStats struct {
+	Endpoint string `json:"endpoint"`
+	Phase    string `json:"phase"`
+	// Start and End are the phase span; End is the stop time if interrupted.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Counts holds the results per class.
+	Counts          Counts    `json:"counts"`
+	Latency         Quantiles `json:"latency"`
+	LatencyOK       Quantiles `json:"latency_ok"`
+	LatencyIntended Quantiles `json:"latency_intended"`
+	// ByClass holds latency quantiles per non-empty class name.
+	ByClass map[string]Quantiles `json:"latency_by_class,omitempty"`
+	// TargetRate is the configured rate; AchievedRate is Sent over the span.
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	// Expected is the number of sends the schedule put in the span; Sent the
+	// number actually sent in it; Dropped the scheduled requests that were
+	// never sent because the attack ended while the generator was behind.
+	Expected int64 `json:"expected"`
+	Sent     int64 `json:"sent"`
+	Dropped  int64 `json:"dropped,omitempty"`
+	// LagP99 and LagMax summarise schedule lag over the phase.
+	LagP99 time.Duration `json:"lag_p99_ns"`
+	LagMax time.Duration `json:"lag_max_ns"`
+	// HarnessErrors counts load-generator-side failures (IsHarnessError).
+	HarnessErrors int64 `json:"harness_errors"`
+	// Excluded is set for phases named in Config.ExcludeFromValidity; their
+	// verdict is computed but does not count towards Report.Valid.
+	Excluded bool     `json:"excluded,omitempty"`
+	Valid    bool     `json:"valid"`
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// verdictInput is what a phase verdict needs beyond PhaseStats.
+type verdictInput struct {
+	span, planned time.Duration
+	lagThreshold  time.Duration
+}
+
+// judge sets Valid and Reasons on ps.
+func judge(ps *PhaseStats, in verdictInput) {
+	var rs []string
+	if in.span < in.planned {
+		rs = append(rs, fmt.Sprintf("interrupted after %v of %v", in.span.Round(time.Millisecond), in.planned))
+	}
+	if diff, tol := math.Abs(float64(ps.Sent-ps.Expected)), math.Max(RateTolerance*float64(ps.Expected), 1); diff > tol {
+		rs = append(rs, fmt.Sprintf("achieved rate %.2f/s vs target %.2f/s: %d sends where the schedule had %d (tolerance %.0f)",
+			ps.AchievedRate, ps.TargetRate, ps.Sent, ps.Expected, tol))
+	}
+	if ps.LagP99 >= in.lagThreshold {
+		rs = append(rs, fmt.Sprintf("schedule lag p99 %v is not under the %v threshold (max %v)",
+			ps.LagP99, in.lagThreshold, ps.LagMax))
+	}
+	if ps.HarnessErrors > 0 && float64(ps.HarnessErrors) >= HarnessErrorLimit*float64(max(ps.Expected, 1)) {
+		rs = append(rs, fmt.Sprintf("%d load-generator errors (%.3f%% of %d, limit %.1f%%)", ps.HarnessErrors,
+			100*float64(ps.HarnessErrors)/float64(max(ps.Expected, 1)), ps.Expected, 100*HarnessErrorLimit))
+	}
+	if ps.Dropped > 0 {
+		rs = append(rs, fmt.Sprintf("%d scheduled requests were never sent", ps.Dropped))
+	}
+	ps.Valid, ps.Reasons = len(rs) == 0, rs
+}
+
+// phaseStats builds the per-phase statistics after the last sample. stop is
+// the offset at which the run ended (the planned duration unless
+// interrupted); sent[i] is how many requests endpoint i's pacer released.
+func (a *aggregator) phaseStats(stop int64, sent []int64, excluded []string) []PhaseStats {
+	var out []PhaseStats
+	for pi, sp := range a.cfg.phases {
+		if sp.start >= stop {
+			break
+		}
+		end := min(sp.end, stop)
+		for ei, e := range a.eps {
+			p := e.phases[pi]
+			ps := PhaseStats{
+				Endpoint: e.name, Phase: sp.name,
+				Start:           a.cfg.t0.Add(time.Duration(sp.start)),
+				End:             a.cfg.t0.Add(time.Duration(end)),
+				Counts:          p.counts,
+				Latency:         p.h.lat.quantiles(),
+				LatencyOK:       p.h.ok.quantiles(),
+				LatencyIntended: p.h.intended.quantiles(),
+				TargetRate:      e.sched.rate,
+				AchievedRate:    float64(p.sent) / time.Duration(end-sp.start).Seconds(),
+				Expected:        e.sched.countIn(sp.start, end),
+				Sent:            p.sent,
+				HarnessErrors:   p.harness,
+				Excluded:        slices.Contains(excluded, sp.name),
+			}
+			if stop >= a.cfg.duration && ei < len(sent) {
+				// requests sent[ei].. were never released by the pacer
+				ps.Dropped = max(0, e.sched.countBefore(sp.end)-max(e.sched.countBefore(sp.start), sent[ei]))
+			}
+			lag := p.h.lag.quantiles()
+			ps.LagP99, ps.LagMax = lag.P99, lag.Max
+			for c, h := range p.byClass {
+				if h != nil && h.n > 0 {
+					if ps.ByClass == nil {
+						ps.ByClass = map[string]Quantiles{}
+					}
+					ps.ByClass[Class(c).String()] = h.quantiles()
+				}
+			}
+			judge(&ps, verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
+				lagThreshold: time.Duration(a.cfg.lagThreshold)})
+			out = append(out, ps)
+		}
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// startLead is how far in the future t0 is set, so that every attacker is
+// running before the first request is due.
+const startLead = 10 * time.Millisecond
+
+// Snapshot is the progress of a run, delivered about every second.
+type Snapshot struct {
+	Time    time.Time     `json:"time"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Phase is the phase at Elapsed; empty after the last one.
+	Phase     string             `json:"phase"`
+	Endpoints []EndpointSnapshot `json:"endpoints"`
+}
+
+// EndpointSnapshot is one endpoint's progress.
+type EndpointSnapshot struct {
+	Name       string  `json:"name"`
+	TargetRate float64 `json:"target_rate"`
+	// Received is the number of results recorded so far; Counts splits it.
+	Received int64  `json:"received"`
+	Counts   Counts `json:"counts"`
+	// Last is the most recent closed window (zero before the first).
+	Last Window `json:"last"`
+}
+
+// Run attacks every target at its constant rate, all from the same start
+// t0 and for the sum of the phase durations, records windows and phases,
+// and judges validity. It blocks until every result is recorded. When ctx
+// ends first, in-flight requests are aborted (and not recorded) and Run
+// returns the partial report with ctx's error. Output write errors are
+// returned with the otherwise complete report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	p, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now().Add(startLead)
+	agg, logs, err := newRunAggregator(p, t0)
+	if err != nil {
+		return nil, err
+	}
+	samples := make(chan sample, 8192)
+	aggDone := make(chan struct{})
+	go func() {
+		defer close(aggDone)
+		agg.loop(samples, cfg.Progress)
+	}()
+	phaseStop := make(chan struct{})
+	var phaseWG sync.WaitGroup
+	if cfg.OnPhase != nil {
+		phaseWG.Go(func() { announcePhases(cfg.Phases, p.spans, t0, cfg.OnPhase, phaseStop) })
+	}
+
+	var stopAt atomic.Int64 // offset at which ctx ended the run
+	stopAt.Store(int64(p.duration))
+	set := newAttackSet(ctx, p, t0)
+	unhook := context.AfterFunc(ctx, func() {
+		stopAt.Store(min(int64(p.duration), int64(time.Since(t0))))
+		for _, a := range set.atks {
+			a.Stop()
+		}
+	})
+	fwdErrs := set.run(ctx, p, t0, samples)
+	interrupted := !unhook()
+	close(samples)
+	<-aggDone
+	close(phaseStop)
+	phaseWG.Wait()
+
+	stop := stopAt.Load()
+	agg.flush(stop)
+	sent := make([]int64, len(set.pacers))
+	for i, pc := range set.pacers {
+		sent[i] = pc.released.Load()
+	}
+	rep := &Report{Start: t0, End: time.Now(), Windows: agg.windows,
+		Phases: agg.phaseStats(stop, sent, cfg.ExcludeFromValidity), Interrupted: interrupted}
+	rep.Valid = !rep.Interrupted
+	for _, ps := range rep.Phases {
+		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
+	}
+	errs := append(fwdErrs, agg.err)
+	for _, l := range logs {
+		errs = append(errs, l.Flush())
+	}
+	if rep.Interrupted {
+		return rep, ctx.Err()
+	}
+	return rep, errors.Join(errs...)
+}
+
+// newRunAggregator builds the aggregator of a run and its HdrHistogram
+// logs (header written); the returned writers must be flushed at the end.
+func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, error) {
+	ac := aggConfig{t0: t0, window: int64(p.window), duration: int64(p.duration), lagThreshold: int64(p.lag),
+		phases: p.spans, onWindow: p.cfg.OnWindow,
+		maxOpen: int(min(128, max(8, int64((p.timeout+time.Second)/p.window)+2)))}
+	var bufs []*bufio.Writer
+	for _, t := range p.cfg.Targets {
+		ac.endpoints = append(ac.endpoints, t.Name)
+		ac.schedules = append(ac.schedules, newSchedule(t.Rate, int64(p.duration)))
+		w, ok := p.cfg.HdrLog[t.Name]
+		if !ok {
+			ac.hdrLogs = append(ac.hdrLogs, nil)
+			continue
+		}
+		bw := bufio.NewWriter(w)
+		bufs = append(bufs, bw)
+		lw := hdrhistogram.NewHistogramLogWriter(bw)
+		ms := t0.UnixMilli()
+		lw.SetBaseTime(ms)
+		err := errors.Join(lw.OutputLogFormatVersion(),
+			lw.OutputComment(fmt.Sprintf("[bulkheadlab loadgen endpoint %s, values in nanoseconds, Tag=intended is from the intended send time]", t.Name)),
+			lw.OutputStartTime(ms), lw.OutputBaseTime(ms), lw.OutputLegend())
+		if err != nil {
+			return nil, nil, fmt.Errorf("loadgen: hdr log for %q: %w", t.Name, err)
+		}
+		ac.hdrLogs = append(ac.hdrLogs, lw)
+	}
+	return newAggregator(ac), bufs, nil
+}
+
+// attackSet is one attacker per target, built before any starts.
+type attackSet struct {
+	atks   []*vegeta.Attacker
+	pacers []*pacer
+	trs    []*http.Transport
+}
+
+func newAttackSet(ctx context.Context, p *plan, t0 time.Time) *attackSet {
+	deadline := t0.Add(p.duration + max(p.lag, 10*time.Millisecond))
+	n := len(p.cfg.Targets)
+	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n)}
+	for i, t := range p.cfg.Targets {
+		s.trs[i] = newTransport()
+		opts := []func(*vegeta.Attacker){
+			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: &cancelTransport{rt: s.trs[i], stop: ctx}}),
+			vegeta.MaxBody(0),
+		}
+		// Pre-start enough workers for the requests a full timeout can hold
+		// in flight, so a slow target does not put worker start-up on the
+		// send path; vegeta adds more on demand.
+		workers := uint64(min(2000, max(10, math.Ceil(t.Rate*min(p.timeout, 2*time.Second).Seconds()))))
+		if p.cfg.MaxWorkers > 0 {
+			workers = min(workers, p.cfg.MaxWorkers)
+			opts = append(opts, vegeta.MaxWorkers(p.cfg.MaxWorkers))
+		}
+		opts = append(opts, vegeta.Workers(workers))
+		s.atks[i] = vegeta.NewAttacker(opts...)
+		s.pacers[i] = newPacer(t0, newSchedule(t.Rate, int64(p.duration)), deadline, ctx.Done())
+	}
+	return s
+}
+
+// run starts every attack, forwards the results into samples and returns
+// when every attack has ended and every result has been forwarded.
+func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan<- sample) []error {
+	results := make([]<-chan *vegeta.Result, len(s.atks))
+	for i, t := range p.cfg.Targets {
+		method := t.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		tgt := vegeta.NewStaticTargeter(vegeta.Target{Method: method, URL: t.URL, Header: t.Header, Body: t.Body})
+		results[i] = s.atks[i].Attack(tgt, s.pacers[i], 0, t.Name)
+	}
+	errs := make([]error, len(s.atks))
+	var wg sync.WaitGroup
+	for i, t := range p.cfg.Targets {
+		f := forwarder{ctx: ctx, ep: int32(i), t0: t0, sched: s.pacers[i].sched, cl: p.classifiers[i], out: samples}
+		wg.Go(func() { errs[i] = f.run(results[i], p.cfg.Raw[t.Name], t.Name) })
+	}
+	wg.Wait()
+	for _, tr := range s.trs {
+		tr.CloseIdleConnections()
+	}
+	return errs
+}
+
+// forwarder turns one attacker's results into samples and raw records.
+type forwarder struct {
+	ctx   context.Context
+	ep    int32
+	t0    time.Time
+	sched schedule
+	cl    *Classifier
+	out   chan<- sample
+}
+
+// run drains in until it is closed. Results of requests aborted because ctx
+// ended are dropped. A raw write error stops raw output, not the run.
+func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) error {
+	var enc vegeta.Encoder
+	var bw *bufio.Writer
+	if raw != nil {
+		bw = bufio.NewWriterSize(raw, 64<<10)
+		enc = vegeta.NewEncoder(bw)
+	}
+	var err error
+	for r := range in {
+		if r.Code == 0 && f.ctx.Err() != nil {
+			continue
+		}
+		r.Body = nil
+		if enc != nil && err == nil {
+			err = enc.Encode(r)
+		}
+		f.out <- sample{
+			intended: f.sched.at(int64(r.Seq)),
+			actual:   int64(r.Timestamp.Sub(f.t0)),
+			latency:  int64(r.Latency),
+			ep:       f.ep,
+			class:    f.cl.Classify(r.Code, r.Headers, r.Error),
+			harness:  IsHarnessError(r.Code, r.Error),
+		}
+	}
+	if bw != nil && err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("loadgen: raw results for %q: %w", name, err)
+	}
+	return nil
+}
+
+// announcePhases calls fn at each phase's scheduled start until stop closes.
+func announcePhases(phases []Phase, spans []phaseSpan, t0 time.Time, fn func(Phase, time.Time), stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for i, ph := range phases {
+		at := t0.Add(time.Duration(spans[i].start))
+		if d := time.Until(at); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-stop:
+				return
+			}
+		}
+		select {
+		case <-stop:
+			return
+		default:
+			fn(ph, at)
+		}
+	}
+}
+
+// loop records samples until in is closed, calling progress every second.
+func (a *aggregator) loop(in <-chan sample, progress func(Snapshot)) {
+	var tick <-chan time.Time
+	if progress != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case s, ok := <-in:
+			if !ok {
+				return
+			}
+			a.add(s)
+		case now := <-tick:
+			progress(a.snapshot(now))
+		}
+	}
+}
+
+// snapshot describes the progress at now.
+func (a *aggregator) snapshot(now time.Time) Snapshot {
+	el := now.Sub(a.cfg.t0)
+	s := Snapshot{Time: now, Elapsed: el}
+	if pi := a.phaseIndex(int64(el)); pi >= 0 {
+		s.Phase = a.cfg.phases[pi].name
+	}
+	for _, e := range a.eps {
+		s.Endpoints = append(s.Endpoints, EndpointSnapshot{Name: e.name, TargetRate: e.sched.rate,
+			Received: e.received, Counts: e.counts, Last: e.last})
+	}
+	return s
+}

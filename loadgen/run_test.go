@@ -1,0 +1,240 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func okServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestRunExactCounts: short runs at known rates send exactly rate × duration
+// requests per phase, all ok, valid, with the raw file readable by vegeta.
+func TestRunExactCounts(t *testing.T) {
+	srv := okServer(t)
+	var rawA, rawB bytes.Buffer
+	var mu sync.Mutex
+	var phases []string
+	cfg := Config{
+		Targets: []Target{{Name: "a", URL: srv.URL + "/a", Rate: 100}, {Name: "b", URL: srv.URL + "/b", Rate: 50}},
+		Phases:  []Phase{{"baseline", 600 * time.Millisecond}, {"fault", 400 * time.Millisecond}},
+		Window:  200 * time.Millisecond, Timeout: 2 * time.Second, LagThreshold: 50 * time.Millisecond,
+		Raw:     map[string]io.Writer{"a": &rawA, "b": &rawB},
+		OnPhase: func(p Phase, _ time.Time) { mu.Lock(); phases = append(phases, p.Name); mu.Unlock() },
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"a/baseline": 60, "a/fault": 40, "b/baseline": 30, "b/fault": 20}
+	for _, ps := range rep.Phases {
+		key := ps.Endpoint + "/" + ps.Phase
+		if got := ps.Counts[ClassOK]; got != want[key] || ps.Counts.Total() != want[key] || ps.Expected != want[key] {
+			t.Errorf("%s: ok=%d total=%d expected=%d, want %d", key, got, ps.Counts.Total(), ps.Expected, want[key])
+		}
+		if !ps.Valid {
+			t.Logf("%s invalid (machine noise?): %v", key, ps.Reasons)
+		}
+	}
+	if len(rep.Phases) != 4 {
+		t.Errorf("phases = %d, want 4", len(rep.Phases))
+	}
+	if len(rep.Windows) != 10 {
+		t.Errorf("windows = %d, want 5 per endpoint", len(rep.Windows))
+	}
+	for _, w := range rep.Windows {
+		if w.Counts.Total() != w.Expected || w.Partial {
+			t.Errorf("window %s/%d: total %d expected %d partial %v", w.Endpoint, w.Index, w.Counts.Total(), w.Expected, w.Partial)
+		}
+	}
+	if strings.Join(phases, ",") != "baseline,fault" {
+		t.Errorf("OnPhase calls = %v", phases)
+	}
+	for name, buf := range map[string]*bytes.Buffer{"a": &rawA, "b": &rawB} {
+		dec := vegeta.NewDecoder(buf)
+		n := 0
+		for {
+			var r vegeta.Result
+			if err := dec.Decode(&r); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("raw %s: decode: %v", name, err)
+			}
+			if r.Attack != name || r.Code != 200 || len(r.Body) != 0 {
+				t.Errorf("raw %s: result %+v", name, r)
+			}
+			n++
+		}
+		if want := map[string]int{"a": 100, "b": 50}[name]; n != want {
+			t.Errorf("raw %s: %d results, want %d", name, n, want)
+		}
+	}
+}
+
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/"
+}
+
+// classServer answers by path with each outcome of DESIGN §4.
+func classServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			io.WriteString(w, "ok")
+		case "/rejected":
+			w.Header().Set("X-Bulkhead-Reject", "full")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/dep_timeout":
+			w.Header().Set("X-Dependency-Error", "timeout")
+			w.WriteHeader(http.StatusGatewayTimeout)
+		case "/dep_error":
+			w.Header().Set("X-Dependency-Error", "error")
+			w.WriteHeader(http.StatusBadGateway)
+		case "/hang":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		default:
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestRunClassifiesEveryClass(t *testing.T) {
+	srv := classServer(t)
+	urls := map[Class]string{
+		ClassOK: srv.URL + "/ok", ClassRejected: srv.URL + "/rejected", ClassDepTimeout: srv.URL + "/dep_timeout",
+		ClassDepError: srv.URL + "/dep_error", ClassClientTimeout: srv.URL + "/hang",
+		ClassTransportError: refusedURL(t), ClassOther: srv.URL + "/teapot",
+	}
+	var cfg Config
+	for c := range NumClasses {
+		cfg.Targets = append(cfg.Targets, Target{Name: c.String(), URL: urls[c], Rate: 20})
+	}
+	cfg.Phases = []Phase{{"only", 500 * time.Millisecond}}
+	cfg.Timeout = 300 * time.Millisecond
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range rep.Phases {
+		c, _ := ParseClass(ps.Endpoint)
+		if ps.Counts[c] != 10 || ps.Counts.Total() != 10 {
+			t.Errorf("target %s (%s): counts %v, want 10 × %s", ps.Endpoint, urls[c], ps.Counts, c)
+		}
+		if _, ok := ps.ByClass[c.String()]; !ok {
+			t.Errorf("target %s: no latency for its class in %v", ps.Endpoint, ps.ByClass)
+		}
+		if ps.HarnessErrors != 0 {
+			t.Errorf("target %s: %d harness errors", ps.Endpoint, ps.HarnessErrors)
+		}
+	}
+}
+
+// TestRunOpenModel: a server that never answers within the timeout does not
+// slow the send schedule.
+func TestRunOpenModel(t *testing.T) {
+	srv := classServer(t)
+	cfg := Config{
+		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 200}},
+		Phases:  []Phase{{"p1", 500 * time.Millisecond}, {"p2", 500 * time.Millisecond}},
+		Window:  100 * time.Millisecond, Timeout: 400 * time.Millisecond,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range rep.Phases {
+		if ps.Counts[ClassClientTimeout] != 100 || ps.Dropped != 0 {
+			t.Errorf("%s: counts %v dropped %d, want 100 client timeouts", ps.Phase, ps.Counts, ps.Dropped)
+		}
+		t.Logf("%s: sent %d/%d lag p99 %v max %v", ps.Phase, ps.Sent, ps.Expected, ps.LagP99, ps.LagMax)
+		// Generous bounds: the machine is shared. A closed model would send
+		// a handful, with lag in hundreds of milliseconds.
+		if ps.Sent < 95 || ps.LagP99 > 40*time.Millisecond {
+			t.Errorf("%s: sent %d of %d, lag p99 %v: the schedule slowed down", ps.Phase, ps.Sent, ps.Expected, ps.LagP99)
+		}
+	}
+	for _, w := range rep.Windows {
+		if w.Sent < 15 {
+			t.Errorf("window %d: only %d sends, want ~20", w.Index, w.Sent)
+		}
+	}
+}
+
+// TestRunStarvedIsInvalid: a worker cap turns the model closed; validity
+// must notice and say why.
+func TestRunStarvedIsInvalid(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	}))
+	defer srv.Close()
+	cfg := Config{
+		Targets:    []Target{{Name: "a", URL: srv.URL, Rate: 200}},
+		Phases:     []Phase{{"only", 500 * time.Millisecond}},
+		MaxWorkers: 1, Timeout: time.Second,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rep.Phases[0]
+	if rep.Valid || ps.Valid {
+		t.Fatalf("starved run judged valid: %+v", ps)
+	}
+	text := strings.Join(ps.Reasons, "; ")
+	for _, want := range []string{"achieved rate", "schedule lag p99", "never sent"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reasons %q lack %q", text, want)
+		}
+	}
+}
+
+// TestRunCancel: ctx ends the run promptly, aborting hung requests.
+func TestRunCancel(t *testing.T) {
+	srv := classServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := Config{
+		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 50}},
+		Phases:  []Phase{{"p1", 10 * time.Second}},
+		Timeout: 20 * time.Second,
+		OnPhase: func(Phase, time.Time) { time.AfterFunc(300*time.Millisecond, cancel) },
+	}
+	begin := time.Now()
+	rep, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("Run took %v after cancel at 300ms", d)
+	}
+	if rep == nil || !rep.Interrupted || rep.Valid || len(rep.Phases) != 1 || rep.Phases[0].Valid {
+		t.Fatalf("report = %+v, want interrupted and invalid", rep)
+	}
+}
