@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -140,7 +141,7 @@ type FaultEvent struct {
 	Dependency string    `json:"dependency"` // "A"
 	Action     string    `json:"action"`     // "set" or "clear"
 	// Faults is the fault list as sent to the proxy (its JSON form), empty on clear.
-	Faults []byte `json:"faults,omitempty"`
+	Faults json.RawMessage `json:"faults,omitempty"`
 }
 
 // PhaseValidity is the load generator's validity verdict for one endpoint and phase.

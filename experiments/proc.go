@@ -167,7 +167,7 @@ func (c *Child) reap(stdout io.Reader, logw io.WriteCloser, annc chan<- annResul
 	close(c.done)
 }
 
-// waitHealthy polls GET /healthz with a growing back-off (5 ms → 100 ms)
+// waitHealthy polls GET /healthz (on the control plane if there is one) with a growing back-off (5 ms → 100 ms)
 // until it answers 200, the child exits, or the deadline passes.
 func (s *Supervisor) waitHealthy(ctx context.Context, c *Child) error {
 	timeout := orDefault(s.HealthTimeout, DefaultHealthTimeout)
@@ -177,7 +177,13 @@ func (s *Supervisor) waitHealthy(ctx context.Context, c *Child) error {
 	if hc == nil {
 		hc = &http.Client{Timeout: time.Second}
 	}
-	url := c.URL() + "/healthz"
+	// A component with a control plane (the proxy) reports health there:
+	// its data plane forwards every path, /healthz included, upstream.
+	base := c.URL()
+	if cu := c.ControlURL(); cu != "" {
+		base = cu
+	}
+	url := base + "/healthz"
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := hc.Do(req); err == nil {

@@ -1,0 +1,281 @@
+package experiments
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// Phase names, in order (DESIGN §1).
+const (
+	PhaseWarmup   = "warmup"
+	PhaseBaseline = "baseline"
+	PhaseFault    = "fault"
+	PhaseRecovery = "recovery"
+)
+
+// phases returns the non-empty phases of the spec in order.
+func (s *Spec) phases() []loadgen.Phase {
+	var out []loadgen.Phase
+	for _, p := range []loadgen.Phase{
+		{Name: PhaseWarmup, Duration: s.Phases.Warmup.D},
+		{Name: PhaseBaseline, Duration: s.Phases.Baseline.D},
+		{Name: PhaseFault, Duration: s.Phases.Fault.D},
+		{Name: PhaseRecovery, Duration: s.Phases.Recovery.D},
+	} {
+		if p.Duration > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// measure loads the stack through the phases, flips the condition's fault
+// at the fault phase boundaries, samples metrics, and writes windows,
+// phases, raw results and metrics into rundir. It fills meta's phases,
+// faults and validity.
+func (r *Runner) measure(ctx context.Context, rundir string, run Run, st *Stack, meta *analysis.RunMeta) (*loadgen.Report, error) {
+	files, err := openRunFiles(rundir)
+	if err != nil {
+		return nil, err
+	}
+	defer files.close()
+
+	sctx, stopSampler := context.WithCancel(ctx)
+	sampler := &Sampler{Targets: st.Samples, Out: files.metrics, Interval: r.SampleInterval}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = sampler.Run(sctx) }()
+
+	sw := &faultSwitcher{run: run, controls: st.Controls}
+	cfg, err := r.loadConfig(run, st, files, sw)
+	if err != nil {
+		stopSampler()
+		wg.Wait()
+		return nil, err
+	}
+	rep, runErr := loadgen.Run(ctx, cfg)
+	stopSampler()
+	wg.Wait()
+	sw.clear() // never leave a fault behind, even when interrupted
+
+	meta.Faults = sw.events()
+	if rep != nil {
+		fillMeta(meta, rep)
+		if err := writePhases(rundir, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if err := files.close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if sw.err != nil && runErr == nil {
+		runErr = sw.err
+	}
+	return rep, runErr
+}
+
+// loadConfig builds the load generator's configuration for one run.
+func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitcher) (loadgen.Config, error) {
+	s := r.Spec
+	var rules *loadgen.Rules
+	if s.External != nil && s.External.Rules != nil {
+		var rs loadgen.Rules
+		if err := s.External.Rules.Decode(&rs); err != nil {
+			return loadgen.Config{}, fmt.Errorf("external.rules: %w", err)
+		}
+		rules = &rs
+	}
+	rates := s.FaultRates(run.Condition)
+	targets := []loadgen.Target{
+		{Name: "a", URL: st.Targets["a"], Rate: rates.A, Rules: rules},
+		{Name: "b", URL: st.Targets["b"], Rate: rates.B, Rules: rules},
+	}
+	enc := json.NewEncoder(files.windows)
+	return loadgen.Config{
+		Targets:             targets,
+		Phases:              s.phases(),
+		Timeout:             s.Load.ClientTimeout.D,
+		Window:              s.Load.Window.D,
+		Raw:                 files.rawWriters(),
+		OnPhase:             sw.onPhase,
+		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
+		Progress:            r.progressFunc(run),
+		ExcludeFromValidity: []string{PhaseWarmup},
+	}, nil
+}
+
+func (r *Runner) progressFunc(run Run) func(loadgen.Snapshot) {
+	if r.Progress == nil {
+		return nil
+	}
+	return func(s loadgen.Snapshot) { r.Progress.Snapshot(run, s) }
+}
+
+// fillMeta copies the phase spans and validity verdicts of rep into meta.
+func fillMeta(meta *analysis.RunMeta, rep *loadgen.Report) {
+	seen := map[string]bool{}
+	for _, p := range rep.Phases {
+		if !seen[p.Phase] {
+			seen[p.Phase] = true
+			meta.Phases = append(meta.Phases, analysis.PhaseSpan{Name: p.Phase, Start: p.Start, End: p.End})
+		}
+		if p.Excluded {
+			continue
+		}
+		meta.Validity = append(meta.Validity, analysis.PhaseValidity{
+			Endpoint: p.Endpoint, Phase: p.Phase, Valid: p.Valid, Reasons: p.Reasons,
+			TargetRate: p.TargetRate, AchievedRate: p.AchievedRate, LagP99: p.LagP99,
+			HarnessErrors: p.HarnessErrors,
+		})
+	}
+}
+
+// writePhases writes phases.json: the merged histograms per endpoint and phase.
+func writePhases(rundir string, rep *loadgen.Report) error {
+	out := make([]analysis.PhaseSummary, 0, len(rep.Phases))
+	for _, p := range rep.Phases {
+		out = append(out, analysis.PhaseSummary{
+			Endpoint: p.Endpoint, Phase: p.Phase, Counts: p.Counts, Latency: p.Latency,
+			LatencyOK: p.LatencyOK, LatencyIntended: p.LatencyIntended, LatencyByClass: p.ByClass,
+		})
+	}
+	return writeJSONAtomic(filepath.Join(rundir, analysis.PhasesFile), out)
+}
+
+// faultSwitcher turns the condition's fault on at the start of the fault
+// phase and off at the start of recovery, through the proxy's control API,
+// and records when the proxy acknowledged each switch. Its callbacks run on
+// the load generator's phase goroutine; events and clear are called after
+// loadgen.Run returned.
+type faultSwitcher struct {
+	run      Run
+	controls map[string]string
+
+	mu     sync.Mutex
+	evs    []analysis.FaultEvent
+	active string // dependency with a fault set, "" if none
+	err    error
+}
+
+// switchTimeout bounds one control call.
+const switchTimeout = 2 * time.Second
+
+func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
+	c := f.run.Condition
+	switch {
+	case p.Name == PhaseFault && len(c.Faults) > 0:
+		f.set(c.Dependency, c.Faults)
+	case p.Name == PhaseRecovery:
+		f.clear()
+	}
+}
+
+func (f *faultSwitcher) set(dep string, faults []Fault) {
+	body, err := json.Marshal(faults)
+	var fs []faultproxy.Fault
+	if err == nil {
+		err = json.Unmarshal(body, &fs)
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+		err = faultproxy.NewClient(f.controls[dep], nil).Set(ctx, fs)
+		cancel()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.err = fmt.Errorf("set fault on %s: %w", dep, err)
+		return
+	}
+	f.active = dep
+	f.evs = append(f.evs, analysis.FaultEvent{Time: time.Now().UTC(), Dependency: dep, Action: "set", Faults: body})
+}
+
+func (f *faultSwitcher) clear() {
+	f.mu.Lock()
+	dep := f.active
+	f.mu.Unlock()
+	if dep == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+	err := faultproxy.NewClient(f.controls[dep], nil).Clear(ctx)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.err = fmt.Errorf("clear fault on %s: %w", dep, err)
+		return
+	}
+	f.active = ""
+	f.evs = append(f.evs, analysis.FaultEvent{Time: time.Now().UTC(), Dependency: dep, Action: "clear"})
+}
+
+func (f *faultSwitcher) events() []analysis.FaultEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]analysis.FaultEvent(nil), f.evs...)
+}
+
+// runFiles are the files a run streams into while it runs.
+type runFiles struct {
+	windowsF, metricsF, rawA, rawB *os.File
+	windows, metrics               *bufio.Writer
+	rawBufA, rawBufB               *bufio.Writer
+	once                           sync.Once
+	err                            error
+}
+
+func openRunFiles(dir string) (*runFiles, error) {
+	f := &runFiles{}
+	var err error
+	open := func(name string) *os.File {
+		if err != nil {
+			return nil
+		}
+		var h *os.File
+		h, err = createFile(dir, name)
+		return h
+	}
+	f.windowsF = open(analysis.WindowsFile)
+	f.metricsF = open(analysis.MetricsFile)
+	f.rawA = open(analysis.RawFilePrefix + "a.bin")
+	f.rawB = open(analysis.RawFilePrefix + "b.bin")
+	if err != nil {
+		_ = closeAll(f.windowsF, f.metricsF, f.rawA) // nil files answer ErrInvalid
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	f.windows, f.metrics = bufio.NewWriter(f.windowsF), bufio.NewWriter(f.metricsF)
+	f.rawBufA, f.rawBufB = bufio.NewWriterSize(f.rawA, 64<<10), bufio.NewWriterSize(f.rawB, 64<<10)
+	return f, nil
+}
+
+func (f *runFiles) rawWriters() map[string]io.Writer {
+	return map[string]io.Writer{"a": f.rawBufA, "b": f.rawBufB}
+}
+
+// close flushes and closes every file once; later calls return the same error.
+func (f *runFiles) close() error {
+	f.once.Do(func() {
+		for _, w := range []*bufio.Writer{f.windows, f.metrics, f.rawBufA, f.rawBufB} {
+			if err := w.Flush(); err != nil && f.err == nil {
+				f.err = err
+			}
+		}
+		if err := closeAll(f.windowsF, f.metricsF, f.rawA, f.rawB); err != nil && f.err == nil {
+			f.err = err
+		}
+	})
+	return f.err
+}
