@@ -1,6 +1,8 @@
 module github.com/bulkheadlab/bulkheadlab
 
-go 1.26
+go 1.26.0
+
+require github.com/prometheus/client_golang v1.23.2
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -19,7 +21,6 @@ require (
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.5 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.74.0 // indirect
 	github.com/prometheus/procfs v0.21.0 // indirect
