@@ -95,3 +95,11 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// marshalFaults encodes fs as a control body.
+func marshalFaults(fs []Fault) ([]byte, error) {
+	if fs == nil {
+		fs = []Fault{}
+	}
+	return json.Marshal(faultsBody{Faults: fs})
+}

@@ -123,6 +123,13 @@ func (p *Proxy) Close() {
 	p.stopOnce.Do(func() { close(p.stop) })
 }
 
+// closeIdleConnections closes the transport's idle upstream connections.
+func (p *Proxy) closeIdleConnections() {
+	if c, ok := p.rp.Transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 func (p *Proxy) ledgerDropped() uint64 {
 	if p.ledger == nil {
 		return 0

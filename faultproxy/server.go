@@ -95,6 +95,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		wg.Wait()
 		s.wg.Wait()
+		s.proxy.closeIdleConnections()
 		s.shutdownErr = errors.Join(errs...)
 	})
 	return s.shutdownErr
