@@ -11,6 +11,18 @@ import (
 	"time"
 )
 
+// ListenError is returned by Listen when an address cannot be bound.
+type ListenError struct {
+	Plane string // "data" or "control"
+	Err   error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("faultproxy: %s listener: %v", e.Plane, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
 // Server serves a Proxy's data plane and its control API on two listeners.
 // Safe for concurrent use.
 type Server struct {
@@ -29,12 +41,12 @@ type Server struct {
 func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Server, error) {
 	dl, err := net.Listen("tcp", dataAddr)
 	if err != nil {
-		return nil, fmt.Errorf("faultproxy: data listener: %w", err)
+		return nil, &ListenError{Plane: "data", Err: err}
 	}
 	cl, err := net.Listen("tcp", controlAddr)
 	if err != nil {
 		dl.Close()
-		return nil, fmt.Errorf("faultproxy: control listener: %w", err)
+		return nil, &ListenError{Plane: "control", Err: err}
 	}
 	s := &Server{
 		proxy:       p,
