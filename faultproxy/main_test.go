@@ -57,13 +57,15 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	e.hc = &http.Client{Transport: tr}
 	e.ctl = NewClient(srv.ControlAddr(), nil)
 	t.Cleanup(func() {
+		// Close the clients' idle connections first: the server waits up to
+		// 5 s for connections that never sent a request.
+		tr.CloseIdleConnections()
+		e.ctl.hc.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
-		tr.CloseIdleConnections()
-		e.ctl.hc.CloseIdleConnections()
 		e.up.Close()
 	})
 	return e
