@@ -53,6 +53,9 @@ func (r *Runner) measure(ctx context.Context, rundir string, run Run, st *Stack,
 
 	sctx, stopSampler := context.WithCancel(ctx)
 	sampler := &Sampler{Targets: st.Samples, Out: files.metrics, Interval: r.SampleInterval}
+	if r.Progress != nil {
+		sampler.OnSample = func(s []analysis.MetricSample) { r.Progress.Pools(run, s) }
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = sampler.Run(sctx) }()
@@ -278,4 +281,13 @@ func (f *runFiles) close() error {
 		}
 	})
 	return f.err
+}
+
+// LoadDuration is the length of one run's load: the sum of its phases.
+func (s *Spec) LoadDuration() time.Duration {
+	var d time.Duration
+	for _, p := range s.phases() {
+		d += p.Duration
+	}
+	return d
 }

@@ -50,6 +50,9 @@ type Sampler struct {
 	Client   *http.Client  // nil: a client whose timeout is max(interval, 1s)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnSample, if set, is called on the Run goroutine with each tick's
+	// samples after they are written (for live progress); it must be quick.
+	OnSample func([]analysis.MetricSample)
 }
 
 // Run samples until ctx is done, then returns nil; it returns early only
@@ -75,6 +78,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 			if err := enc.Encode(sm); err != nil {
 				return fmt.Errorf("sampler: write: %w", err)
 			}
+		}
+		if s.OnSample != nil {
+			s.OnSample(samples)
 		}
 		select {
 		case <-ctx.Done():

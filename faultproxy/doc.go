@@ -1,4 +1,45 @@
 // Package faultproxy is an HTTP reverse proxy that injects faults (latency,
 // error, abort, hang) per request with a seeded probability, with a JSON
 // control API on a separate listener and a Go client for it.
+//
+// # Faults
+//
+// A [Fault] has a type and a percent, the probability (0–100) that it fires
+// on one request. The decision is made per request, not per connection, by a
+// random number generator derived from the proxy's seed and the request's
+// sequence number, so a run with the same seed and the same request order
+// makes the same decisions, and concurrent requests never share RNG state.
+//
+//   - latency: wait before forwarding. The delay is Latency ± Jitter
+//     (distribution "uniform", the default), or heavy-tailed ("pareto",
+//     "lognormal") and capped at Max. If the caller goes away during the
+//     delay, the delay ends at once and the upstream is not called.
+//   - error: answer at once with Status (default 503), optional Body and
+//     Headers; the upstream is not called.
+//   - abort: close the connection without a response; the caller sees EOF
+//     or a reset.
+//   - hang: send nothing until the caller gives up or the proxy closes.
+//
+// # Combination rule
+//
+// Several faults may be active at once. For every request each fault is
+// rolled, independently and in list order. Then:
+//
+//  1. the delays of all latency faults that fired add up, and the request
+//     waits for the sum (a single timer);
+//  2. after the wait, the first terminal fault (error, abort, hang) that
+//     fired, in list order, decides the outcome; the others are ignored;
+//  3. if no terminal fault fired, the request is forwarded to the upstream.
+//
+// So [latency 100%, error 100%] gives slow errors, [error 10%, abort 10%]
+// gives an error on 10% of requests and an abort on 9% (10% of the other
+// 90%), and two latency faults of 100 ms and 50 ms at 100% give 150 ms.
+//
+// # Control plane
+//
+// The faults are an immutable set swapped with an atomic pointer: the data
+// plane never takes a lock that the control plane needs, so control calls
+// answer in bounded time however loaded the data plane is. A request uses
+// the set that was current when it arrived. See [Proxy.ControlHandler] for
+// the HTTP API and [Client] for its Go client.
 package faultproxy

@@ -1,18 +1,134 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/url"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 )
 
-// newProxyCmd builds the `proxy` command. Placeholder until its issue lands.
+// proxyOptions are the flags of `bulkheadlab proxy`.
+type proxyOptions struct {
+	listen, control, upstream string
+	seed                      uint64
+	name, ledger, faults      string
+	grace                     time.Duration
+}
+
+// newProxyCmd builds the `proxy` command.
 func newProxyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "proxy",
+	var o proxyOptions
+	cmd := &cobra.Command{
+		Use:   "proxy --upstream URL",
 		Short: "Run the fault-injection proxy",
+		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
+error, abort, hang) per request with a seeded probability. Faults are read
+and changed at run time through a JSON API on the --control listener:
+GET/PUT/DELETE /faults, /healthz and Prometheus /metrics.
+
+The first line on stdout is a JSON announcement with the bound addresses.`,
+		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
+  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("proxy: not implemented yet")
+			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "data-plane listen address (host:port, port 0 = any)")
+	f.StringVar(&o.control, "control", "127.0.0.1:0", "control API listen address (host:port, port 0 = any)")
+	f.StringVar(&o.upstream, "upstream", "", "upstream base URL, http(s)://host:port (required)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the per-request fault decisions")
+	f.StringVar(&o.name, "name", "", "instance name for the announcement, e.g. A")
+	f.StringVar(&o.ledger, "ledger", "", "write one JSON line per request (time, request id, decision, delay) to this file")
+	f.StringVar(&o.faults, "faults", "", `initial faults, the control API's JSON: {"faults":[...]}`)
+	f.DurationVar(&o.grace, "shutdown-timeout", 4*time.Second, "bound on graceful shutdown; hanging requests are cut at once")
+	return cmd
+}
+
+// parse checks the flags; errors name the flag and are usage errors.
+func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
+	if o.upstream == "" {
+		return nil, nil, usageError(errors.New("--upstream: required (http(s)://host:port)"))
+	}
+	u, err := url.Parse(o.upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", o.upstream))
+	}
+	if o.grace <= 0 || o.grace > time.Minute {
+		return nil, nil, usageError(fmt.Errorf("--shutdown-timeout: want within (0, 1m], got %v", o.grace))
+	}
+	var fs []faultproxy.Fault
+	if o.faults != "" {
+		if fs, err = faultproxy.ParseFaults(strings.NewReader(o.faults)); err != nil {
+			return nil, nil, usageError(fmt.Errorf("--faults: %w", err))
+		}
+	}
+	return u, fs, nil
+}
+
+// runProxy serves until ctx is done or a listener fails, then shuts down
+// within o.grace.
+func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (err error) {
+	u, fs, err := o.parse()
+	if err != nil {
+		return err
+	}
+	errLog := log.New(stderr, "proxy: ", log.LstdFlags)
+	var ledger *faultproxy.Ledger
+	if o.ledger != "" {
+		file, ferr := os.Create(o.ledger)
+		if ferr != nil {
+			return usageError(fmt.Errorf("--ledger: %w", ferr))
+		}
+		ledger = faultproxy.NewLedger(file, 0)
+		defer func() {
+			err = errors.Join(err, ledger.Close(), file.Close())
+		}()
+	}
+	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog})
+	if err != nil {
+		return usageError(fmt.Errorf("--upstream: %w", err))
+	}
+	if err := p.SetFaults(fs); err != nil {
+		return usageError(fmt.Errorf("--faults: %w", err))
+	}
+	srv, err := faultproxy.Listen(p, o.listen, o.control, errLog)
+	if err != nil {
+		var le *faultproxy.ListenError
+		if errors.As(err, &le) && le.Plane == "control" {
+			return usageError(fmt.Errorf("--control: %w", err))
+		}
+		return usageError(fmt.Errorf("--listen: %w", err))
+	}
+	if err := announce.Write(stdout, announce.Announcement{Component: "proxy", Name: o.name,
+		Addr: srv.Addr(), Control: srv.ControlAddr()}); err != nil {
+		_ = srv.Shutdown(context.Background())
+		return withCode(ExitError, fmt.Errorf("writing the announcement: %w", err))
+	}
+	errLog.Printf("forwarding %s -> %s, control on %s", srv.Addr(), u, srv.ControlAddr())
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-srv.Err():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		errLog.Printf("shutdown cut connections after %v: %v", o.grace, err)
+	}
+	if serveErr != nil {
+		return withCode(ExitError, fmt.Errorf("proxy: serving: %w", serveErr))
+	}
+	return nil
 }

@@ -1,18 +1,145 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/experiments"
 )
 
-// newRunCmd builds the `run` command. Placeholder until its issue lands.
+// runOptions are the flags of `run`.
+type runOptions struct {
+	out         string
+	resume      string
+	repeats     int
+	allowRemote bool
+	check       bool
+	junit       string
+	noReport    bool
+}
+
+// newRunCmd builds the `run` command.
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "run",
-		Short: "Run an experiment matrix",
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [FILE|PRESET]",
+		Short: "Run an experiment matrix and write its report",
+		Long: `run loads an experiment (a YAML file or an embedded preset; default
+slow-dependency), runs every condition × mode × repeat with real processes
+on loopback — dependency stubs, fault proxies and the service, all children
+of this binary — under open-model load, and writes
+results/<experiment>/<UTC timestamp>/ with the run data and the report
+(summary.json, report.md, index.html, PNGs).
+
+Ctrl-C stops the load, tears the children down, keeps every finished run,
+marks the interrupted one, and exits 130; --resume DIR continues it.
+With --check the exit code says whether the spec's expectations held:
+0 all SUPPORTED, 1 a prediction failed, 3 INVALID (the harness could not
+hold the load), 130 interrupted.`,
+		Example: `  # the default experiment, about 3 minutes per repeat
+  bulkheadlab run
+
+  # the CI regression check with a JUnit file
+  bulkheadlab run ci-regression --check --junit verdicts.xml
+
+  # continue an interrupted experiment
+  bulkheadlab run --resume results/slow-dependency/20261130T101500Z`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("run: not implemented yet")
+			return runExperiment(cmd, args, o)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", "results", "results root folder")
+	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
+	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
+	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
+	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
+	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
+	return cmd
+}
+
+func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
+	spec, err := loadRunSpec(args, o)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	r := &experiments.Runner{
+		Spec: spec, Root: o.out, Resume: o.resume, Version: version,
+		Progress: &experiments.TextProgress{W: w, Terminal: tty, Total: spec.LoadDuration()},
+	}
+	if o.resume == "" {
+		n := len(spec.Expand())
+		fmt.Fprintf(w, "%s: %d runs × %s of load\n", spec.Name, n, spec.LoadDuration())
+	}
+	dir, err := r.Run(cmd.Context())
+	if dir != nil {
+		fmt.Fprintf(w, "results: %s\n", dir.Path)
+	}
+	if errors.Is(err, context.Canceled) {
+		return withCode(ExitInterrupted, err)
+	}
+	if err != nil && !errors.Is(err, experiments.ErrRunsFailed) {
+		return err
+	}
+	runErr := err
+	if o.noReport {
+		return runErr
+	}
+	sum, rerr := analysis.WriteReport(dir.Path, analysis.Options{})
+	if rerr != nil {
+		return errors.Join(runErr, rerr)
+	}
+	if err := analysis.PrintVerdicts(w, sum); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+analysis.HTMLFile)
+	if cerr := finishCheck(sum, o.check, o.junit); cerr != nil {
+		return cerr
+	}
+	return runErr
+}
+
+// loadRunSpec resolves the spec argument and applies the flag overrides.
+func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
+	if o.resume != "" {
+		if len(args) > 0 {
+			return nil, usageError(errors.New("--resume takes the spec from the results folder: give no spec argument"))
+		}
+		_, spec, err := experiments.OpenResultsDir(o.resume)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--resume: %w", err))
+		}
+		return spec, nil
+	}
+	name := experiments.DefaultPreset
+	if len(args) == 1 {
+		name = args[0]
+	}
+	spec, err := experiments.Resolve(name)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if o.repeats < 0 {
+		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
+	}
+	if o.repeats > 0 {
+		spec.Repeats = o.repeats
+	}
+	if remote := spec.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
+		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", spec.File(), remote))
+	}
+	return spec, nil
 }

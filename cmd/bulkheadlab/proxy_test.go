@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+)
+
+func TestProxyCmdBadFlags(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantFlag string
+	}{
+		{[]string{"proxy"}, "--upstream"},
+		{[]string{"proxy", "--upstream", "ftp://x"}, "--upstream"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--faults", `{"faults":[{"type":"x"}]}`}, "--faults"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "nonsense"}, "--listen"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--control", "256.0.0.1:0"}, "--control"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--seed", "-1"}, "seed"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--shutdown-timeout", "0s"}, "--shutdown-timeout"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--ledger", "/nonexistent-dir/x"}, "--ledger"},
+	}
+	for _, tt := range tests {
+		root := newRootCmd()
+		root.SetArgs(tt.args)
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		err := root.ExecuteContext(context.Background())
+		if exitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.wantFlag) {
+			t.Errorf("bulkheadlab %v = %v (exit %d), want exit 2 naming %s", tt.args, err, exitCode(err), tt.wantFlag)
+		}
+	}
+}
+
+// TestProxyCmdLive: the command announces itself, faults switch a live
+// stream through the control API, and it exits 0 when its context ends.
+func TestProxyCmdLive(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "up")
+	}))
+	defer up.Close()
+	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetArgs([]string{"proxy", "--upstream", up.URL, "--name", "A", "--seed", "7", "--ledger", ledger})
+	root.SetOut(pw)
+	root.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+
+	a, err := announce.Read(pr)
+	if err != nil || a.Component != "proxy" || a.Name != "A" || a.Control == "" {
+		t.Fatalf("announcement = %+v, %v; want component proxy, name A, a control address", a, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	ctl := faultproxy.NewClient(a.Control, hc)
+	get := func() int {
+		resp, err := hc.Get("http://" + a.Addr + "/")
+		if err != nil {
+			t.Fatalf("GET through the proxy: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	steps := []struct {
+		faults []faultproxy.Fault
+		want   int
+	}{
+		{nil, 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: 20 * time.Millisecond}}, 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100}}, 503},
+		{nil, 200},
+	}
+	for i, s := range steps {
+		if err := ctl.Set(ctx, s.faults); err != nil {
+			t.Fatalf("step %d: Set: %v", i, err)
+		}
+		if got := get(); got != s.want {
+			t.Errorf("step %d (faults %+v): status %d, want %d", i, s.faults, got, s.want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if exitCode(err) != ExitOK {
+			t.Errorf("proxy command ended with %v, want exit 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy command did not stop within 10s of cancellation")
+	}
+	b, err := os.ReadFile(ledger)
+	if err != nil || strings.Count(string(b), "\n") != len(steps) {
+		t.Errorf("ledger = %q, %v; want %d lines", b, err, len(steps))
+	}
+}

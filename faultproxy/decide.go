@@ -1,0 +1,103 @@
+package faultproxy
+
+import (
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// faultSet is an immutable, validated and normalised list of faults. The
+// proxy swaps whole sets atomically; nothing mutates a set once installed.
+type faultSet struct {
+	faults []Fault
+}
+
+var emptySet = &faultSet{}
+
+func newFaultSet(fs []Fault) *faultSet {
+	if len(fs) == 0 {
+		return emptySet
+	}
+	s := &faultSet{faults: make([]Fault, len(fs))}
+	for i, f := range fs {
+		s.faults[i] = f.normalized()
+	}
+	return s
+}
+
+// snapshot returns a copy of the faults that the caller may keep.
+func (s *faultSet) snapshot() []Fault {
+	out := make([]Fault, len(s.faults))
+	for i, f := range s.faults {
+		out[i] = f.normalized() // copies Headers
+	}
+	return out
+}
+
+// Decision is what the proxy does to one request.
+type Decision struct {
+	// Delay is the sum of the delays of the latency faults that fired.
+	Delay time.Duration
+	// Latencies is the number of latency faults that fired.
+	Latencies int
+	// Terminal is the index in the set of the first terminal fault (error,
+	// abort, hang) that fired, or −1 if none did.
+	Terminal int
+	// TerminalType is the type of that fault, empty if none.
+	TerminalType string
+}
+
+// String names the decision: "pass", "latency", "error", "latency+hang"...
+func (d Decision) String() string {
+	var parts []string
+	if d.Latencies > 0 {
+		parts = append(parts, TypeLatency)
+	}
+	if d.Terminal >= 0 {
+		parts = append(parts, d.TerminalType)
+	}
+	if len(parts) == 0 {
+		return "pass"
+	}
+	return strings.Join(parts, "+")
+}
+
+// requestRand returns the RNG of request seq under seed. It is a pure
+// function of (seed, seq): decisions are reproducible and concurrent
+// requests share no state.
+func requestRand(seed, seq uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(splitmix(seed^splitmix(seq)), splitmix(seq+0x632be59bd9b4e019)))
+}
+
+// splitmix is the SplitMix64 finaliser, used to decorrelate nearby seeds.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// decide applies the combination rule (see the package doc) to request seq:
+// every fault is rolled in order; fired latencies add up; the first fired
+// terminal fault wins.
+func (s *faultSet) decide(seed, seq uint64) Decision {
+	d := Decision{Terminal: -1}
+	if len(s.faults) == 0 {
+		return d
+	}
+	r := requestRand(seed, seq)
+	for i, f := range s.faults {
+		if !(r.Float64()*100 < f.Percent) {
+			continue
+		}
+		if f.Type == TypeLatency {
+			d.Delay += sampleDelay(f, r)
+			d.Latencies++
+			continue
+		}
+		if d.Terminal < 0 {
+			d.Terminal, d.TerminalType = i, f.Type
+		}
+	}
+	return d
+}

@@ -1,0 +1,109 @@
+package faultproxy
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFaultsValid(t *testing.T) {
+	tests := []struct {
+		body string
+		want []Fault
+	}{
+		{`{"faults":[]}`, []Fault{}},
+		{`{}`, []Fault{}},
+		{`{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms","distribution":"uniform"}]}`,
+			[]Fault{{Type: TypeLatency, Percent: 100, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform}}},
+		{`{"faults":[{"type":"latency","latency":"1s"}]}`, // percent defaults to 100
+			[]Fault{{Type: TypeLatency, Percent: 100, Latency: time.Second, Distribution: DistUniform}}},
+		{`{"faults":[{"type":"latency","percent":50,"latency":"100ms","jitter":"20ms","distribution":"pareto"}]}`,
+			[]Fault{{Type: TypeLatency, Percent: 50, Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto, Max: 2100 * time.Millisecond}}},
+		{`{"faults":[{"type":"error","percent":100,"status":500,"body":"x","headers":{"K":"V"}}]}`,
+			[]Fault{{Type: TypeError, Percent: 100, Status: 500, Body: "x", Headers: map[string]string{"K": "V"}}}},
+		{`{"faults":[{"type":"error","percent":0}]}`, []Fault{{Type: TypeError, Percent: 0, Status: 503}}},
+		{`{"faults":[{"type":"abort","percent":5},{"type":"hang","percent":1}]}`,
+			[]Fault{{Type: TypeAbort, Percent: 5}, {Type: TypeHang, Percent: 1}}},
+	}
+	for _, tt := range tests {
+		got, err := ParseFaults(strings.NewReader(tt.body))
+		if err != nil {
+			t.Errorf("ParseFaults(%s): %v", tt.body, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseFaults(%s) = %+v, want %+v", tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestParseFaultsInvalid(t *testing.T) {
+	tests := []struct {
+		body      string
+		wantField string // substring of the message
+	}{
+		{`{"faults":[{"type":"latency","latency":"-1ms"}]}`, "faults[0].latency: must not be negative"},
+		{`{"faults":[{"type":"latency","latency":"10ms","jitter":"-1ms"}]}`, "faults[0].jitter: must not be negative"},
+		{`{"faults":[{"type":"latency","latency":"10ms","jitter":"20ms"}]}`, "faults[0].jitter: 20ms exceeds latency"},
+		{`{"faults":[{"type":"latency","latency":"2h"}]}`, "faults[0].latency: must be at most"},
+		{`{"faults":[{"type":"latency","latency":"soon"}]}`, "faults[0].latency: not a Go duration"},
+		{`{"faults":[{"type":"latency","latency":225}]}`, "faults.latency: want string"},
+		{`{"faults":[{"type":"latency","latency":"1s","distribution":"zipf"}]}`, "faults[0].distribution: unknown"},
+		{`{"faults":[{"type":"latency","distribution":"lognormal","jitter":"1ms"}]}`, "faults[0].latency: must be positive"},
+		{`{"faults":[{"type":"latency","latency":"1s","max":"10ms","distribution":"pareto"}]}`, "faults[0].max: 10ms is below"},
+		{`{"faults":[{"type":"abort","percent":101}]}`, "faults[0].percent: must be within 0–100"},
+		{`{"faults":[{"type":"abort","percent":-1}]}`, "faults[0].percent: must be within 0–100"},
+		{`{"faults":[{"type":"abort","percent":"5"}]}`, "faults.percent: want float64"},
+		{`{"faults":[{"type":"teleport"}]}`, `faults[0].type: unknown fault type "teleport"`},
+		{`{"faults":[{"percent":1}]}`, "faults[0].type: required"},
+		{`{"faults":[{"type":"error","status":99}]}`, "faults[0].status: must be an HTTP status"},
+		{`{"faults":[{"type":"error","status":600}]}`, "faults[0].status: must be an HTTP status"},
+		{`{"faults":[{"type":"error","headers":{"Bad Name":"v"}}]}`, "faults[0].headers: invalid header name"},
+		{`{"faults":[{"type":"error","headers":{"K":"a\r\nb"}}]}`, `faults[0].headers["K"]: value must not contain`},
+		{`{"faults":[{"type":"error","headers":{"Content-Length":"1"}}]}`, "faults[0].headers: header"},
+		{`{"faults":[{"type":"hang","status":500}]}`, "faults[0].status: only valid for type error"},
+		{`{"faults":[{"type":"error","latency":"1s"}]}`, "faults[0].latency: only valid for type latency"},
+		{`{"faults":[{"type":"abort","percent":5,"toxicity":1}]}`, `unknown field "toxicity"`},
+		{`{"fault":[]}`, `unknown field "fault"`},
+		{`{"faults":[]} {}`, "body: unexpected data"},
+		{`{"faults":[`, "body:"},
+		{``, "body: empty"},
+		{`[]`, "body: want"},
+	}
+	for _, tt := range tests {
+		_, err := ParseFaults(strings.NewReader(tt.body))
+		if err == nil {
+			t.Errorf("ParseFaults(%q): no error, want %q", tt.body, tt.wantField)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidFault) {
+			t.Errorf("ParseFaults(%q) = %v, does not wrap ErrInvalidFault", tt.body, err)
+		}
+		if !strings.Contains(err.Error(), tt.wantField) {
+			t.Errorf("ParseFaults(%q) = %q, want it to contain %q", tt.body, err, tt.wantField)
+		}
+	}
+}
+
+func TestFaultJSONRoundTrip(t *testing.T) {
+	in := []Fault{
+		{Type: TypeLatency, Percent: 12.5, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
+		{Type: TypeLatency, Percent: 100, Latency: 50 * time.Millisecond, Jitter: 5 * time.Millisecond, Distribution: DistLognormal, Max: time.Second},
+		{Type: TypeError, Percent: 0, Status: 429, Body: "slow down", Headers: map[string]string{"Retry-After": "1"}},
+		{Type: TypeAbort, Percent: 5},
+		{Type: TypeHang, Percent: 1},
+	}
+	b, err := marshalFaults(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ParseFaults(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatalf("ParseFaults(%s): %v", b, err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip of %s:\n got %+v\nwant %+v", b, out, in)
+	}
+}

@@ -1,0 +1,68 @@
+package faultproxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the proxy's Prometheus series, on its own registry.
+type metrics struct {
+	reg            *prometheus.Registry
+	requests       prometheus.Counter
+	injected       map[string]prometheus.Counter // by fault type, pre-created
+	delay          prometheus.Histogram
+	upstreamErrors prometheus.Counter
+	cancelled      prometheus.Counter
+}
+
+// delayBuckets cover 0.5 ms to 60 s, with extra resolution around the
+// default experiment's 225 ms.
+var delayBuckets = []float64{
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.215, 0.225,
+	0.235, 0.25, 0.3, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
+
+func newMetrics(p *Proxy) *metrics {
+	reg := prometheus.NewRegistry()
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "faultproxy_requests_total",
+			Help: "Requests received on the data plane.",
+		}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faultproxy_injected_delay_seconds",
+			Help:    "Actual injected delay per delayed request (shorter than requested if the caller went away).",
+			Buckets: delayBuckets,
+		}),
+		upstreamErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "faultproxy_upstream_errors_total",
+			Help: "Forwarded requests that failed at the upstream (answered 502); caller cancellations excluded.",
+		}),
+		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "faultproxy_cancelled_total",
+			Help: "Requests whose caller went away during a delay, a hang or the upstream call.",
+		}),
+		injected: map[string]prometheus.Counter{},
+	}
+	injected := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "faultproxy_faults_injected_total",
+		Help: "Faults that fired, by type.",
+	}, []string{"type"})
+	for _, t := range []string{TypeLatency, TypeError, TypeAbort, TypeHang} {
+		m.injected[t] = injected.WithLabelValues(t)
+	}
+	reg.MustRegister(m.requests, injected, m.delay, m.upstreamErrors, m.cancelled,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_inflight_requests",
+			Help: "Data-plane requests in progress (delayed, hanging or forwarded).",
+		}, func() float64 { return float64(p.Inflight()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "faultproxy_ledger_dropped_total",
+			Help: "Ledger entries dropped because the ledger writer fell behind.",
+		}, func() float64 { return float64(p.ledgerDropped()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}

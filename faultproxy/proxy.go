@@ -1,0 +1,238 @@
+package faultproxy
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrBadUpstream is returned by New for a missing or unusable upstream URL.
+var ErrBadUpstream = errors.New("faultproxy: bad upstream URL")
+
+// Config configures a Proxy. The zero value of every optional field is a
+// usable default.
+type Config struct {
+	// Upstream is the http or https URL requests are forwarded to. Required.
+	Upstream *url.URL
+	// Seed seeds the per-request fault decisions.
+	Seed uint64
+	// Transport carries forwarded requests; nil means NewTransport().
+	Transport http.RoundTripper
+	// Ledger, if set, receives one entry per request. The caller closes it
+	// after the proxy has stopped serving.
+	Ledger *Ledger
+	// ErrorLog receives the reverse proxy's own log lines; nil means the
+	// standard logger.
+	ErrorLog *log.Logger
+}
+
+// Proxy is the data plane: an http.Handler that injects the current faults
+// and forwards the rest to the upstream. Safe for concurrent use; faults
+// may be replaced while requests are in flight (each request uses the set
+// that was current when it arrived).
+type Proxy struct {
+	seed     uint64
+	set      atomic.Pointer[faultSet]
+	seq      atomic.Uint64
+	inflight atomic.Int64
+	rp       *httputil.ReverseProxy
+	ledger   *Ledger
+	m        *metrics
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// NewTransport returns the transport a Proxy uses by default: tuned to keep
+// up to 1024 idle connections per upstream host, so ~1000 concurrent
+// requests reuse connections instead of churning them, with bounded dial
+// and TLS handshake times, no environment proxy and no transparent
+// compression (bodies pass through unchanged).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     true,
+	}
+}
+
+// New returns a pass-through Proxy for cfg.
+func New(cfg Config) (*Proxy, error) {
+	u := cfg.Upstream
+	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %v", ErrBadUpstream, u)
+	}
+	target := *u
+	tr := cfg.Transport
+	if tr == nil {
+		tr = NewTransport()
+	}
+	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{})}
+	p.set.Store(emptySet)
+	p.m = newMetrics(p)
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:      func(pr *httputil.ProxyRequest) { pr.SetURL(&target) },
+		Transport:    tr,
+		BufferPool:   bufferPool{},
+		ErrorHandler: p.upstreamError,
+		ErrorLog:     cfg.ErrorLog,
+	}
+	return p, nil
+}
+
+// Faults returns a copy of the current fault set.
+func (p *Proxy) Faults() []Fault { return p.set.Load().snapshot() }
+
+// SetFaults validates fs and, if valid, atomically replaces the fault set
+// (an empty fs clears it). On error the set is unchanged and the error
+// names the field and wraps ErrInvalidFault.
+func (p *Proxy) SetFaults(fs []Fault) error {
+	if err := ValidateFaults(fs); err != nil {
+		return err
+	}
+	p.set.Store(newFaultSet(fs))
+	return nil
+}
+
+// ClearFaults removes every fault: the proxy passes everything through.
+func (p *Proxy) ClearFaults() { p.set.Store(emptySet) }
+
+// Inflight returns the number of data-plane requests in progress.
+func (p *Proxy) Inflight() int64 { return p.inflight.Load() }
+
+// Close makes every hanging or delayed request, now and later, abort its
+// connection at once, so that a server shutdown is not held up by them.
+// Forwarded requests are not affected. Idempotent; it does not close the
+// Ledger.
+func (p *Proxy) Close() {
+	p.stopOnce.Do(func() { close(p.stop) })
+}
+
+// closeIdleConnections closes the transport's idle upstream connections.
+func (p *Proxy) closeIdleConnections() {
+	if c, ok := p.rp.Transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (p *Proxy) ledgerDropped() uint64 {
+	if p.ledger == nil {
+		return 0
+	}
+	return p.ledger.Dropped()
+}
+
+// ServeHTTP decides the request's faults (see the package doc for the
+// combination rule), injects them and forwards the request if no terminal
+// fault fired.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
+	p.m.requests.Inc()
+	seq := p.seq.Add(1)
+	set := p.set.Load()
+	d := set.decide(p.seed, seq)
+	e := LedgerEntry{Time: arrived, Seq: seq, Decision: d.String(), Outcome: "forwarded"}
+	if d.Latencies > 0 {
+		if !p.delay(r, d, &e) {
+			return
+		}
+	}
+	if d.Terminal < 0 {
+		p.record(r, e)
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	f := set.faults[d.Terminal]
+	p.m.injected[f.Type].Inc()
+	e.Outcome = f.Type
+	switch f.Type {
+	case TypeError:
+		e.Status = f.Status
+		p.record(r, e)
+		writeError(w, f)
+	case TypeAbort:
+		p.record(r, e)
+		abort()
+	case TypeHang:
+		p.record(r, e)
+		if hang(r.Context(), p.stop) {
+			abort()
+		}
+		p.m.cancelled.Inc()
+	}
+}
+
+// delay waits for the decided delay. It reports false if the request must
+// not go on: the caller went away (the request is dropped) — or it aborts
+// the connection if the proxy is closing.
+func (p *Proxy) delay(r *http.Request, d Decision, e *LedgerEntry) bool {
+	p.m.injected[TypeLatency].Add(float64(d.Latencies))
+	e.RequestedDelayMS = ms(d.Delay)
+	if d.Delay <= 0 {
+		p.m.delay.Observe(0)
+		return true
+	}
+	res, actual := wait(r.Context(), p.stop, d.Delay)
+	p.m.delay.Observe(actual.Seconds())
+	e.DelayMS = ms(actual)
+	switch res {
+	case waitCancelled:
+		p.m.cancelled.Inc()
+		e.Outcome = "cancelled"
+		p.record(r, *e)
+		return false
+	case waitStopped:
+		e.Outcome = "stopped"
+		p.record(r, *e)
+		abort()
+	}
+	return true
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (p *Proxy) record(r *http.Request, e LedgerEntry) {
+	if p.ledger == nil {
+		return
+	}
+	e.RequestID = r.Header.Get("X-Request-Id")
+	p.ledger.Record(e)
+}
+
+// upstreamError answers 502 when the upstream call failed. A failure caused
+// by the caller going away is counted as a cancellation, not an upstream
+// error.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		p.m.cancelled.Inc()
+	} else {
+		p.m.upstreamErrors.Inc()
+	}
+	w.Header().Set("X-Faultproxy-Error", "upstream")
+	http.Error(w, "faultproxy: upstream: "+err.Error(), http.StatusBadGateway)
+}
+
+// bufferPool recycles the reverse proxy's 32 KiB copy buffers.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *(copyBuffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
