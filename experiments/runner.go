@@ -196,4 +196,3 @@ func closeAll(cs ...io.Closer) error {
 	}
 	return first
 }
-
