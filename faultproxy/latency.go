@@ -114,11 +114,12 @@ const (
 	waitStopped                     // the proxy is closing
 )
 
-// wait blocks for d with a timer, ending early if ctx is done or stop is
-// closed. It returns how it ended and how long it actually waited.
-func wait(ctx context.Context, stop <-chan struct{}, d time.Duration) (waitResult, time.Duration) {
-	start := time.Now()
-	t := time.NewTimer(d)
+// wait blocks until d after start with a timer, ending early if ctx is
+// done or stop is closed. It returns how it ended and how long after start
+// it returned. Measuring from start (the request's arrival) keeps the
+// proxy's own work inside the requested delay.
+func wait(ctx context.Context, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
+	t := time.NewTimer(d - time.Since(start))
 	defer t.Stop()
 	select {
 	case <-t.C:

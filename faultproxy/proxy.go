@@ -150,7 +150,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := set.decide(p.seed, seq)
 	e := LedgerEntry{Time: arrived, Seq: seq, Decision: d.String(), Outcome: "forwarded"}
 	if d.Latencies > 0 {
-		if !p.delay(r, d, &e) {
+		if !p.delay(r, arrived, d, &e) {
 			return
 		}
 	}
@@ -179,17 +179,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delay waits for the decided delay. It reports false if the request must
+// delay waits until the decided delay after the request's arrival. It reports false if the request must
 // not go on: the caller went away (the request is dropped) — or it aborts
 // the connection if the proxy is closing.
-func (p *Proxy) delay(r *http.Request, d Decision, e *LedgerEntry) bool {
+func (p *Proxy) delay(r *http.Request, arrived time.Time, d Decision, e *LedgerEntry) bool {
 	p.m.injected[TypeLatency].Add(float64(d.Latencies))
 	e.RequestedDelayMS = ms(d.Delay)
 	if d.Delay <= 0 {
 		p.m.delay.Observe(0)
 		return true
 	}
-	res, actual := wait(r.Context(), p.stop, d.Delay)
+	res, actual := wait(r.Context(), p.stop, arrived, d.Delay)
 	p.m.delay.Observe(actual.Seconds())
 	e.DelayMS = ms(actual)
 	switch res {
