@@ -1,0 +1,62 @@
+package service
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestDepDelaysAreSeededAndBounded(t *testing.T) {
+	cfg := DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 7}
+	d1, _ := NewDep(cfg)
+	d2, _ := NewDep(cfg)
+	cfg.Seed = 8
+	d3, _ := NewDep(cfg)
+	differs := false
+	for i := range 200 {
+		a, b, c := d1.delay(), d2.delay(), d3.delay()
+		if a != b {
+			t.Fatalf("draw %d: same seed gave %v and %v", i, a, b)
+		}
+		if a < 8*time.Millisecond || a > 12*time.Millisecond {
+			t.Fatalf("draw %d: %v outside 10ms±2ms", i, a)
+		}
+		differs = differs || a != c
+	}
+	if !differs {
+		t.Fatal("seeds 7 and 8 gave identical sequences")
+	}
+}
+
+func TestDepStopsWaitingWhenCallerLeaves(t *testing.T) {
+	d, _ := NewDep(DepConfig{Latency: time.Hour, Size: 3})
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/", nil)
+	c := testClient(t)
+	if _, err := c.Do(req); err == nil {
+		t.Fatal("a request to a 1h stub returned before its deadline")
+	}
+	// srv.Close (deferred) blocks until handlers return: it would hang for
+	// an hour if the stub ignored the cancellation.
+}
+
+func TestDepConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		cfg   DepConfig
+		field string
+	}{
+		{DepConfig{Latency: -1}, "latency"},
+		{DepConfig{Jitter: -1}, "jitter"},
+		{DepConfig{Size: -1}, "size"},
+	} {
+		_, err := NewDep(tt.cfg)
+		if ce, ok := err.(*ConfigError); !ok || ce.Field != tt.field {
+			t.Errorf("NewDep(%+v) = %v, want ConfigError on %q", tt.cfg, err, tt.field)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Dependency call outcomes (the outcome label of
+// bulkheadlab_dependency_requests_total).
+const (
+	outcomeOK      = "ok"
+	outcomeTimeout = "timeout"
+	outcomeError   = "error"
+)
+
+// dependency is one downstream the service calls, with its own transport
+// (its own connection pool). Safe for concurrent use.
+type dependency struct {
+	name      string
+	url       string
+	transport *http.Transport
+	client    *http.Client
+}
+
+func newDependency(name, url string, conns int) *dependency {
+	t := &http.Transport{
+		Proxy:               nil, // never route the experiment through an environment proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxConnsPerHost:     conns,
+		MaxIdleConnsPerHost: conns,
+		MaxIdleConns:        conns,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t}}
+}
+
+// callResult is what one dependency call produced.
+type callResult struct {
+	outcome     string
+	body        []byte
+	contentType string
+	err         error
+	elapsed     time.Duration
+}
+
+// call performs GET url under ctx (which carries the timeout T) and reads
+// the whole body, so a body that arrives too late is a timeout too.
+func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) callResult {
+	start := time.Now()
+	res := d.do(ctx, requestID, maxBody)
+	res.elapsed = time.Since(start)
+	if res.err != nil {
+		res.outcome = outcomeError
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			res.outcome = outcomeTimeout
+		}
+	}
+	return res
+}
+
+func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) callResult {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
+	if err != nil {
+		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
+	}
+	req.Header.Set(HeaderRequestID, requestID)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return callResult{err: fmt.Errorf("dependency %s: reading body: %w", d.name, err)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return callResult{err: fmt.Errorf("dependency %s answered %s", d.name, resp.Status)}
+	}
+	return callResult{outcome: outcomeOK, body: body, contentType: resp.Header.Get("Content-Type")}
+}
+
+// serviceMetrics are the service's own metrics (the pools collect theirs).
+type serviceMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight *prometheus.GaugeVec
+}
+
+func newServiceMetrics() serviceMetrics {
+	return serviceMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bulkheadlab_dependency_requests_total",
+			Help: "Dependency calls by dependency (a, b) and outcome (ok, timeout, error).",
+		}, []string{"dependency", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bulkheadlab_dependency_duration_seconds",
+			Help:    "Duration of dependency calls, whatever their outcome.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1, 2.5, 5, 10},
+		}, []string{"dependency"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bulkheadlab_http_inflight_requests",
+			Help: "Requests being served, by endpoint (a, b), including those waiting for a permit.",
+		}, []string{"endpoint"}),
+	}
+}
+
+func (m serviceMetrics) register(r prometheus.Registerer) {
+	r.MustRegister(m.requests, m.duration, m.inflight)
+	for _, e := range Endpoints { // export zeros from the start
+		m.inflight.WithLabelValues(e)
+		m.duration.WithLabelValues(e)
+		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeError} {
+			m.requests.WithLabelValues(e, o)
+		}
+	}
+}
+
+func (m serviceMetrics) observe(dep string, res callResult) {
+	m.requests.WithLabelValues(dep, res.outcome).Inc()
+	m.duration.WithLabelValues(dep).Observe(res.elapsed.Seconds())
+}

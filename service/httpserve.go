@@ -1,0 +1,44 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ShutdownTimeout bounds the graceful part of Serve's shutdown; connections
+// still open after it are closed.
+const ShutdownTimeout = 4 * time.Second
+
+// serveHTTP serves h on ln until ctx ends, then shuts down gracefully
+// within ShutdownTimeout. It returns nil after a ctx-driven shutdown and
+// the server's error otherwise. ln is closed on return.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // forced close after the grace period is still a clean exit
+	}
+	return err
+}

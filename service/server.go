@@ -1,0 +1,245 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Response headers of the service (DESIGN §4).
+const (
+	HeaderRequestID       = "X-Request-Id"
+	HeaderBulkheadReject  = "X-Bulkhead-Reject"  // full | wait-timeout
+	HeaderDependencyError = "X-Dependency-Error" // timeout | error
+)
+
+// Defaults for optional Config fields.
+const (
+	DefaultConns        = 64
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Config configures the two-endpoint service. Errors from New are
+// *ConfigError naming the field.
+type Config struct {
+	// Layout is the pool layout (shared or bulkhead).
+	Layout LayoutConfig
+	// Timeout is T, the deadline of each dependency call (required).
+	Timeout time.Duration
+	// Conns bounds each dependency's connection pool (MaxConnsPerHost and
+	// MaxIdleConnsPerHost of its own http.Transport). Zero means
+	// DefaultConns.
+	Conns int
+	// DepA and DepB are the absolute http(s) URLs /a and /b call with GET.
+	DepA, DepB string
+	// MaxBodyBytes caps how much of a dependency's body is relayed; zero
+	// means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Timeout <= 0:
+		return fieldErrorf("timeout", "must be positive, got %v", c.Timeout)
+	case c.Conns < 0:
+		return fieldErrorf("conns", "must be positive, got %d", c.Conns)
+	case c.MaxBodyBytes < 0:
+		return fieldErrorf("max_body_bytes", "must not be negative, got %d", c.MaxBodyBytes)
+	}
+	if err := ValidateURL(c.DepA); err != nil {
+		return fieldErrorf("dep_a", "%v", err)
+	}
+	if err := ValidateURL(c.DepB); err != nil {
+		return fieldErrorf("dep_b", "%v", err)
+	}
+	return nil
+}
+
+// ValidateURL checks that s is an absolute http or https URL with a host.
+func ValidateURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		return errors.New("URL is required")
+	case err != nil:
+		return fmt.Errorf("malformed URL %q: %v", s, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("URL %q must start with http:// or https://", s)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("URL %q has no host", s)
+	}
+	return nil
+}
+
+// Service is the system under test: /a calls dependency A and /b calls B,
+// each holding a permit from its pool for the whole call. It is safe for
+// concurrent use. Build it with New, serve it with Handler or Serve, and
+// Close it when done.
+type Service struct {
+	cfg      Config
+	layout   *Layout
+	deps     map[string]*dependency
+	registry *prometheus.Registry
+	handler  http.Handler
+	metrics  serviceMetrics
+	idPrefix string
+	nextID   atomic.Uint64
+}
+
+// New validates cfg and builds the service, its pools, transports and
+// metrics registry. It starts no goroutines.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Conns == 0 {
+		cfg.Conns = DefaultConns
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	layout, err := NewLayout(cfg.Layout)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg:      cfg,
+		layout:   layout,
+		registry: prometheus.NewRegistry(),
+		metrics:  newServiceMetrics(),
+		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
+	s.deps = map[string]*dependency{
+		EndpointA: newDependency(EndpointA, cfg.DepA, cfg.Conns),
+		EndpointB: newDependency(EndpointB, cfg.DepB, cfg.Conns),
+	}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics.register(s.registry)
+	for _, p := range layout.Pools() {
+		s.registry.MustRegister(p)
+	}
+	mux := http.NewServeMux()
+	for _, e := range Endpoints {
+		mux.Handle("GET /"+e, s.endpoint(e))
+	}
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler returns the service's HTTP handler (/a, /b, /healthz, /metrics).
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Layout returns the service's pools.
+func (s *Service) Layout() *Layout { return s.layout }
+
+// Registry returns the service's own Prometheus registry.
+func (s *Service) Registry() *prometheus.Registry { return s.registry }
+
+// Serve serves the service on ln until ctx ends, then shuts down
+// gracefully within ShutdownTimeout and closes the dependency transports'
+// idle connections. It returns nil after a shutdown caused by ctx.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.Close()
+	return serveHTTP(ctx, ln, s.handler)
+}
+
+// Close releases idle dependency connections. The service stays usable.
+func (s *Service) Close() {
+	for _, d := range s.deps {
+		d.transport.CloseIdleConnections()
+	}
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok"))
+}
+
+// endpoint serves /a or /b.
+func (s *Service) endpoint(name string) http.Handler {
+	pool, dep := s.layout.Pool(name), s.deps[name]
+	inflight := s.metrics.inflight.WithLabelValues(name)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Inc()
+		defer inflight.Dec()
+		id := r.Header.Get(HeaderRequestID)
+		if id == "" {
+			id = s.idPrefix + "-" + strconv.FormatUint(s.nextID.Add(1), 10)
+		}
+		w.Header().Set(HeaderRequestID, id)
+
+		permit, err := pool.Acquire(r.Context())
+		if err != nil {
+			writeRejection(w, pool.Name(), err)
+			return
+		}
+		defer permit.Release() // held for the whole call; released on every path, panics included
+
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		res := dep.call(ctx, id, s.cfg.MaxBodyBytes)
+		s.metrics.observe(name, res)
+		writeResult(w, res)
+	})
+}
+
+// errorBody is the JSON body of every non-200 answer of /a and /b.
+type errorBody struct {
+	Error  string `json:"error"`
+	Pool   string `json:"pool,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// writeRejection maps a pool error to 503. This handler is the only place
+// where sentinels become status codes.
+func writeRejection(w http.ResponseWriter, pool string, err error) {
+	body := errorBody{Error: err.Error(), Pool: pool}
+	switch {
+	case errors.Is(err, ErrFull):
+		body.Reason = "full"
+		w.Header().Set(HeaderBulkheadReject, "full")
+	case errors.Is(err, ErrWaitTimeout):
+		body.Reason = "wait-timeout"
+		w.Header().Set(HeaderBulkheadReject, "wait-timeout")
+	default: // ErrCancelled: the client is gone; nobody reads this
+		body.Reason = "cancelled"
+	}
+	writeJSON(w, http.StatusServiceUnavailable, body)
+}
+
+func writeResult(w http.ResponseWriter, res callResult) {
+	switch res.outcome {
+	case outcomeOK:
+		if res.contentType != "" {
+			w.Header().Set("Content-Type", res.contentType)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(res.body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(res.body)
+	case outcomeTimeout:
+		w.Header().Set(HeaderDependencyError, "timeout")
+		writeJSON(w, http.StatusGatewayTimeout, errorBody{Error: res.err.Error(), Reason: "timeout"})
+	default:
+		w.Header().Set(HeaderDependencyError, "error")
+		writeJSON(w, http.StatusBadGateway, errorBody{Error: res.err.Error(), Reason: "error"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
