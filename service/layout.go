@@ -182,7 +182,10 @@ func layoutField(pool string) func(string) string {
 // total that gives each endpoint a usable value.
 func split(total int, m map[string]int, totalField, mapField string, minTotal int) ([]int, error) {
 	if len(m) == 0 {
-		if total < minTotal {
+		switch {
+		case total < 0:
+			return nil, fieldErrorf(totalField, "must not be negative, got %d", total)
+		case total < minTotal:
 			return nil, fieldErrorf(totalField, "must be at least %d in bulkhead mode, got %d", minTotal, total)
 		}
 		return []int{total - total/2, total / 2}, nil

@@ -1,18 +1,51 @@
 package main
 
 import (
-	"errors"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
-// newDepCmd builds the `dep` command. Placeholder until its issue lands.
+var depFlags = map[string]string{"latency": "latency", "jitter": "jitter", "size": "size"}
+
+// newDepCmd builds the `dep` command: a dependency stub.
 func newDepCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		listenAddr string
+		cfg        service.DepConfig
+	)
+	cmd := &cobra.Command{
 		Use:   "dep",
 		Short: "Run a dependency stub",
+		Long: `dep runs a dependency stub: every request (other than /healthz and /metrics)
+waits --latency ± --jitter (uniform, drawn from a source seeded with --seed)
+and answers 200 with --size bytes. A caller that gives up stops the wait.
+
+The first line of stdout is a JSON announcement with the bound address.`,
+		Example: `  bulkheadlab dep --name A --latency 10ms --jitter 2ms --seed 1 --size 64`,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("dep: not implemented yet")
+			d, err := service.NewDep(cfg)
+			if err != nil {
+				return flagError(err, depFlags)
+			}
+			ln, err := listen(listenAddr)
+			if err != nil {
+				return err
+			}
+			return serveAnnounced(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				announce.Announcement{Component: "dep", Name: cfg.Name}, ln, d.Serve)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&cfg.Name, "name", "A", "name of this dependency (in the announcement)")
+	f.DurationVar(&cfg.Latency, "latency", 10*time.Millisecond, "base latency of every response")
+	f.DurationVar(&cfg.Jitter, "jitter", 2*time.Millisecond, "uniform jitter around the latency")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the jitter's random source")
+	f.IntVar(&cfg.Size, "size", 64, "response body size in bytes")
+	return cmd
 }
