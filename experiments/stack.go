@@ -48,6 +48,8 @@ type ProcessLauncher struct {
 	Supervisor *Supervisor
 	// StopGrace bounds each child's graceful stop (DefaultStopGrace if 0).
 	StopGrace time.Duration
+	// ServeArgs are extra flags for `bulkheadlab serve`, e.g. a test defect.
+	ServeArgs []string
 }
 
 var _ Launcher = (*ProcessLauncher)(nil)
@@ -104,6 +106,7 @@ func (l *ProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath fu
 		st.Targets["a"], st.Targets["b"] = x.Targets.A, x.Targets.B
 	} else {
 		args := append([]string{"serve", "--listen", "127.0.0.1:0"}, s.ServeArgs(r.Mode)...)
+		args = append(args, l.ServeArgs...)
 		c, err := start("service", append(args, "--dep-a", proxies["A"], "--dep-b", proxies["B"])...)
 		if err != nil {
 			return nil, err

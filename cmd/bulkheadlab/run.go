@@ -22,7 +22,13 @@ type runOptions struct {
 	check       bool
 	junit       string
 	noReport    bool
+	inProcess   bool
+	defect      bool
 }
+
+// defectFlag is the hidden flag of `serve` and `run` that breaks isolation
+// on purpose, so that tests can prove the regression check fails.
+const defectFlag = "test-defect-shared-semaphore"
 
 // newRunCmd builds the `run` command.
 func newRunCmd() *cobra.Command {
@@ -63,6 +69,9 @@ hold the load), 130 interrupted.`,
 	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
+	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
+	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
+	_ = f.MarkHidden(defectFlag)
 	return cmd
 }
 
@@ -79,6 +88,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	r := &experiments.Runner{
 		Spec: spec, Root: o.out, Resume: o.resume, Version: version,
 		Progress: &experiments.TextProgress{W: w, Terminal: tty, Total: spec.LoadDuration()},
+		Launcher: launcher(o),
 	}
 	if o.resume == "" {
 		n := len(spec.Expand())
@@ -110,6 +120,18 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		return cerr
 	}
 	return runErr
+}
+
+// launcher picks how the components of each run are started.
+func launcher(o runOptions) experiments.Launcher {
+	if o.inProcess {
+		return &experiments.InProcessLauncher{BrokenSharedBulkhead: o.defect}
+	}
+	var extra []string
+	if o.defect {
+		extra = []string{"--" + defectFlag}
+	}
+	return &experiments.ProcessLauncher{Supervisor: &experiments.Supervisor{}, ServeArgs: extra}
 }
 
 // loadRunSpec resolves the spec argument and applies the flag overrides.

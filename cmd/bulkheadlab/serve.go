@@ -78,5 +78,8 @@ The first line of stdout is a JSON announcement with the bound address.`,
 	f.IntVar(&cfg.Conns, "conns", service.DefaultConns, "connection pool size per dependency")
 	f.StringVar(&cfg.DepA, "dep-a", "", "URL of dependency A (required)")
 	f.StringVar(&cfg.DepB, "dep-b", "", "URL of dependency B (required)")
+	f.BoolVar(&cfg.Layout.BrokenSharedBulkhead, defectFlag, false,
+		"TEST FAULT: in bulkhead mode route both endpoints to one semaphore (proves the CI check can fail)")
+	_ = f.MarkHidden(defectFlag)
 	return cmd
 }
