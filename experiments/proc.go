@@ -40,6 +40,10 @@ type Supervisor struct {
 	HealthTimeout time.Duration
 	// Client polls /healthz; nil means a client with a 1 s timeout.
 	Client *http.Client
+	// Nice, when > 0, lowers the children's CPU priority by that much, so
+	// that the load generator (the experiment's clock) wakes up on time when
+	// the system under test keeps the cores busy.
+	Nice int
 }
 
 // ChildSpec describes one child.
@@ -98,6 +102,9 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 		logw.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
 	}
+	if s.Nice > 0 {
+		_ = setNice(cmd.Process.Pid, s.Nice) // best effort: a failure only costs schedule precision
+	}
 	c := &Child{Name: spec.Name, cmd: cmd, done: make(chan struct{})}
 	annc := make(chan annResult, 1)
 	go c.reap(stdout, logw, annc)
@@ -112,6 +119,11 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 		c.kill()
 		<-c.done
 		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+	}
+	if s.Nice > 0 {
+		// Again, for the threads the child's runtime started meanwhile;
+		// threads started later inherit it.
+		_ = setNice(cmd.Process.Pid, s.Nice)
 	}
 	return c, nil
 }

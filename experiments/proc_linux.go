@@ -13,3 +13,7 @@ func childAttr() *syscall.SysProcAttr {
 
 // signalGroup sends sig to the child's process group.
 func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, sig) }
+
+// setNice sets the niceness of the child's process group (its threads
+// included: they share the group).
+func setNice(pid, nice int) error { return syscall.Setpriority(syscall.PRIO_PGRP, pid, nice) }

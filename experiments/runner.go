@@ -120,7 +120,7 @@ func (r *Runner) launcher() Launcher {
 	if r.Launcher != nil {
 		return r.Launcher
 	}
-	return &ProcessLauncher{Supervisor: &Supervisor{}}
+	return &ProcessLauncher{Supervisor: &Supervisor{Nice: DefaultChildNice}}
 }
 
 // runOne runs one cell: start the stack, load it through the phases while

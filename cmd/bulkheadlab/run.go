@@ -131,7 +131,7 @@ func launcher(o runOptions) experiments.Launcher {
 	if o.defect {
 		extra = []string{"--" + defectFlag}
 	}
-	return &experiments.ProcessLauncher{Supervisor: &experiments.Supervisor{}, ServeArgs: extra}
+	return &experiments.ProcessLauncher{Supervisor: &experiments.Supervisor{Nice: experiments.DefaultChildNice}, ServeArgs: extra}
 }
 
 // loadRunSpec resolves the spec argument and applies the flag overrides.
@@ -165,3 +165,4 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 	}
 	return spec, nil
 }
+
