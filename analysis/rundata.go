@@ -97,6 +97,9 @@ type RunMeta struct {
 	Validity []PhaseValidity `json:"validity"`
 	// Valid is true when every entry of Validity is valid.
 	Valid bool `json:"valid"`
+	// Startup is the harness overhead of the run: from the start of the
+	// components' launch to the first scheduled request.
+	Startup time.Duration `json:"startup_ns,omitempty"`
 	// Error is the harness error that ended the run, if any.
 	Error string `json:"error,omitempty"`
 }

@@ -144,6 +144,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run Run, specYAML 
 		}
 		return meta, err
 	}
+	launched := time.Now()
 	stack, err := r.launcher().Launch(ctx, r.Spec, run, func(c string) string { return dir.LogPath(run.ID, c) })
 	if err != nil {
 		if ctx.Err() != nil {
@@ -162,6 +163,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run Run, specYAML 
 		return finish(analysis.StatusFailed, err)
 	}
 	meta.Valid = rep.Valid
+	meta.Startup = rep.Start.Sub(launched)
 	return finish(analysis.StatusComplete, nil)
 }
 

@@ -165,4 +165,3 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 	}
 	return spec, nil
 }
-
