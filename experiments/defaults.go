@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"math"
 	"time"
 )
 
@@ -173,9 +172,13 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 			c.Description = "A fails at once with 503"
 		}
 	case CondBusy:
-		c.Rates = &Rates{A: s.BusyRate()}
+		rate, extra := s.Busy()
+		c.Rates = &Rates{A: rate}
+		if extra > 0 {
+			c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: Abs(extra), Distribution: "uniform"}}
+		}
 		if c.Description == "" {
-			c.Description = "no fault; /a's demand exceeds its bulkhead (P/2)"
+			c.Description = "A healthy but busier: /a's demand exceeds its bulkhead (P/2), not the shared pool"
 		}
 	case CondHealthy:
 		if c.Description == "" {
@@ -184,18 +187,31 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 	}
 }
 
-// BusyRate is the /a rate of the built-in busy condition, by Little's law:
-// the rate whose demand λ·W_A is BusyDemandFactor·P/2 permits, but no more
-// than halfway between P/2 and what the shared pool has left beside /b, so
-// that the shared pool is not exhausted. W is the dependencies' normal
-// latency. It needs an absolute timeout and dependency latencies.
-func (s *Spec) BusyRate() float64 {
+// BusyRateFactor is how much the busy condition multiplies /a's rate.
+const BusyRateFactor = 2
+
+// Busy returns the /a rate and the extra latency of A in the built-in busy
+// condition. By Little's law /a's demand λ·W should be BusyDemandFactor·P/2
+// permits (capped halfway between P/2 and what the shared pool has left
+// beside /b, so the shared pool is not exhausted). Reaching it by rate
+// alone would take 1250/s at the default 10 ms, which a 2-core machine
+// cannot send validly through five processes; so busy doubles /a's rate and
+// lets A answer more slowly — still healthy, far below T — for the rest:
+// W = demand/λ, extra = W − A's normal latency (from the fault phase on,
+// through the proxy). It needs absolute durations.
+func (s *Spec) Busy() (rate float64, extra time.Duration) {
 	p := float64(s.Service.PoolSize)
 	wa := s.Dependencies.A.Latency.D.Seconds()
 	wb := s.Dependencies.B.Latency.D.Seconds()
-	if wa <= 0 {
-		return s.Load.Rates.A
+	rate = BusyRateFactor * s.Load.Rates.A
+	if rate <= 0 {
+		return s.Load.Rates.A, 0
 	}
 	demand := min(BusyDemandFactor*p/2, (p/2+(p-s.Load.Rates.B*wb))/2)
-	return math.Ceil(demand / wa)
+	w := demand / rate
+	if w <= wa {
+		return rate, 0
+	}
+	extra = time.Duration((w - wa) * float64(time.Second)).Round(time.Millisecond)
+	return rate, min(extra, s.Service.Timeout.D/2)
 }

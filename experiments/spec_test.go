@@ -84,7 +84,8 @@ func TestParseDefaults(t *testing.T) {
 		{"slow latency", s.Conditions[1].Faults[0].Latency.D, 225 * time.Millisecond},
 		{"slow jitter", s.Conditions[1].Faults[0].Jitter.D, 10 * time.Millisecond},
 		{"failing status", s.Conditions[2].Faults[0].Status, 503},
-		{"busy rate", s.Conditions[3].Rates.A, 1250.0},
+		{"busy rate", s.Conditions[3].Rates.A, 400.0},
+		{"busy extra latency ms", float64(s.Conditions[3].Faults[0].Latency.D) / 1e6, 21.0},
 		{"modes", []string{s.Modes[0].Name, s.Modes[1].Name}, []string{"shared", "bulkhead"}},
 		{"expectations", s.Expectations.Check, []string{"P1", "P2"}},
 	}
