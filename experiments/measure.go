@@ -172,7 +172,7 @@ type faultSwitcher struct {
 }
 
 // switchTimeout bounds one control call.
-const switchTimeout = 2 * time.Second
+const switchTimeout = 5 * time.Second
 
 func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
 	c := f.run.Condition
