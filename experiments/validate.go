@@ -1,6 +1,10 @@
 package experiments
 
 import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+
 	"fmt"
 	"net"
 	"net/url"
@@ -267,7 +271,29 @@ func (s *Spec) validateExternal(p *problems) {
 			p.add(pr.path, "want host:port the proxy listens on (your service calls it), got %q", pr.addr)
 		}
 	}
+	if x.Rules != nil {
+		s.validateRules(p, x.Rules)
+	}
 	if len(s.Modes) != 1 {
 		p.add("modes", "external mode runs the one service it is given: list exactly the mode it is configured with, and run the other mode as a second experiment")
+	}
+}
+
+// validateRules decodes each classification rule on its own, so that an
+// error names the rule's line and index.
+func (s *Spec) validateRules(p *problems, n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		p.addAt(n.Line, "external.rules", "want a list of rules")
+		return
+	}
+	for i, item := range n.Content {
+		var r loadgen.Rule
+		err := item.Decode(&r)
+		if err == nil {
+			err = loadgen.Rules{r}.Validate()
+		}
+		if err != nil {
+			p.addAt(item.Line, fmt.Sprintf("external.rules[%d]", i), "%v", err)
+		}
 	}
 }
