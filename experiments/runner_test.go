@@ -11,16 +11,19 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
-// shortSpec is a few-second matrix: A slow, shared vs bulkhead.
+// shortSpec is a few-second matrix: A slow, shared vs bulkhead. Rates and
+// pools are small so that it holds under the race detector: a slow A needs
+// 40/s × 235 ms ≈ 9 permits, more than the shared pool of 6 and far more
+// than its bulkhead of 3, while /b needs 0.5.
 const shortSpec = `
 name: short
 seed: 7
 repeats: 1
-service: {timeout: 250ms, pool_size: 20, queue: 20, max_wait: 1T, conns: 64}
+service: {timeout: 250ms, pool_size: 6, queue: 2, max_wait: 1T, conns: 64}
 dependencies:
   A: {latency: 10ms, jitter: 2ms}
   B: {latency: 10ms, jitter: 2ms}
-load: {rates: {a: 150, b: 150}, window: 250ms}
+load: {rates: {a: 40, b: 40}, window: 250ms}
 phases: {warmup: 500ms, baseline: 1s, fault: 2s, recovery: 500ms}
 conditions: [slow]
 modes: [shared, bulkhead]
@@ -72,6 +75,7 @@ func TestRunnerInProcess(t *testing.T) {
 		return float64(p.Counts[loadgen.ClassOK]) / float64(max(1, p.Counts.Total()))
 	}
 	sh, bh := fault[ModeShared], fault[ModeBulkhead]
+	t.Logf("fault phase /b: shared %v; bulkhead %v", sh.Counts, bh.Counts)
 	t.Logf("fault phase /b: shared ok %.2f p99 %s; bulkhead ok %.2f p99 %s",
 		okShare(sh), sh.Latency.P99, okShare(bh), bh.Latency.P99)
 	if okShare(bh) < 0.95 {
