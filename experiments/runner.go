@@ -153,6 +153,9 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run Run, specYAML 
 		return finish(analysis.StatusFailed, err)
 	}
 	rep, err := r.measure(ctx, rundir, run, stack, &meta)
+	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil {
+		err = derr // the data were measured against a dead component
+	}
 	if serr := stack.Stop(); serr != nil && err == nil && ctx.Err() == nil {
 		meta.Error = "teardown: " + serr.Error()
 	}

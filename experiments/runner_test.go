@@ -3,9 +3,12 @@ package experiments
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -94,5 +97,40 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// dyingLauncher launches in-process components and reports the service as
+// having exited on its own, as a crashed child process would be.
+type dyingLauncher struct{ InProcessLauncher }
+
+func (l *dyingLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath func(string) string) (*Stack, error) {
+	st, err := l.InProcessLauncher.Launch(ctx, s, r, logPath)
+	if st != nil {
+		st.died = func() []string { return []string{"service (exit status 2)"} }
+	}
+	return st, err
+}
+
+// TestRunnerMarksRunWithDeadComponentFailed: data measured against a
+// crashed component must not pass for a complete run.
+func TestRunnerMarksRunWithDeadComponentFailed(t *testing.T) {
+	spec, err := Parse("short.yaml", []byte(strings.Replace(shortSpec, "modes: [shared, bulkhead]", "modes: [shared]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Phases = Phases{Baseline: Abs(300 * time.Millisecond)}
+	r := &Runner{Spec: spec, Root: t.TempDir(), Launcher: &dyingLauncher{}}
+	dir, err := r.Run(context.Background())
+	if !errors.Is(err, ErrRunsFailed) {
+		t.Fatalf("Run error = %v, want ErrRunsFailed", err)
+	}
+	var meta analysis.RunMeta
+	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), analysis.MetaFile), &meta)
+	if meta.Status != analysis.StatusFailed || !strings.Contains(meta.Error, "service (exit status 2)") {
+		t.Errorf("meta status %q error %q, want failed naming the service", meta.Status, meta.Error)
+	}
+	if ix := dir.Index(); ix.Runs[0].Status != analysis.StatusFailed {
+		t.Errorf("index status %q, want failed", ix.Runs[0].Status)
 	}
 }

@@ -21,6 +21,23 @@ type Stack struct {
 	Samples []SampleTarget
 	// stops run in order: the service first, then proxies, then deps.
 	stops []func() error
+	// died reports components that exited on their own; nil means never.
+	died func() []string
+}
+
+// ErrComponentDied is wrapped by Died when a component exited during a run.
+var ErrComponentDied = errors.New("component exited during the run")
+
+// Died returns an error naming the components that exited on their own
+// (crashed) since launch, or nil. Call it before Stop.
+func (s *Stack) Died() error {
+	if s.died == nil {
+		return nil
+	}
+	if names := s.died(); len(names) > 0 {
+		return fmt.Errorf("%w: %s", ErrComponentDied, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // Stop stops every component, in order, and returns the joined errors.
@@ -119,6 +136,17 @@ func (l *ProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath fu
 			return nil, err
 		}
 		st.Targets["a"], st.Targets["b"] = c.URL()+"/a", c.URL()+"/b"
+	}
+	st.died = func() []string {
+		var out []string
+		for _, c := range started {
+			select {
+			case <-c.Done():
+				out = append(out, fmt.Sprintf("%s (%v; log: %s)", c.Name, c.Err(), logPath(c.Name)))
+			default:
+			}
+		}
+		return out
 	}
 	// Stop the service first so no request is cut at a proxy or a dep.
 	for i := len(started) - 1; i >= 0; i-- {
