@@ -118,7 +118,7 @@ func (r *Run) connHit(from, to time.Time) (hit, bool) {
 		if e.Dependency == "" {
 			continue
 		}
-		to2 := r.metric(ServiceComponent, `bulkheadlab_dependency_requests_total{dependency="`+e.Dependency+`",outcome="timeout"}`)
+		to2 := r.metric(ServiceComponent, `bulkheadlab_dependency_requests_total{dependency="`+depLabel(e.Dependency)+`",outcome="timeout"}`)
 		inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", e.Pool))
 		lim := r.poolInfo(e.Pool).Limit
 		for i := 1; i < len(to2); i++ {
@@ -251,8 +251,8 @@ func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
 		}
 		w := math.NaN()
 		dep := r.endpointInfo(ep).Dependency
-		sum := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_sum{dependency="`+dep+`"}`)
-		cnt := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_count{dependency="`+dep+`"}`)
+		sum := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_sum{dependency="`+depLabel(dep)+`"}`)
+		cnt := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_count{dependency="`+depLabel(dep)+`"}`)
 		ds, ok1 := deltaOver(sum, from, to)
 		dc, ok2 := deltaOver(cnt, from, to)
 		if ok1 && ok2 && dc > 0 {
@@ -267,3 +267,8 @@ func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
 	}
 	return total
 }
+
+// depLabel is the service's `dependency` label value for a dependency named
+// in the run metadata: the service labels dependencies by their endpoint,
+// in lower case ("A" → "a").
+func depLabel(dep string) string { return strings.ToLower(dep) }

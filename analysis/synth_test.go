@@ -379,9 +379,9 @@ func synthMetrics(r synthRun, start time.Time, wins []loadgen.Window) []MetricSa
 			}
 			depCnt[e.Dependency] += 0.25 * 150
 			depSum[e.Dependency] += 0.25 * 150 * w
-			v[`bulkheadlab_dependency_duration_seconds_sum{dependency="`+e.Dependency+`"}`] = depSum[e.Dependency]
-			v[`bulkheadlab_dependency_duration_seconds_count{dependency="`+e.Dependency+`"}`] = depCnt[e.Dependency]
-			v[`bulkheadlab_dependency_requests_total{dependency="`+e.Dependency+`",outcome="timeout"}`] = 0
+			v[`bulkheadlab_dependency_duration_seconds_sum{dependency="`+depLabel(e.Dependency)+`"}`] = depSum[e.Dependency]
+			v[`bulkheadlab_dependency_duration_seconds_count{dependency="`+depLabel(e.Dependency)+`"}`] = depCnt[e.Dependency]
+			v[`bulkheadlab_dependency_requests_total{dependency="`+depLabel(e.Dependency)+`",outcome="timeout"}`] = 0
 		}
 		out = append(out, MetricSample{Time: t, Component: ServiceComponent, Values: v})
 		for _, c := range []string{"proxy-A", "dep-A", "loadgen"} {
