@@ -403,6 +403,9 @@ func runCheck(t *testing.T, extra ...string) (int, string, junitResult) {
 	args := append([]string{"run", "ci-regression", "--check", "--junit", junit, "--out", tmp}, extra...)
 	r := startRunner(t, tmp, args...)
 	code := r.wait(t, 120*time.Second)
+	if code == ExitInvalid {
+		t.Logf("INVALID runs (the machine could not hold the load):\n%s", invalidReasons(resultsDir(tmp, "ci-regression")))
+	}
 	var j junitResult
 	b, err := os.ReadFile(junit)
 	if err == nil {
@@ -412,6 +415,29 @@ func runCheck(t *testing.T, extra ...string) (int, string, junitResult) {
 		t.Errorf("JUnit file: %v", err)
 	}
 	return code, r.out.String(), j
+}
+
+// invalidReasons lists the failed validity checks of every run in dir.
+func invalidReasons(dir string) string {
+	var b strings.Builder
+	ix, err := readIndex(dir)
+	if err != nil {
+		return err.Error()
+	}
+	for _, e := range ix.Runs {
+		m, err := readMeta(dir, e.ID)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", e.ID, err)
+			continue
+		}
+		for _, v := range m.Validity {
+			if !v.Valid {
+				fmt.Fprintf(&b, "%s /%s %s: %s (rate %.1f/%.0f, lag p99 %s, harness errors %d)\n", e.ID, v.Endpoint, v.Phase,
+					strings.Join(v.Reasons, "; "), v.AchievedRate, v.TargetRate, v.LagP99, v.HarnessErrors)
+			}
+		}
+	}
+	return b.String()
 }
 
 // caseFailed reports whether the JUnit case of prediction name failed.
