@@ -12,12 +12,14 @@ import (
 // previews and marshals into a resolved spec that Parse accepts again
 // (--resume reloads it from the results folder).
 //
-// Every execution must stay cheap (well under a millisecond for a small
-// input): the fuzzer minimizes each new interesting input with thousands
-// of executions and counts none of them, so a slow target shows as
-// minutes at 0 execs/s. Hence the seeds are the presets without their
-// comment lines, and the preview runs once per condition × mode, not
-// once per repeat.
+// The fuzzer minimizes every input that finds new coverage, with O(n²)
+// executions for n bytes and for up to -fuzzminimizetime (60 s by
+// default), and reports none of them until it is done: the status line
+// then shows 0 execs/s. Keep executions cheap (the seeds are the presets
+// without their comment lines; the preview runs once per condition ×
+// mode, not per repeat) and cap minimization:
+//
+//	go test -run='^$' -fuzz=FuzzParse -fuzzminimizetime=1s ./experiments
 func FuzzParse(f *testing.F) {
 	for _, n := range PresetNames() {
 		b, err := PresetSource(n)
