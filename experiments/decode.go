@@ -15,9 +15,17 @@ import (
 // single scalar (Duration, Condition, Mode).
 type scalarSetter interface{ setScalar(string) error }
 
-// maxDecodeSteps bounds the work of decoding one document, so that YAML
-// alias expansion cannot blow up.
-const maxDecodeSteps = 100000
+// maxDecodeSteps bounds the nodes decoded from one document (aliases
+// counted each time they are expanded), so that alias expansion cannot
+// blow up. The presets take under 100.
+const maxDecodeSteps = 10000
+
+// maxDecodeBytes bounds the text of the scalars (values and map keys)
+// decoded from one document, aliases counted each time they are expanded:
+// without it a 2 KB document of nested aliases to one long string decodes
+// into gigabytes, and the resolved spec written next to the results could
+// not be loaded again (--resume) since it would exceed MaxSpecSize.
+const maxDecodeBytes = MaxSpecSize / 2
 
 // maxPathLen bounds the field path, and so the nesting (a cyclic alias
 // would otherwise nest without end).
@@ -30,24 +38,39 @@ var nodeType = reflect.TypeOf((*yaml.Node)(nil))
 type decoder struct {
 	p     *problems
 	steps int
+	bytes int
+	full  bool
+}
+
+// spend charges one node and its text to the budget and reports whether
+// decoding may go on; the first overrun is reported once, at n.
+func (d *decoder) spend(n *yaml.Node, text int, path string) bool {
+	if d.full {
+		return false
+	}
+	d.steps++
+	d.bytes += text
+	if d.steps > maxDecodeSteps || d.bytes > maxDecodeBytes {
+		d.full = true
+		d.p.addAt(n.Line, path, "document too large or too many aliases")
+		return false
+	}
+	return true
 }
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	if d.steps++; d.steps > maxDecodeSteps {
-		if d.steps == maxDecodeSteps+1 {
-			d.p.addAt(n.Line, path, "document too large or too many aliases")
-		}
-		return
-	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
 			return
 		}
 		n = n.Alias
 	}
+	if !d.spend(n, len(n.Value), path) {
+		return
+	}
 	if len(path) > maxPathLen {
 		d.p.addAt(n.Line, path[:64]+"...", "nested too deeply")
-		d.steps = maxDecodeSteps + 2
+		d.full = true
 		return
 	}
 	if _, seen := d.p.lines[path]; !seen {
@@ -175,6 +198,9 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		if m.MapIndex(kv).IsValid() {
 			d.p.addAt(k.Line, join(path, k.Value), "duplicate key")
 			continue
+		}
+		if !d.spend(k, len(k.Value), path) {
+			return
 		}
 		e := reflect.New(v.Type().Elem()).Elem()
 		d.decode(val, e, join(path, k.Value))

@@ -224,30 +224,3 @@ func TestPoolSizeAndExhaustion(t *testing.T) {
 		t.Errorf("failing holding time = %s, want 0", got)
 	}
 }
-
-func FuzzParse(f *testing.F) {
-	for _, n := range PresetNames() {
-		b, _ := PresetSource(n)
-		f.Add(b)
-	}
-	f.Add([]byte(minimal))
-	f.Add([]byte("name: t\nconditions:\n  - {name: x, faults: [{type: hang}]}\nmodes: [{name: bulkhead, queues: {a: 0, b: 1}}]\n"))
-	f.Add([]byte("a: &a [*a, *a]\nname: *a\n"))
-	f.Add([]byte("name: t\nexternal: {rules: {x: [1, 2]}}\n"))
-	f.Add([]byte("name: t\nexternal: {rules: &r [*r]}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse("f.yaml", data)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidSpec) {
-				t.Fatalf("error %v is not ErrInvalidSpec", err)
-			}
-			return
-		}
-		for _, r := range s.Expand() {
-			_ = s.Preview(r.Condition, r.Mode)
-		}
-		if _, err := s.Marshal(); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
