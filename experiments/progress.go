@@ -97,7 +97,10 @@ func (p *TextProgress) RunEnded(run Run, meta analysis.RunMeta, err error) {
 		fmt.Fprint(p.W, "\r\033[K")
 	}
 	validity := "valid"
-	if !meta.Valid {
+	switch {
+	case meta.Status != analysis.StatusComplete:
+		validity = "-"
+	case !meta.Valid:
 		validity = "INVALID"
 	}
 	line := fmt.Sprintf("[%d/%d] %-24s %-11s %-7s %5.1fs %s", p.n, p.of, run.ID, meta.Status, validity,

@@ -23,6 +23,10 @@ func main() {
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal cancels ctx and starts an orderly teardown; after it
+	// the default handling is back, so a second Ctrl-C ends the process at
+	// once (children still die through their parent-death signal).
+	go func() { <-ctx.Done(); stop() }()
 
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -37,5 +41,39 @@ bulkheads kept /b available.`,
 		newListCmd(),
 		newSizeCmd(),
 	)
+	// Argument-count errors and unknown subcommands are the user's: exit 2.
+	for _, c := range root.Commands() {
+		c.Args = usageArgs(c.Args)
+	}
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError(fmt.Errorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggest(cmd, args[0])))
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
+}
+
+// usageArgs wraps a cobra argument validator so that its errors exit 2.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if v == nil {
+			return nil
+		}
+		err := v(cmd, args)
+		var ee *exitError
+		if err != nil && !errors.As(err, &ee) {
+			return usageError(err)
+		}
+		return err
+	}
+}
+
+// suggest returns cobra's "did you mean" hint for an unknown subcommand.
+func suggest(cmd *cobra.Command, name string) string {
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		return "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return ""
 }

@@ -136,9 +136,12 @@ func launcher(o runOptions) experiments.Launcher {
 
 // loadRunSpec resolves the spec argument and applies the flag overrides.
 func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
+	if o.noReport && (o.check || o.junit != "") {
+		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
+	}
 	if o.resume != "" {
-		if len(args) > 0 {
-			return nil, usageError(errors.New("--resume takes the spec from the results folder: give no spec argument"))
+		if len(args) > 0 || o.repeats != 0 {
+			return nil, usageError(errors.New("--resume takes the spec from the results folder: give no spec argument and no --repeats"))
 		}
 		_, spec, err := experiments.OpenResultsDir(o.resume)
 		if err != nil {
@@ -159,6 +162,9 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 	}
 	if o.repeats > 0 {
 		spec.Repeats = o.repeats
+		if err := spec.Validate(); err != nil {
+			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
+		}
 	}
 	if remote := spec.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
 		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", spec.File(), remote))

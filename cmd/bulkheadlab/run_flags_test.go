@@ -50,7 +50,6 @@ func TestRunUsageErrors(t *testing.T) {
 // TestArgCountIsUsageError: a wrong number of arguments, or an unknown
 // subcommand, is a user error (exit 2), like a bad flag.
 func TestArgCountIsUsageError(t *testing.T) {
-	t.Skip("known bug: cobra's argument and unknown-command errors exit 4; enable with the root.go fix (usageArgs)")
 	for _, args := range [][]string{{"run", "a", "b"}, {"frob"}, {"list", "x"}, {"proxy", "x"}, {"size", "x"}} {
 		if code, msg := execute(t, args...); code != ExitUsage {
 			t.Errorf("bulkheadlab %s: exit %d %q, want %d", strings.Join(args, " "), code, msg, ExitUsage)
