@@ -18,6 +18,10 @@ type Options struct {
 	Expectations *Expectations
 	// NoImages skips the PNGs (summary.json, report.md and index.html only).
 	NoImages bool
+	// RunFigureRepeats, when > 0, draws per-run figures only for repeats
+	// 1..RunFigureRepeats (the cross-run figures always cover every run),
+	// to keep a committed report small.
+	RunFigureRepeats int
 }
 
 // Names of the cross-run figures.
@@ -50,7 +54,7 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 		return nil, fmt.Errorf("analysis: report folder: %w", err)
 	}
 	if !opts.NoImages {
-		if err := writeImages(exp, &sum, out); err != nil {
+		if err := writeImages(exp, &sum, out, opts.RunFigureRepeats); err != nil {
 			return nil, err
 		}
 	}
@@ -61,9 +65,9 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 }
 
 // writeImages renders every figure and records its name in sum.
-func writeImages(exp *Experiment, sum *Summary, out string) error {
+func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
 	for i, r := range exp.Runs {
-		if len(r.Windows) == 0 {
+		if len(r.Windows) == 0 || (repeats > 0 && r.Entry.Repeat > repeats) {
 			continue
 		}
 		name := "run-" + r.Entry.ID + ".png"

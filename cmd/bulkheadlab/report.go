@@ -19,6 +19,7 @@ func newReportCmd() *cobra.Command {
 		check   bool
 		junit   string
 		noImage bool
+		figRuns int
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -37,7 +38,7 @@ SUPPORTED and 3 when one is INVALID.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sum, err := analysis.WriteReport(args[0], analysis.Options{OutDir: out, NoImages: noImage})
+			sum, err := analysis.WriteReport(args[0], analysis.Options{OutDir: out, NoImages: noImage, RunFigureRepeats: figRuns})
 			if errors.Is(err, analysis.ErrNotResults) {
 				return usageError(err)
 			}
@@ -61,6 +62,7 @@ SUPPORTED and 3 when one is INVALID.`,
 	f.BoolVar(&check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&junit, "junit", "", "also write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&noImage, "no-images", false, "skip the PNG figures")
+	f.IntVar(&figRuns, "run-figures", 0, "draw per-run figures only for the first N repeats (0: all)")
 	return cmd
 }
 
