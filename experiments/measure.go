@@ -60,14 +60,19 @@ func (r *Runner) measure(ctx context.Context, rundir string, run Run, st *Stack,
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = sampler.Run(sctx) }()
 
-	sw := &faultSwitcher{run: run, controls: st.Controls}
+	lctx, abort := context.WithCancel(ctx)
+	defer abort()
+	sw := &faultSwitcher{run: run, controls: st.Controls, abort: abort}
 	cfg, err := r.loadConfig(run, st, files, sw)
 	if err != nil {
 		stopSampler()
 		wg.Wait()
 		return nil, err
 	}
-	rep, runErr := loadgen.Run(ctx, cfg)
+	rep, runErr := loadgen.Run(lctx, cfg)
+	if err := sw.failure(); err != nil && ctx.Err() == nil {
+		runErr = err // it stopped the load early; the load's own error is only the cancel
+	}
 	stopSampler()
 	wg.Wait()
 	sw.clear() // never leave a fault behind, even when interrupted
@@ -81,9 +86,6 @@ func (r *Runner) measure(ctx context.Context, rundir string, run Run, st *Stack,
 	}
 	if err := files.close(); err != nil && runErr == nil {
 		runErr = err
-	}
-	if sw.err != nil && runErr == nil {
-		runErr = sw.err
 	}
 	return rep, runErr
 }
@@ -165,6 +167,9 @@ type faultSwitcher struct {
 	run      Run
 	controls map[string]string
 
+	// abort, if set, stops the load when a switch fails.
+	abort func()
+
 	mu     sync.Mutex
 	evs    []analysis.FaultEvent
 	active string // dependency with a fault set, "" if none
@@ -185,20 +190,21 @@ func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
 }
 
 func (f *faultSwitcher) set(dep string, faults []Fault) {
-	body, err := json.Marshal(faults)
-	var fs []faultproxy.Fault
-	if err == nil {
-		err = json.Unmarshal(body, &fs)
+	fs := make([]faultproxy.Fault, len(faults))
+	for i, flt := range faults {
+		fs[i] = flt.proxyFault()
 	}
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
-		err = faultproxy.NewClient(f.controls[dep], nil).Set(ctx, fs)
-		cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+	err := faultproxy.NewClient(f.controls[dep], nil).Set(ctx, fs)
+	cancel()
+	body, _ := json.Marshal(fs)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
 		f.err = fmt.Errorf("set fault on %s: %w", dep, err)
+		if f.abort != nil {
+			f.abort() // a fault phase without its fault measures nothing
+		}
 		return
 	}
 	f.active = dep
@@ -223,6 +229,13 @@ func (f *faultSwitcher) clear() {
 	}
 	f.active = ""
 	f.evs = append(f.evs, analysis.FaultEvent{Time: time.Now().UTC(), Dependency: dep, Action: "clear"})
+}
+
+// failure is the first switch error, or nil.
+func (f *faultSwitcher) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 func (f *faultSwitcher) events() []analysis.FaultEvent {

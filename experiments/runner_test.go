@@ -134,3 +134,39 @@ func TestRunnerMarksRunWithDeadComponentFailed(t *testing.T) {
 		t.Errorf("index status %q, want failed", ix.Runs[0].Status)
 	}
 }
+
+// deafProxyLauncher launches in-process components but points the runner at
+// a control address where nothing listens, so the fault switch fails.
+type deafProxyLauncher struct{ InProcessLauncher }
+
+func (l *deafProxyLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath func(string) string) (*Stack, error) {
+	st, err := l.InProcessLauncher.Launch(ctx, s, r, logPath)
+	if st != nil {
+		st.Controls["A"] = "http://127.0.0.1:1"
+	}
+	return st, err
+}
+
+// TestRunnerFailedFaultSwitchStopsTheRun: a fault phase without its fault
+// measures nothing, so the run stops at once and is marked failed.
+func TestRunnerFailedFaultSwitchStopsTheRun(t *testing.T) {
+	spec, err := Parse("short.yaml", []byte(strings.Replace(shortSpec, "modes: [shared, bulkhead]", "modes: [shared]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Phases = Phases{Baseline: Abs(200 * time.Millisecond), Fault: Abs(20 * time.Second)}
+	r := &Runner{Spec: spec, Root: t.TempDir(), Launcher: &deafProxyLauncher{}}
+	start := time.Now()
+	dir, err := r.Run(context.Background())
+	if !errors.Is(err, ErrRunsFailed) {
+		t.Fatalf("Run error = %v, want ErrRunsFailed", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("run took %s: the 20 s fault phase was not cut short", d)
+	}
+	var meta analysis.RunMeta
+	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), analysis.MetaFile), &meta)
+	if meta.Status != analysis.StatusFailed || !strings.Contains(meta.Error, "set fault on A") {
+		t.Errorf("meta status %q error %q, want failed with the switch error", meta.Status, meta.Error)
+	}
+}

@@ -109,13 +109,15 @@ type Fault struct {
 	// Type is latency, error, abort or hang.
 	Type string `yaml:"type" json:"type"`
 	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
-	Percent      float64           `yaml:"percent" json:"percent"`
-	Latency      Duration          `yaml:"latency,omitempty" json:"latency,omitzero"`
-	Jitter       Duration          `yaml:"jitter,omitempty" json:"jitter,omitzero"`
-	Distribution string            `yaml:"distribution,omitempty" json:"distribution,omitempty"`
-	Status       int               `yaml:"status,omitempty" json:"status,omitempty"`
-	Body         string            `yaml:"body,omitempty" json:"body,omitempty"`
-	Headers      map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Percent      float64  `yaml:"percent" json:"percent"`
+	Latency      Duration `yaml:"latency,omitempty" json:"latency,omitzero"`
+	Jitter       Duration `yaml:"jitter,omitempty" json:"jitter,omitzero"`
+	Distribution string   `yaml:"distribution,omitempty" json:"distribution,omitempty"`
+	// Max caps a heavy-tailed (pareto, lognormal) delay.
+	Max     Duration          `yaml:"max,omitempty" json:"max,omitzero"`
+	Status  int               `yaml:"status,omitempty" json:"status,omitempty"`
+	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a

@@ -1,7 +1,10 @@
 package experiments
 
 import (
+	"errors"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"gopkg.in/yaml.v3"
+	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 
@@ -101,8 +104,8 @@ func (s *Spec) validateLoad(p *problems) {
 	if ct := s.Load.ClientTimeout.D; ct <= floor {
 		p.add("load.client_timeout", "%s must exceed service.timeout + service.max_wait (%s) so that the service answers first", ct, floor)
 	}
-	if w := s.Load.Window.D; w < 10*time.Millisecond || w > s.Phases.Fault.D {
-		p.add("load.window", "must be between 10ms and the fault phase (%s), got %s", s.Phases.Fault.D, w)
+	if w := s.Load.Window.D; w < loadgen.MinWindow || w > s.Phases.Fault.D {
+		p.add("load.window", "must be between %s and the fault phase (%s), got %s", loadgen.MinWindow, s.Phases.Fault.D, w)
 	}
 }
 
@@ -155,49 +158,29 @@ func (s *Spec) validateConditions(p *problems) {
 	}
 }
 
-// FaultTypes are the fault types of the proxy.
-var FaultTypes = []string{"latency", "error", "abort", "hang"}
 
+// validateFault checks a fault with the fault proxy's own rules, so that a
+// spec that validates is one the proxy accepts when the fault phase starts.
 func validateFault(p *problems, path string, f Fault) {
 	if f.Percent <= 0 || f.Percent > 100 {
 		p.add(path+".percent", "must be in (0, 100], got %g", f.Percent)
+		return
 	}
-	notFor := func(field string, set bool) {
-		if set {
-			p.add(path+"."+field, "does not apply to a %s fault", f.Type)
-		}
+	err := f.proxyFault().Validate()
+	var fe *faultproxy.FieldError
+	switch {
+	case errors.As(err, &fe):
+		p.add(path+strings.TrimPrefix(fe.Field, "fault"), "%s", fe.Msg)
+	case err != nil:
+		p.add(path, "%v", err)
 	}
-	switch f.Type {
-	case "latency":
-		if f.Latency.D <= 0 {
-			p.add(path+".latency", "required (> 0) for a latency fault")
-		}
-		if f.Jitter.D > f.Latency.D {
-			p.add(path+".jitter", "%s must not exceed latency %s", f.Jitter.D, f.Latency.D)
-		}
-		if f.Distribution != "uniform" && f.Distribution != "normal" {
-			p.add(path+".distribution", "must be uniform or normal, got %q", f.Distribution)
-		}
-		notFor("status", f.Status != 0)
-		notFor("body", f.Body != "")
-		notFor("headers", f.Headers != nil)
-	case "error":
-		if f.Status < 100 || f.Status > 599 {
-			p.add(path+".status", "must be an HTTP status 100–599, got %d", f.Status)
-		}
-		notFor("latency", !f.Latency.IsZero())
-		notFor("jitter", !f.Jitter.IsZero())
-		notFor("distribution", f.Distribution != "")
-	case "abort", "hang":
-		notFor("latency", !f.Latency.IsZero())
-		notFor("jitter", !f.Jitter.IsZero())
-		notFor("distribution", f.Distribution != "")
-		notFor("status", f.Status != 0)
-		notFor("body", f.Body != "")
-		notFor("headers", f.Headers != nil)
-	default:
-		p.add(path+".type", "must be one of %v, got %q", FaultTypes, f.Type)
-	}
+}
+
+// proxyFault is f as the fault proxy's control API takes it. Durations must
+// be resolved.
+func (f Fault) proxyFault() faultproxy.Fault {
+	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
+		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers}
 }
 
 func (s *Spec) validateModes(p *problems) {
