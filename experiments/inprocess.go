@@ -43,13 +43,13 @@ func (l *InProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, _ func(s
 		}
 	}()
 	deps := map[string]string{}
-	for i, d := range []string{"A", "B"} {
+	for _, d := range []string{"A", "B"} {
 		dc := s.Dependencies.A
 		if d == "B" {
 			dc = s.Dependencies.B
 		}
 		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: dc.Latency.D, Jitter: dc.Jitter.D,
-			Seed: uint64(r.Seed) + uint64(i), Size: dc.Size})
+			Seed: uint64(r.ComponentSeed("dep-" + d)), Size: dc.Size})
 		if err != nil {
 			return nil, fmt.Errorf("dep-%s: %w", d, err)
 		}
@@ -60,9 +60,9 @@ func (l *InProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, _ func(s
 		deps[d] = "http://" + addr
 	}
 	proxies := map[string]string{}
-	for i, d := range []string{"A", "B"} {
+	for _, d := range []string{"A", "B"} {
 		u, _ := url.Parse(deps[d])
-		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: uint64(r.Seed) + uint64(i) + 10,
+		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: uint64(r.ComponentSeed("proxy-" + d)),
 			ErrorLog: log.New(io.Discard, "", 0)})
 		if err != nil {
 			return nil, fmt.Errorf("proxy-%s: %w", d, err)

@@ -44,6 +44,10 @@ func (s *Spec) Expand() []Run {
 	return runs
 }
 
+// ComponentSeed is the seed of one component of the run ("dep-A",
+// "proxy-B"...), the same whichever launcher starts it.
+func (r Run) ComponentSeed(component string) int64 { return deriveSeed(r.Seed, component) }
+
 // deriveSeed mixes the experiment seed with a run ID (FNV-1a then a
 // splitmix64 finaliser) into a non-negative seed.
 func deriveSeed(seed int64, id string) int64 {
@@ -71,7 +75,8 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	if m.Name != ModeBulkhead {
 		return []PoolLayout{{Name: "shared", Limit: p, Queue: q, Endpoints: []string{"a", "b"}}}
 	}
-	sizes, queues := PerPool{A: p / 2, B: p / 2}, PerPool{A: q / 2, B: q / 2}
+	// An odd P or Q gives the extra unit to a, as the service does.
+	sizes, queues := PerPool{A: p - p/2, B: p / 2}, PerPool{A: q - q/2, B: q / 2}
 	if m.PoolSizes != nil {
 		sizes = *m.PoolSizes
 	}
@@ -144,6 +149,13 @@ func (s *Spec) RemoteTargets() []string {
 		u, err := url.Parse(raw)
 		if err != nil || !isLoopback(u.Hostname()) {
 			out = append(out, raw)
+		}
+	}
+	// A proxy listening beyond loopback would be an open forwarder.
+	for _, addr := range []string{x.Proxies.A, x.Proxies.B} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil || !isLoopback(host) {
+			out = append(out, addr)
 		}
 	}
 	return out

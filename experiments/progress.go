@@ -111,8 +111,8 @@ func (p *TextProgress) RunEnded(run Run, meta analysis.RunMeta, err error) {
 	fmt.Fprintln(p.W, line)
 }
 
-// endpointsLine summarises each endpoint: success % and p99, of the last
-// window when live, of the whole run otherwise.
+// endpointsLine summarises each endpoint: success % of the last window when
+// live, of the whole run otherwise, and the p99 of the last window.
 func endpointsLine(s loadgen.Snapshot, live bool) string {
 	var b strings.Builder
 	for _, e := range s.Endpoints {
@@ -124,7 +124,11 @@ func endpointsLine(s loadgen.Snapshot, live bool) string {
 		if t := c.Total(); t > 0 {
 			ok = 100 * float64(c[loadgen.ClassOK]) / float64(t)
 		}
-		fmt.Fprintf(&b, "  /%s ok %5.1f%% p99 %s", e.Name, ok, p99.Round(time.Millisecond))
+		label := "p99"
+		if !live {
+			label = "last p99"
+		}
+		fmt.Fprintf(&b, "  /%s ok %5.1f%% %s %s", e.Name, ok, label, p99.Round(time.Millisecond))
 	}
 	return b.String()
 }

@@ -24,7 +24,7 @@ import (
 const DefaultSampleInterval = 250 * time.Millisecond
 
 // SampledPrefixes are the metric name prefixes a Sampler keeps.
-var SampledPrefixes = []string{"bulkhead_", "bulkheadlab_", "faultproxy_", "go_goroutines", "process_"}
+var SampledPrefixes = []string{"bulkhead_", "bulkheadlab_", "faultproxy_", "go_goroutines", "go_sched_gomaxprocs", "process_"}
 
 // maxScrapeBytes bounds one /metrics body.
 const maxScrapeBytes = 8 << 20

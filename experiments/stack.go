@@ -104,7 +104,7 @@ func (l *ProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath fu
 		upstream["A"], upstream["B"] = x.Upstreams.A, x.Upstreams.B
 	} else {
 		for _, d := range []string{"A", "B"} {
-			c, err := start("dep-"+d, append([]string{"dep", "--listen", "127.0.0.1:0"}, s.DepArgs(d, r.Seed)...)...)
+			c, err := start("dep-"+d, append([]string{"dep", "--listen", "127.0.0.1:0"}, s.DepArgs(d, r.ComponentSeed("dep-"+d))...)...)
 			if err != nil {
 				return nil, err
 			}
@@ -112,13 +112,13 @@ func (l *ProcessLauncher) Launch(ctx context.Context, s *Spec, r Run, logPath fu
 		}
 	}
 	proxies := map[string]string{}
-	for i, d := range []string{"A", "B"} {
+	for _, d := range []string{"A", "B"} {
 		listen := "127.0.0.1:0"
 		if s.External != nil {
 			listen = externalProxyAddr(s.External, d)
 		}
 		c, err := start("proxy-"+d, "proxy", "--listen", listen, "--control", "127.0.0.1:0",
-			"--upstream", upstream[d], "--name", d, "--seed", fmt.Sprint(r.Seed+int64(i)+1))
+			"--upstream", upstream[d], "--name", d, "--seed", fmt.Sprint(r.ComponentSeed("proxy-"+d)))
 		if err != nil {
 			return nil, err
 		}

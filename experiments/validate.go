@@ -158,7 +158,6 @@ func (s *Spec) validateConditions(p *problems) {
 	}
 }
 
-
 // validateFault checks a fault with the fault proxy's own rules, so that a
 // spec that validates is one the proxy accepts when the fault phase starts.
 func validateFault(p *problems, path string, f Fault) {

@@ -23,6 +23,7 @@ type runOptions struct {
 	junit       string
 	noReport    bool
 	inProcess   bool
+	outSet      bool // --out was given
 	defect      bool
 }
 
@@ -58,6 +59,7 @@ hold the load), 130 interrupted.`,
   bulkheadlab run --resume results/slow-dependency/20261130T101500Z`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.outSet = cmd.Flags().Changed("out")
 			return runExperiment(cmd, args, o)
 		},
 	}
@@ -140,8 +142,8 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}
 	if o.resume != "" {
-		if len(args) > 0 || o.repeats != 0 {
-			return nil, usageError(errors.New("--resume takes the spec from the results folder: give no spec argument and no --repeats"))
+		if len(args) > 0 || o.repeats != 0 || o.outSet {
+			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
 		_, spec, err := experiments.OpenResultsDir(o.resume)
 		if err != nil {
@@ -165,6 +167,9 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 		if err := spec.Validate(); err != nil {
 			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
 		}
+	}
+	if o.check && len(spec.Expectations.WithDefaults().Check) == 0 {
+		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", spec.File()))
 	}
 	if remote := spec.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
 		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", spec.File(), remote))
