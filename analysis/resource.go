@@ -77,7 +77,10 @@ func (r *Run) poolHit(from, to time.Time) (hit, bool) {
 		limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
 		waiting := r.metric(ServiceComponent, poolKey("bulkhead_pool_waiting", pool))
 		qlimit := r.metric(ServiceComponent, poolKey("bulkhead_pool_queue_limit", pool))
-		rej := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`)
+		// Rejections by the pool itself; a client giving up (reason
+		// cancelled) says nothing about the pool.
+		rejFull := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`, `reason="full"`)
+		rejWait := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`, `reason="wait_timeout"`)
 		info := r.poolInfo(pool)
 		for i, p := range inUse {
 			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
@@ -91,8 +94,9 @@ func (r *Run) poolHit(from, to time.Time) (hit, bool) {
 			q := orValue(qlimit, p.t, float64(info.Queue))
 			rose := false
 			if i > 0 {
-				d, _ := deltaOver(rej, inUse[i-1].t, p.t)
-				rose = d > 0
+				d1, _ := deltaOver(rejFull, inUse[i-1].t, p.t)
+				d2, _ := deltaOver(rejWait, inUse[i-1].t, p.t)
+				rose = d1 > 0 || d2 > 0
 			}
 			if w >= q || rose {
 				best = hit{ResourcePool, p.t, fmt.Sprintf("pool %s: in_use %s/%s, waiting %s/%s, rejections rising: %t",

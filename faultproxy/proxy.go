@@ -148,14 +148,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := p.seq.Add(1)
 	set := p.set.Load()
 	d := set.decide(p.seed, seq)
-	e := LedgerEntry{Time: arrived, Seq: seq, Decision: d.String(), Outcome: "forwarded"}
+	e := LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"} // Decision is rendered only for a ledger
 	if d.Latencies > 0 {
 		if !p.delay(r, arrived, d, &e) {
 			return
 		}
 	}
 	if d.Terminal < 0 {
-		p.record(r, e)
+		p.record(r, d, e)
 		p.rp.ServeHTTP(w, r)
 		return
 	}
@@ -165,13 +165,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f.Type {
 	case TypeError:
 		e.Status = f.Status
-		p.record(r, e)
+		p.record(r, d, e)
 		writeError(w, f)
 	case TypeAbort:
-		p.record(r, e)
+		p.record(r, d, e)
 		abort()
 	case TypeHang:
-		p.record(r, e)
+		p.record(r, d, e)
 		if hang(r.Context(), p.stop) {
 			abort()
 		}
@@ -196,11 +196,11 @@ func (p *Proxy) delay(r *http.Request, arrived time.Time, d Decision, e *LedgerE
 	case waitCancelled:
 		p.m.cancelled.Inc()
 		e.Outcome = "cancelled"
-		p.record(r, *e)
+		p.record(r, d, *e)
 		return false
 	case waitStopped:
 		e.Outcome = "stopped"
-		p.record(r, *e)
+		p.record(r, d, *e)
 		abort()
 	}
 	return true
@@ -208,10 +208,11 @@ func (p *Proxy) delay(r *http.Request, arrived time.Time, d Decision, e *LedgerE
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func (p *Proxy) record(r *http.Request, e LedgerEntry) {
+func (p *Proxy) record(r *http.Request, d Decision, e LedgerEntry) {
 	if p.ledger == nil {
 		return
 	}
+	e.Decision = d.String()
 	e.RequestID = r.Header.Get("X-Request-Id")
 	p.ledger.Record(e)
 }

@@ -18,6 +18,9 @@ const (
 	outcomeOK      = "ok"
 	outcomeTimeout = "timeout"
 	outcomeError   = "error"
+	// outcomeCancelled: the client went away before the dependency answered;
+	// neither the dependency's fault nor the timeout's.
+	outcomeCancelled = "cancelled"
 )
 
 // dependency is one downstream the service calls, with its own transport
@@ -57,9 +60,13 @@ func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) 
 	res := d.do(ctx, requestID, maxBody)
 	res.elapsed = time.Since(start)
 	if res.err != nil {
-		res.outcome = outcomeError
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		switch err := ctx.Err(); {
+		case errors.Is(err, context.DeadlineExceeded):
 			res.outcome = outcomeTimeout
+		case errors.Is(err, context.Canceled):
+			res.outcome = outcomeCancelled
+		default:
+			res.outcome = outcomeError
 		}
 	}
 	return res
@@ -97,7 +104,7 @@ func newServiceMetrics() serviceMetrics {
 	return serviceMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bulkheadlab_dependency_requests_total",
-			Help: "Dependency calls by dependency (a, b) and outcome (ok, timeout, error).",
+			Help: "Dependency calls by dependency (a, b) and outcome (ok, timeout, error, cancelled by the client).",
 		}, []string{"dependency", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bulkheadlab_dependency_duration_seconds",
@@ -116,7 +123,7 @@ func (m serviceMetrics) register(r prometheus.Registerer) {
 	for _, e := range Endpoints { // export zeros from the start
 		m.inflight.WithLabelValues(e)
 		m.duration.WithLabelValues(e)
-		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeError} {
+		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeError, outcomeCancelled} {
 			m.requests.WithLabelValues(e, o)
 		}
 	}
