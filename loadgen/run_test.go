@@ -32,7 +32,7 @@ func TestRunExactCounts(t *testing.T) {
 	var phases []string
 	cfg := Config{
 		Targets: []Target{{Name: "a", URL: srv.URL + "/a", Rate: 100}, {Name: "b", URL: srv.URL + "/b", Rate: 50}},
-		Phases:  []Phase{{"baseline", 600 * time.Millisecond}, {"fault", 400 * time.Millisecond}},
+		Phases:  []Phase{{Name: "baseline", Duration: 600 * time.Millisecond}, {Name: "fault", Duration: 400 * time.Millisecond}},
 		Window:  200 * time.Millisecond, Timeout: 2 * time.Second, LagThreshold: 50 * time.Millisecond,
 		Raw:     map[string]io.Writer{"a": &rawA, "b": &rawB},
 		OnPhase: func(p Phase, _ time.Time) { mu.Lock(); phases = append(phases, p.Name); mu.Unlock() },
@@ -137,7 +137,7 @@ func TestRunClassifiesEveryClass(t *testing.T) {
 	for c := range NumClasses {
 		cfg.Targets = append(cfg.Targets, Target{Name: c.String(), URL: urls[c], Rate: 20})
 	}
-	cfg.Phases = []Phase{{"only", 500 * time.Millisecond}}
+	cfg.Phases = []Phase{{Name: "only", Duration: 500 * time.Millisecond}}
 	cfg.Timeout = 300 * time.Millisecond
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestRunOpenModel(t *testing.T) {
 	srv := classServer(t)
 	cfg := Config{
 		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 200}},
-		Phases:  []Phase{{"p1", 500 * time.Millisecond}, {"p2", 500 * time.Millisecond}},
+		Phases:  []Phase{{Name: "p1", Duration: 500 * time.Millisecond}, {Name: "p2", Duration: 500 * time.Millisecond}},
 		Window:  100 * time.Millisecond, Timeout: 400 * time.Millisecond,
 	}
 	rep, err := Run(context.Background(), cfg)
@@ -197,7 +197,7 @@ func TestRunStarvedIsInvalid(t *testing.T) {
 	defer srv.Close()
 	cfg := Config{
 		Targets:    []Target{{Name: "a", URL: srv.URL, Rate: 200}},
-		Phases:     []Phase{{"only", 500 * time.Millisecond}},
+		Phases:     []Phase{{Name: "only", Duration: 500 * time.Millisecond}},
 		MaxWorkers: 1, Timeout: time.Second,
 	}
 	rep, err := Run(context.Background(), cfg)
@@ -222,7 +222,7 @@ func TestRunCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 50}},
-		Phases:  []Phase{{"p1", 10 * time.Second}},
+		Phases:  []Phase{{Name: "p1", Duration: 10 * time.Second}},
 		Timeout: 20 * time.Second,
 		OnPhase: func(Phase, time.Time) { time.AfterFunc(300*time.Millisecond, cancel) },
 	}
