@@ -225,7 +225,7 @@ func (a *aggregator) closeHead(e *epAgg) {
 		Offset:          time.Duration(start),
 		Duration:        time.Duration(dur),
 		Counts:          w.counts,
-		TargetRate:      e.sched.rate,
+		TargetRate:      e.sched.rateAt(start),
 		Rate:            float64(w.sent) / time.Duration(dur).Seconds(),
 		Latency:         w.h.lat.quantiles(),
 		LatencyOK:       w.h.ok.quantiles(),

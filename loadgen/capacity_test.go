@@ -35,7 +35,7 @@ func TestCapacity(t *testing.T) {
 	for _, total := range steps {
 		cfg := Config{
 			Targets: []Target{{Name: "a", URL: url + "/a", Rate: total / 2}, {Name: "b", URL: url + "/b", Rate: total / 2}},
-			Phases:  []Phase{{"warmup", time.Second}, {"measure", 4 * time.Second}},
+			Phases:  []Phase{{Name: "warmup", Duration: time.Second}, {Name: "measure", Duration: 4 * time.Second}},
 			Timeout: 2 * time.Second, ExcludeFromValidity: []string{"warmup"},
 		}
 		rep, err := Run(context.Background(), cfg)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -23,7 +24,8 @@ const (
 	DefaultTimeout      = vegeta.DefaultTimeout
 )
 
-// Target is one endpoint under open-model constant-rate load.
+// Target is one endpoint under open-model load at a piecewise-constant
+// rate: Rate, or a phase's Phase.Rates entry for the target.
 type Target struct {
 	// Name labels the endpoint in windows, phases and raw results ("a").
 	Name string
@@ -32,7 +34,8 @@ type Target struct {
 	URL    string
 	Header http.Header
 	Body   []byte
-	// Rate is the constant send rate in requests per second, > 0.
+	// Rate is the send rate in requests per second, in (0, 1e7], in every
+	// phase whose Rates do not name this target.
 	Rate float64
 	// Rules classify results; nil means DefaultRules (the built-in service).
 	Rules *Rules
@@ -42,6 +45,12 @@ type Target struct {
 type Phase struct {
 	Name     string
 	Duration time.Duration
+	// Rates maps a target name to its send rate (requests per second, in
+	// (0, 1e7]) during this phase; a target not named keeps Target.Rate.
+	// A phase whose rate differs from the previous phase's restarts that
+	// target's schedule at the phase start: its first request is due
+	// exactly then and the next every 1/rate. Optional.
+	Rates map[string]float64
 }
 
 // Config configures Run. The zero values of optional fields are documented
@@ -95,6 +104,7 @@ type plan struct {
 	duration    time.Duration
 	spans       []phaseSpan
 	classifiers []*Classifier
+	schedules   []schedule // per target
 }
 
 func invalid(field, format string, args ...any) error {
@@ -144,10 +154,14 @@ func (cfg Config) validate() (*plan, error) {
 		case ph.Duration <= 0:
 			return nil, invalid(field+".duration", "%v is not positive", ph.Duration)
 		}
+		if err := validateRates(field+".rates", ph.Rates, names); err != nil {
+			return nil, err
+		}
 		seen[ph.Name] = true
 		p.spans = append(p.spans, phaseSpan{name: ph.Name, start: int64(p.duration), end: int64(p.duration + ph.Duration)})
 		p.duration += ph.Duration
 	}
+	p.schedules = p.buildSchedules()
 	for field, m := range map[string]map[string]io.Writer{"raw": cfg.Raw, "hdr log": cfg.HdrLog} {
 		for name, w := range m {
 			if !names[name] || w == nil {
@@ -164,7 +178,7 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 		return nil, invalid(field+".name", "empty")
 	case names[t.Name]:
 		return nil, invalid(field+".name", "duplicate target %q", t.Name)
-	case !(t.Rate > 0) || t.Rate > 1e7:
+	case !validRate(t.Rate):
 		return nil, invalid(field+".rate", "%v is not in (0, 1e7] requests per second", t.Rate)
 	}
 	names[t.Name] = true
@@ -180,4 +194,45 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 		return nil, fmt.Errorf("loadgen: %s.%w (%w)", field, err, ErrInvalidConfig)
 	}
 	return cl, nil
+}
+
+func validRate(r float64) bool { return r > 0 && r <= 1e7 }
+
+// validateRates checks a phase's Rates against the target names, in name
+// order so that the error is deterministic.
+func validateRates(field string, rates map[string]float64, names map[string]bool) error {
+	keys := make([]string, 0, len(rates))
+	for name := range rates {
+		keys = append(keys, name)
+	}
+	slices.Sort(keys)
+	for _, name := range keys {
+		switch r := rates[name]; {
+		case !names[name]:
+			return invalid(field+"."+name, "%q is not a target name", name)
+		case !validRate(r):
+			return invalid(field+"."+name, "%v is not in (0, 1e7] requests per second", r)
+		}
+	}
+	return nil
+}
+
+// buildSchedules returns each target's schedule over the phases.
+func (p *plan) buildSchedules() []schedule {
+	out := make([]schedule, 0, len(p.cfg.Targets))
+	starts := make([]int64, len(p.spans))
+	for i, sp := range p.spans {
+		starts[i] = sp.start
+	}
+	for _, t := range p.cfg.Targets {
+		rates := make([]float64, len(p.cfg.Phases))
+		for i, ph := range p.cfg.Phases {
+			rates[i] = t.Rate
+			if r, ok := ph.Rates[t.Name]; ok {
+				rates[i] = r
+			}
+		}
+		out = append(out, newPiecewiseSchedule(starts, rates, int64(p.duration)))
+	}
+	return out
 }

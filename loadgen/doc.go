@@ -1,5 +1,6 @@
-// Package loadgen drives open-model constant-rate load with one vegeta
-// attacker per endpoint, classifies every result (DESIGN §4), records
-// per-window per-endpoint statistics with HdrHistogram in memory that is
-// O(windows), and judges whether a run kept the open model (validity).
+// Package loadgen drives open-model load at per-phase constant rates with
+// one vegeta attacker per endpoint, classifies every result (DESIGN §4),
+// records per-window per-endpoint statistics with HdrHistogram in memory
+// that is O(windows), and judges whether a run kept the open model
+// (validity).
 package loadgen

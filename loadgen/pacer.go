@@ -7,7 +7,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// pacer releases request n at t0 + n/rate (schedule.at), for every
+// pacer releases request n at t0 + schedule.at(n), for every
 // attacker of a run from the same t0, so all targets start together and
 // stop after their last scheduled request. It never waits for responses:
 // with unlimited workers vegeta starts a new worker when all are busy.
@@ -63,5 +63,6 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	}
 }
 
-// Rate implements vegeta.Pacer.
-func (p *pacer) Rate(time.Duration) float64 { return p.sched.rate }
+// Rate implements vegeta.Pacer: the scheduled rate at elapsed, taken as an
+// offset from t0.
+func (p *pacer) Rate(elapsed time.Duration) float64 { return p.sched.rateAt(int64(elapsed)) }

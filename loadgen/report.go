@@ -21,7 +21,8 @@ const (
 // Report is the outcome of Run. Windows are sorted by Index (then by target
 // order); Phases lists every endpoint × phase that started, phase-major.
 type Report struct {
-	// Start is t0: request n of every target was due at Start + n/rate.
+	// Start is t0: every target's send schedule is offset from it (request
+	// n due at Start + n/rate for a constant rate).
 	Start time.Time `json:"start"`
 	// End is when the last result was recorded.
 	End     time.Time    `json:"end"`
@@ -50,7 +51,8 @@ type PhaseStats struct {
 	LatencyIntended Quantiles `json:"latency_intended"`
 	// ByClass holds latency quantiles per non-empty class name.
 	ByClass map[string]Quantiles `json:"latency_by_class,omitempty"`
-	// TargetRate is the configured rate; AchievedRate is Sent over the span.
+	// TargetRate is the phase's configured rate (Phase.Rates or
+	// Target.Rate); AchievedRate is Sent over the span.
 	TargetRate   float64 `json:"target_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
 	// Expected is the number of sends the schedule put in the span; Sent the
@@ -121,7 +123,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, excluded []string) []P
 				Latency:         p.h.lat.quantiles(),
 				LatencyOK:       p.h.ok.quantiles(),
 				LatencyIntended: p.h.intended.quantiles(),
-				TargetRate:      e.sched.rate,
+				TargetRate:      e.sched.rateAt(sp.start),
 				AchievedRate:    float64(p.sent) / time.Duration(end-sp.start).Seconds(),
 				Expected:        e.sched.countIn(sp.start, end),
 				Sent:            p.sent,

@@ -40,7 +40,7 @@ type EndpointSnapshot struct {
 	Last Window `json:"last"`
 }
 
-// Run attacks every target at its constant rate, all from the same start
+// Run attacks every target at its per-phase rates, all from the same start
 // t0 and for the sum of the phase durations, records windows and phases,
 // and judges validity. It blocks until every result is recorded. When ctx
 // ends first, in-flight requests are aborted (and not recorded) and Run
@@ -113,9 +113,9 @@ func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, erro
 		phases: p.spans, onWindow: p.cfg.OnWindow,
 		maxOpen: int(min(128, max(8, int64((p.timeout+time.Second)/p.window)+2)))}
 	var bufs []*bufio.Writer
-	for _, t := range p.cfg.Targets {
+	for i, t := range p.cfg.Targets {
 		ac.endpoints = append(ac.endpoints, t.Name)
-		ac.schedules = append(ac.schedules, newSchedule(t.Rate, int64(p.duration)))
+		ac.schedules = append(ac.schedules, p.schedules[i])
 		w, ok := p.cfg.HdrLog[t.Name]
 		if !ok {
 			ac.hdrLogs = append(ac.hdrLogs, nil)
@@ -148,7 +148,7 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time) *attackSet {
 	deadline := t0.Add(p.duration + max(p.lag, 10*time.Millisecond))
 	n := len(p.cfg.Targets)
 	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n)}
-	for i, t := range p.cfg.Targets {
+	for i := range p.cfg.Targets {
 		s.trs[i] = newTransport()
 		opts := []func(*vegeta.Attacker){
 			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: &cancelTransport{rt: s.trs[i], stop: ctx}}),
@@ -157,14 +157,15 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time) *attackSet {
 		// Pre-start enough workers for the requests a full timeout can hold
 		// in flight, so a slow target does not put worker start-up on the
 		// send path; vegeta adds more on demand.
-		workers := uint64(min(2000, max(10, math.Ceil(t.Rate*min(p.timeout, 2*time.Second).Seconds()))))
+		// The highest rate over the phases sets the count.
+		workers := uint64(min(2000, max(10, math.Ceil(p.schedules[i].maxRate()*min(p.timeout, 2*time.Second).Seconds()))))
 		if p.cfg.MaxWorkers > 0 {
 			workers = min(workers, p.cfg.MaxWorkers)
 			opts = append(opts, vegeta.MaxWorkers(p.cfg.MaxWorkers))
 		}
 		opts = append(opts, vegeta.Workers(workers))
 		s.atks[i] = vegeta.NewAttacker(opts...)
-		s.pacers[i] = newPacer(t0, newSchedule(t.Rate, int64(p.duration)), deadline, ctx.Done())
+		s.pacers[i] = newPacer(t0, p.schedules[i], deadline, ctx.Done())
 	}
 	return s
 }
@@ -292,7 +293,7 @@ func (a *aggregator) snapshot(now time.Time) Snapshot {
 		s.Phase = a.cfg.phases[pi].name
 	}
 	for _, e := range a.eps {
-		s.Endpoints = append(s.Endpoints, EndpointSnapshot{Name: e.name, TargetRate: e.sched.rate,
+		s.Endpoints = append(s.Endpoints, EndpointSnapshot{Name: e.name, TargetRate: e.sched.rateAt(int64(el)),
 			Received: e.received, Counts: e.counts, Last: e.last})
 	}
 	return s

@@ -32,7 +32,7 @@ func TestRunExactCounts(t *testing.T) {
 	var phases []string
 	cfg := Config{
 		Targets: []Target{{Name: "a", URL: srv.URL + "/a", Rate: 100}, {Name: "b", URL: srv.URL + "/b", Rate: 50}},
-		Phases:  []Phase{{"baseline", 600 * time.Millisecond}, {"fault", 400 * time.Millisecond}},
+		Phases:  []Phase{{Name: "baseline", Duration: 600 * time.Millisecond}, {Name: "fault", Duration: 400 * time.Millisecond}},
 		Window:  200 * time.Millisecond, Timeout: 2 * time.Second, LagThreshold: 50 * time.Millisecond,
 		Raw:     map[string]io.Writer{"a": &rawA, "b": &rawB},
 		OnPhase: func(p Phase, _ time.Time) { mu.Lock(); phases = append(phases, p.Name); mu.Unlock() },
@@ -137,7 +137,7 @@ func TestRunClassifiesEveryClass(t *testing.T) {
 	for c := range NumClasses {
 		cfg.Targets = append(cfg.Targets, Target{Name: c.String(), URL: urls[c], Rate: 20})
 	}
-	cfg.Phases = []Phase{{"only", 500 * time.Millisecond}}
+	cfg.Phases = []Phase{{Name: "only", Duration: 500 * time.Millisecond}}
 	cfg.Timeout = 300 * time.Millisecond
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestRunOpenModel(t *testing.T) {
 	srv := classServer(t)
 	cfg := Config{
 		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 200}},
-		Phases:  []Phase{{"p1", 500 * time.Millisecond}, {"p2", 500 * time.Millisecond}},
+		Phases:  []Phase{{Name: "p1", Duration: 500 * time.Millisecond}, {Name: "p2", Duration: 500 * time.Millisecond}},
 		Window:  100 * time.Millisecond, Timeout: 400 * time.Millisecond,
 	}
 	rep, err := Run(context.Background(), cfg)
@@ -197,7 +197,7 @@ func TestRunStarvedIsInvalid(t *testing.T) {
 	defer srv.Close()
 	cfg := Config{
 		Targets:    []Target{{Name: "a", URL: srv.URL, Rate: 200}},
-		Phases:     []Phase{{"only", 500 * time.Millisecond}},
+		Phases:     []Phase{{Name: "only", Duration: 500 * time.Millisecond}},
 		MaxWorkers: 1, Timeout: time.Second,
 	}
 	rep, err := Run(context.Background(), cfg)
@@ -222,7 +222,7 @@ func TestRunCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		Targets: []Target{{Name: "hang", URL: srv.URL + "/hang", Rate: 50}},
-		Phases:  []Phase{{"p1", 10 * time.Second}},
+		Phases:  []Phase{{Name: "p1", Duration: 10 * time.Second}},
 		Timeout: 20 * time.Second,
 		OnPhase: func(Phase, time.Time) { time.AfterFunc(300*time.Millisecond, cancel) },
 	}
@@ -236,5 +236,68 @@ func TestRunCancel(t *testing.T) {
 	}
 	if rep == nil || !rep.Interrupted || rep.Valid || len(rep.Phases) != 1 || rep.Phases[0].Valid {
 		t.Fatalf("report = %+v, want interrupted and invalid", rep)
+	}
+}
+
+// TestRunPerPhaseRates: a phase's Rates change a target's send rate at the
+// phase boundary; the other target keeps its rate. Counts are exact per
+// phase and per window, and each phase is judged against its own schedule.
+func TestRunPerPhaseRates(t *testing.T) {
+	srv := okServer(t)
+	var mu sync.Mutex
+	var snaps []Snapshot
+	cfg := Config{
+		Targets: []Target{{Name: "a", URL: srv.URL + "/a", Rate: 50}, {Name: "b", URL: srv.URL + "/b", Rate: 20}},
+		Phases: []Phase{{Name: "baseline", Duration: time.Second},
+			{Name: "fault", Duration: time.Second, Rates: map[string]float64{"a": 150}}},
+		Window: 500 * time.Millisecond, Timeout: 2 * time.Second, LagThreshold: 50 * time.Millisecond,
+		Progress: func(s Snapshot) { mu.Lock(); snaps = append(snaps, s); mu.Unlock() },
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		n    int64
+		rate float64
+	}{"a/baseline": {50, 50}, "a/fault": {150, 150}, "b/baseline": {20, 20}, "b/fault": {20, 20}}
+	if len(rep.Phases) != len(want) {
+		t.Fatalf("phases = %d, want %d", len(rep.Phases), len(want))
+	}
+	for _, ps := range rep.Phases {
+		key := ps.Endpoint + "/" + ps.Phase
+		w := want[key]
+		if ps.Counts[ClassOK] != w.n || ps.Counts.Total() != w.n || ps.Expected != w.n || ps.TargetRate != w.rate || ps.Dropped != 0 {
+			t.Errorf("%s: ok=%d total=%d expected=%d target=%v dropped=%d, want %d at %v/s",
+				key, ps.Counts[ClassOK], ps.Counts.Total(), ps.Expected, ps.TargetRate, ps.Dropped, w.n, w.rate)
+		}
+		if !ps.Valid {
+			t.Errorf("%s invalid: sent %d of %d, lag p99 %v: %v", key, ps.Sent, ps.Expected, ps.LagP99, ps.Reasons)
+		}
+	}
+	if !rep.Valid {
+		t.Errorf("report invalid")
+	}
+	wantWin := map[string][]int64{"a": {25, 25, 75, 75}, "b": {10, 10, 10, 10}}
+	if len(rep.Windows) != 8 {
+		t.Fatalf("windows = %d, want 4 per endpoint", len(rep.Windows))
+	}
+	for _, w := range rep.Windows {
+		exp := wantWin[w.Endpoint][w.Index]
+		if w.Expected != exp || w.Counts.Total() != exp || w.Partial || w.TargetRate != float64(exp)*2 {
+			t.Errorf("window %s/%d: expected %d total %d partial %v target %v, want %d at %v/s",
+				w.Endpoint, w.Index, w.Expected, w.Counts.Total(), w.Partial, w.TargetRate, exp, float64(exp)*2)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range snaps {
+		want := 50.0
+		if s.Elapsed >= time.Second {
+			want = 150
+		}
+		if len(s.Endpoints) != 2 || s.Endpoints[0].TargetRate != want || s.Endpoints[1].TargetRate != 20 {
+			t.Errorf("snapshot at %v: %+v, want a at %v/s and b at 20/s", s.Elapsed, s.Endpoints, want)
+		}
 	}
 }

@@ -2,36 +2,130 @@ package loadgen
 
 import "math"
 
-// schedule is the open-model send schedule of one endpoint: request n
-// (0-based, vegeta's Result.Seq) is due at t0 + n/rate, for n < total.
-// Offsets are nanoseconds from t0.
-type schedule struct {
+// segment is a stretch of a schedule at one constant rate. Offsets are
+// nanoseconds from t0.
+type segment struct {
+	start int64   // offset of the segment's first request
 	rate  float64 // requests per second, > 0
-	total int64   // number of requests in the run
+	first int64   // number of requests due before start: the first one's index
 }
 
+// schedule is the open-model send schedule of one endpoint: a
+// piecewise-constant rate, one segment per phase (adjacent phases at the
+// same rate share a segment). Request n (0-based, vegeta's Result.Seq) of
+// the segment that holds it is due at start + (n-first)/rate, for
+// n < total: each segment restarts its sequence at its start, so a phase
+// with its own rate has a request due exactly at its start, and a
+// constant-rate run is due at t0 + n/rate as before.
+//
+// A schedule is immutable after construction and safe for concurrent use;
+// at, countBefore and rateAt do not allocate and cost O(log segments).
+type schedule struct {
+	segs  []segment // by start; segs[0].start == 0
+	total int64     // number of requests in the run
+}
+
+// newSchedule is a constant-rate schedule over [0, duration).
 func newSchedule(rate float64, duration int64) schedule {
-	s := schedule{rate: rate, total: math.MaxInt64}
-	s.total = s.countBefore(duration)
+	return newPiecewiseSchedule([]int64{0}, []float64{rate}, duration)
+}
+
+// newPiecewiseSchedule is the schedule with rates[i] from starts[i] to
+// starts[i+1] (the last one to duration). starts must begin at 0 and
+// increase; every rate must be > 0 (validated by Config).
+func newPiecewiseSchedule(starts []int64, rates []float64, duration int64) schedule {
+	var s schedule
+	for i, st := range starts {
+		if n := len(s.segs); n > 0 && s.segs[n-1].rate == rates[i] {
+			continue // same rate: the sequence runs on through the boundary
+		}
+		first := int64(0)
+		if n := len(s.segs); n > 0 {
+			prev := s.segs[n-1]
+			first = prev.first + localCount(prev.rate, st-prev.start)
+		}
+		s.segs = append(s.segs, segment{start: st, rate: rates[i], first: first})
+	}
+	last := s.segs[len(s.segs)-1]
+	s.total = last.first + localCount(last.rate, duration-last.start)
 	return s
 }
 
+// localAt is the offset of request k from the start of a segment at rate.
+func localAt(rate float64, k int64) int64 { return int64(float64(k) * 1e9 / rate) }
+
+// localCount is the number of k ≥ 0 with localAt(rate, k) < d.
+func localCount(rate float64, d int64) int64 {
+	if d <= 0 {
+		return 0
+	}
+	c := int64(math.Ceil(float64(d) * rate / 1e9))
+	for c > 0 && localAt(rate, c-1) >= d {
+		c--
+	}
+	for localAt(rate, c) < d {
+		c++
+	}
+	return c
+}
+
+// segByIndex returns the segment holding request n (the last with first ≤ n).
+func (s schedule) segByIndex(n int64) segment {
+	lo, hi := 0, len(s.segs) // invariant: segs[lo].first ≤ n (lo = 0 by convention)
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if s.segs[m].first <= n {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return s.segs[lo]
+}
+
+// segByOffset returns the segment in effect at offset d (the last with
+// start ≤ d; the first one for d < 0).
+func (s schedule) segByOffset(d int64) segment {
+	lo, hi := 0, len(s.segs)
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if s.segs[m].start <= d {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return s.segs[lo]
+}
+
 // at is the intended offset of request n.
-func (s schedule) at(n int64) int64 { return int64(float64(n) * 1e9 / s.rate) }
+func (s schedule) at(n int64) int64 {
+	if len(s.segs) == 1 {
+		return localAt(s.segs[0].rate, n)
+	}
+	g := s.segByIndex(n)
+	return g.start + localAt(g.rate, n-g.first)
+}
+
+// rateAt is the scheduled rate at offset d.
+func (s schedule) rateAt(d int64) float64 { return s.segByOffset(d).rate }
+
+// maxRate is the highest rate of the schedule.
+func (s schedule) maxRate() float64 {
+	r := 0.0
+	for _, g := range s.segs {
+		r = max(r, g.rate)
+	}
+	return r
+}
 
 // countBefore is the number of requests n < total with at(n) < d.
 func (s schedule) countBefore(d int64) int64 {
 	if d <= 0 {
 		return 0
 	}
-	c := int64(math.Ceil(float64(d) * s.rate / 1e9))
-	for c > 0 && s.at(c-1) >= d {
-		c--
-	}
-	for s.at(c) < d {
-		c++
-	}
-	return min(c, s.total)
+	g := s.segByOffset(d)
+	return min(g.first+localCount(g.rate, d-g.start), s.total)
 }
 
 // countIn is the number of requests due in [from, to).

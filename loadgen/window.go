@@ -127,7 +127,9 @@ type Window struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Counts holds the results per class.
 	Counts Counts `json:"counts"`
-	// TargetRate is the configured rate in requests per second.
+	// TargetRate is the configured rate in requests per second in effect at
+	// the window's start (a window that straddles a change of rate at a
+	// phase boundary reports the earlier rate; Expected counts both).
 	TargetRate float64 `json:"target_rate"`
 	// Rate is the achieved send rate in requests per second.
 	Rate float64 `json:"rate"`
