@@ -198,7 +198,7 @@ const BusyRateFactor = 2
 // cannot send validly through five processes; so busy doubles /a's rate and
 // lets A answer more slowly — still healthy, far below T — for the rest:
 // W = demand/λ, extra = W − A's normal latency (from the fault phase on,
-// through the proxy). It needs absolute durations.
+// through the proxy, like the rate). It needs absolute durations.
 func (s *Spec) Busy() (rate float64, extra time.Duration) {
 	p := float64(s.Service.PoolSize)
 	wa := s.Dependencies.A.Latency.D.Seconds()

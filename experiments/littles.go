@@ -91,11 +91,16 @@ func (s *Spec) Endpoints(c *Condition, m *Mode) []analysis.EndpointInfo {
 // in mode m, and the time from fault start until the pool is exhausted.
 func (s *Spec) Preview(c *Condition, m *Mode) []analysis.PoolInfo {
 	fr := s.FaultRates(c)
-	rate := func(e string, _ bool) float64 { // the condition's rates hold in every phase
-		if e == "a" {
+	rate := func(e string, fault bool) float64 {
+		switch {
+		case fault && e == "a":
 			return fr.A
+		case fault:
+			return fr.B
+		case e == "a":
+			return s.Load.Rates.A
 		}
-		return fr.B
+		return s.Load.Rates.B
 	}
 	var out []analysis.PoolInfo
 	for _, pl := range s.Pools(m) {

@@ -121,9 +121,8 @@ func (s *Spec) DepArgs(name string, seed int64) []string {
 		"--seed", fmt.Sprint(seed), "--size", fmt.Sprint(d.Size)}
 }
 
-// FaultRates returns the endpoint rates of condition c's runs: load.rates
-// with c's overrides. The override holds for the whole run (every phase),
-// so that the baseline is measured at the same arrival rate as the fault.
+// FaultRates returns the endpoint rates during the fault phase of c:
+// load.rates with c's overrides. The other phases run at load.rates.
 func (s *Spec) FaultRates(c *Condition) Rates {
 	r := s.Load.Rates
 	if c.Rates != nil {

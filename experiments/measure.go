@@ -24,6 +24,22 @@ const (
 	PhaseRecovery = "recovery"
 )
 
+// runPhases returns the non-empty phases of a run of condition c, with c's
+// rate overrides in the fault phase.
+func (s *Spec) runPhases(c *Condition) []loadgen.Phase {
+	ph := s.phases()
+	fr, base := s.FaultRates(c), s.Load.Rates
+	for i := range ph {
+		if ph[i].Name != PhaseFault {
+			continue
+		}
+		if fr.A != base.A || fr.B != base.B {
+			ph[i].Rates = map[string]float64{"a": fr.A, "b": fr.B}
+		}
+	}
+	return ph
+}
+
 // phases returns the non-empty phases of the spec in order.
 func (s *Spec) phases() []loadgen.Phase {
 	var out []loadgen.Phase
@@ -101,7 +117,7 @@ func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitch
 		}
 		rules = &rs
 	}
-	rates := s.FaultRates(run.Condition)
+	rates := s.Load.Rates // the fault phase may override them (runPhases)
 	targets := []loadgen.Target{
 		{Name: "a", URL: st.Targets["a"], Rate: rates.A, Rules: rules},
 		{Name: "b", URL: st.Targets["b"], Rate: rates.B, Rules: rules},
@@ -109,7 +125,7 @@ func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitch
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{
 		Targets:             targets,
-		Phases:              s.phases(),
+		Phases:              s.runPhases(run.Condition),
 		Timeout:             s.Load.ClientTimeout.D,
 		Window:              s.Load.Window.D,
 		Raw:                 files.rawWriters(),

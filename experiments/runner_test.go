@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,25 @@ func TestRunnerFailedFaultSwitchStopsTheRun(t *testing.T) {
 	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), analysis.MetaFile), &meta)
 	if meta.Status != analysis.StatusFailed || !strings.Contains(meta.Error, "set fault on A") {
 		t.Errorf("meta status %q error %q, want failed with the switch error", meta.Status, meta.Error)
+	}
+}
+
+// TestRunPhasesFaultRates: a condition's rate overrides apply in its fault
+// phase only, and a condition without overrides sets none.
+func TestRunPhasesFaultRates(t *testing.T) {
+	spec, err := Preset("month-end-close")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range spec.Conditions {
+		for _, p := range spec.runPhases(&c) {
+			want := map[string]float64(nil)
+			if p.Name == PhaseFault && c.Name == "month-end" {
+				want = map[string]float64{"a": 20, "b": 200}
+			}
+			if fmt.Sprint(p.Rates) != fmt.Sprint(want) {
+				t.Errorf("condition %s phase %s: rates %v, want %v", c.Name, p.Name, p.Rates, want)
+			}
+		}
 	}
 }

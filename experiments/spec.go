@@ -98,7 +98,7 @@ type Condition struct {
 	// Dependency gets the faults: "A" (default) or "B".
 	Dependency string  `yaml:"dependency,omitempty"`
 	Faults     []Fault `yaml:"faults,omitempty"`
-	// Rates override load.rates for the whole run of this condition (zero = keep).
+	// Rates override load.rates during the fault phase (zero = keep).
 	Rates *Rates `yaml:"rates,omitempty"`
 }
 
