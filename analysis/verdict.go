@@ -137,11 +137,15 @@ func p2(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at baseline and /%s's failures are fast rejections",
 		ex.Slow, ex.Victim, ex.Culprit), cells, ex, [2]string{ex.Slow, "bulkhead"})
 	c := b.cells[0]
-	p99f := estimate(c.vals(func(r RunSummary) Num {
+	rise := estimate(c.vals(func(r RunSummary) Num {
+		e := r.ep(ex.Victim)
+		return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
+	}))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
+	b.info("/"+ex.Victim+" fault p99 / baseline p99", "×", estimate(c.vals(func(r RunSummary) Num {
 		e := r.ep(ex.Victim)
 		return Num(ratio(float64(e.FaultP99Ms), float64(e.BaselineP99Ms)))
-	}))
-	b.check("/"+ex.Victim+" fault p99 / baseline p99", "×", p99f, "<=", ex.P2MaxP99Factor)
+	})))
 	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
 	share := estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FastRejectShare }))
 	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)

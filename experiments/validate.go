@@ -220,7 +220,7 @@ func (s *Spec) validateExpectations(p *problems) {
 	}
 	for name, v := range map[string]float64{
 		"degraded_p99_factor": e.DegradedP99Factor, "p1_max_time_to_degrade": e.P1MaxTimeToDegrade,
-		"p2_max_p99_factor": e.P2MaxP99Factor, "p2_fast_reject_max_t": e.P2FastRejectMaxT,
+		"p2_max_p99_rise_t": e.P2MaxP99RiseT, "p2_fast_reject_max_t": e.P2FastRejectMaxT,
 		"p4_max_ratio": e.P4MaxRatio, "max_relative_spread": e.MaxRelativeSpread,
 	} {
 		if v < 0 {
