@@ -106,7 +106,7 @@ func writeCellsMD(b *bytes.Buffer, s *Summary) {
 
 func writeLittleMD(b *bytes.Buffer, s *Summary) {
 	fmt.Fprintf(b, "## Little's law: predicted vs measured\n\n")
-	fmt.Fprintf(b, "In-flight demand = arrival rate × holding time (permits) over the fault phase; time to exhaustion from fault start (s, measured at the metrics sampling resolution).\n\n")
+	fmt.Fprintf(b, "In-flight demand = arrival rate × holding time (permits) over the fault phase; time to exhaustion from fault start (s; exact where the service exports when its last free permit was taken, else at the metrics sampling resolution).\n\n")
 	fmt.Fprintf(b, "| condition | mode | pool | limit | demand predicted | demand measured | ratio | exhaustion predicted s | exhaustion measured s | ratio |\n")
 	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Little {

@@ -218,6 +218,7 @@ func (r *Run) poolStats(pool string) PoolStats {
 	st.DemandRatio = Num(ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
 	inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", pool))
 	limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
+	since := r.metric(ServiceComponent, poolKey("bulkhead_pool_exhausted_since_seconds", pool))
 	peak := math.NaN()
 	for _, p := range inUse {
 		if !inRange(p.t, fs, fe) {
@@ -228,12 +229,27 @@ func (r *Run) poolStats(pool string) PoolStats {
 		}
 		lim := orValue(limit, p.t, float64(info.Limit))
 		if hasFault && math.IsNaN(float64(st.MeasuredExhaustionS)) && lim > 0 && p.v >= lim {
-			st.MeasuredExhaustionS = Num(p.t.Sub(fs).Seconds())
+			st.MeasuredExhaustionS = Num(exhaustedAfter(since, p.t, fs).Seconds())
 		}
 	}
 	st.PeakInUse = Num(peak)
 	st.ExhaustionRatio = Num(ratio(float64(st.MeasuredExhaustionS), float64(st.PredictedExhaustionS)))
 	return st
+}
+
+// exhaustedAfter is how long after fault start fs the pool ran out, seen in
+// the sample at t: exact when the service exports the moment its last free
+// permit was taken (bulkhead_pool_exhausted_since_seconds), else the sample
+// time (the sampling resolution). An exhaustion that began before the fault
+// counts as 0.
+func exhaustedAfter(since []point, t, fs time.Time) time.Duration {
+	if v, ok := valueAt(since, t); ok && v > 0 {
+		at := time.Unix(0, int64(v*1e9))
+		if !at.After(t) {
+			return max(0, at.Sub(fs))
+		}
+	}
+	return t.Sub(fs)
 }
 
 // measuredDemand is Σ λ·W over the pool's endpoints between from and to.

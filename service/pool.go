@@ -82,6 +82,10 @@ type Pool struct {
 	// zeroWaitAcquired counts acquisitions that did not queue; it sits next
 	// to state so the hot path touches one cache line.
 	zeroWaitAcquired atomic.Uint64
+	// exhaustedSince is when (Unix ns) the last free permit was taken, or 0
+	// while a permit is free. Written only on the transitions, so it costs
+	// the hot path one comparison.
+	exhaustedSince atomic.Int64
 
 	mu      sync.Mutex
 	head    *waiter // FIFO queue, guarded by mu
@@ -197,6 +201,9 @@ func (p *Pool) Acquire(ctx context.Context) (Permit, error) {
 		if s < uint64(p.size) && p.state.CompareAndSwap(s, s+1) {
 			// s < size implies waiting == 0 and a free permit.
 			p.zeroWaitAcquired.Add(1)
+			if s+1 == uint64(p.size) {
+				p.markExhausted()
+			}
 			return p.newPermit(), nil
 		}
 	}
@@ -216,6 +223,9 @@ func (p *Pool) acquireSlow(ctx context.Context) (Permit, error) {
 			if p.state.CompareAndSwap(s, s+1) {
 				p.mu.Unlock()
 				p.zeroWaitAcquired.Add(1)
+				if inUse+1 == p.size {
+					p.markExhausted()
+				}
 				return p.newPermit(), nil
 			}
 		case waiting >= uint64(p.queue):
@@ -285,6 +295,9 @@ func (p *Pool) dequeue(w *waiter) (granted bool) {
 func (p *Pool) release() {
 	s := p.state.Load()
 	if s>>32 == 0 && p.state.CompareAndSwap(s, s-1) {
+		if s == uint64(p.size) {
+			p.exhaustedSince.Store(0) // a permit is free again
+		}
 		return
 	}
 	p.mu.Lock()
@@ -302,10 +315,18 @@ func (p *Pool) release() {
 			return
 		}
 		if p.state.CompareAndSwap(s, s-1) {
+			if s == uint64(p.size) {
+				p.exhaustedSince.Store(0)
+			}
 			return
 		}
 	}
 }
+
+// markExhausted records that the last free permit was just taken. A stale
+// mark from a racing release is possible but harmless: the next release
+// from full clears it.
+func (p *Pool) markExhausted() { p.exhaustedSince.CompareAndSwap(0, time.Now().UnixNano()) }
 
 func (p *Pool) push(w *waiter) {
 	w.prev = p.tail

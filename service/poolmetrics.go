@@ -66,6 +66,9 @@ type PoolSnapshot struct {
 	Acquired   uint64
 	Rejected   Rejections
 	Wait       WaitSnapshot
+	// ExhaustedSince is when the last free permit was taken, zero while a
+	// permit is free: the start of the current exhaustion, to the nanosecond.
+	ExhaustedSince time.Time
 }
 
 // Snapshot returns the pool's current metrics. It is safe to call
@@ -86,6 +89,9 @@ func (p *Pool) Snapshot() PoolSnapshot {
 	}
 	snap.Wait = p.waitSnapshot()
 	snap.Acquired = snap.Wait.Count
+	if ns := p.exhaustedSince.Load(); ns != 0 {
+		snap.ExhaustedSince = time.Unix(0, ns)
+	}
 	return snap
 }
 
@@ -108,7 +114,7 @@ func (p *Pool) waitSnapshot() WaitSnapshot {
 // poolMetrics holds the descriptors of one pool's metrics (pool is a
 // constant label, so several pools can be registered in one registry).
 type poolMetrics struct {
-	limit, inUse, waiting, queueLimit, acquired, rejected, wait *prometheus.Desc
+	limit, inUse, waiting, queueLimit, acquired, rejected, wait, exhaustedSince *prometheus.Desc
 }
 
 func newPoolMetrics(pool string) poolMetrics {
@@ -124,13 +130,15 @@ func newPoolMetrics(pool string) poolMetrics {
 		acquired:   d("bulkhead_pool_acquired_total", "Permits granted."),
 		rejected:   d("bulkhead_pool_rejected_total", "Acquire calls rejected, by reason (full, wait_timeout, cancelled).", "reason"),
 		wait:       d("bulkhead_pool_wait_seconds", "Time granted callers waited for a permit (zero when one was free)."),
+		exhaustedSince: d("bulkhead_pool_exhausted_since_seconds",
+			"Unix time at which the last free permit was taken; 0 while a permit is free."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (p *Pool) Describe(ch chan<- *prometheus.Desc) {
 	m := p.metrics
-	for _, d := range []*prometheus.Desc{m.limit, m.inUse, m.waiting, m.queueLimit, m.acquired, m.rejected, m.wait} {
+	for _, d := range []*prometheus.Desc{m.limit, m.inUse, m.waiting, m.queueLimit, m.acquired, m.rejected, m.wait, m.exhaustedSince} {
 		ch <- d
 	}
 }
@@ -146,6 +154,11 @@ func (p *Pool) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.inUse, s.InUse)
 	gauge(m.waiting, s.Waiting)
 	gauge(m.queueLimit, s.QueueLimit)
+	since := 0.0
+	if !s.ExhaustedSince.IsZero() {
+		since = float64(s.ExhaustedSince.UnixNano()) / 1e9
+	}
+	ch <- prometheus.MustNewConstMetric(m.exhaustedSince, prometheus.GaugeValue, since)
 	ch <- prometheus.MustNewConstMetric(m.acquired, prometheus.CounterValue, float64(s.Acquired))
 	for _, r := range []struct {
 		reason string
