@@ -162,16 +162,11 @@ func fillMeta(meta *analysis.RunMeta, rep *loadgen.Report) {
 	}
 }
 
-// writePhases writes phases.json: the merged histograms per endpoint and phase.
+// writePhases writes phases.json: the merged histograms per endpoint and
+// phase. loadgen.PhaseStats is a superset of analysis.PhaseSummary with the
+// same JSON names, so the load generator's own records are written as they are.
 func writePhases(rundir string, rep *loadgen.Report) error {
-	out := make([]analysis.PhaseSummary, 0, len(rep.Phases))
-	for _, p := range rep.Phases {
-		out = append(out, analysis.PhaseSummary{
-			Endpoint: p.Endpoint, Phase: p.Phase, Counts: p.Counts, Latency: p.Latency,
-			LatencyOK: p.LatencyOK, LatencyIntended: p.LatencyIntended, LatencyByClass: p.ByClass,
-		})
-	}
-	return writeJSONAtomic(filepath.Join(rundir, analysis.PhasesFile), out)
+	return writeJSONAtomic(filepath.Join(rundir, analysis.PhasesFile), rep.Phases)
 }
 
 // faultSwitcher turns the condition's fault on at the start of the fault
