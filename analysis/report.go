@@ -1,6 +1,10 @@
 package analysis
 
 import (
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -66,16 +70,29 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 
 // writeImages renders every figure and records its name in sum.
 func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
+	// Per-run figures are independent: render them on every core. Names are
+	// recorded in run order afterwards, so the output stays deterministic.
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	drawn := make([]bool, len(exp.Runs))
 	for i, r := range exp.Runs {
 		if len(r.Windows) == 0 || (repeats > 0 && r.Entry.Repeat > repeats) {
 			continue
 		}
-		name := "run-" + r.Entry.ID + ".png"
-		if err := savePNG(filepath.Join(out, name), runFigure(r, sum.Expectations)); err != nil {
-			return err
+		drawn[i] = true
+		g.Go(func() error {
+			return savePNG(filepath.Join(out, "run-"+r.Entry.ID+".png"), runFigure(r, sum.Expectations))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, r := range exp.Runs {
+		if drawn[i] {
+			name := "run-" + r.Entry.ID + ".png"
+			sum.Runs[i].Image = name
+			sum.Images = append(sum.Images, name)
 		}
-		sum.Runs[i].Image = name
-		sum.Images = append(sum.Images, name)
 	}
 	figs := []struct {
 		name string
