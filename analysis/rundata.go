@@ -22,6 +22,7 @@ import (
 //	        metrics.jsonl    one MetricSample per line
 //	        results-a.bin    raw vegeta results of endpoint a (vegeta's gob encoding)
 //	        results-b.bin
+//	        hdr-a.hlog, hdr-b.hlog  HdrHistogram interval logs (with run --hdr-logs)
 //	        logs/<component>.log
 //	    summary.json, report.md, index.html, *.png   written by analysis
 const (
@@ -37,6 +38,7 @@ const (
 	ReportFile    = "report.md"
 	HTMLFile      = "index.html"
 	RawFilePrefix = "results-" // + endpoint + ".bin"
+	HdrLogPrefix  = "hdr-"     // + endpoint + ".hlog"
 )
 
 // Run status values, in Index and RunMeta.

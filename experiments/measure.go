@@ -61,7 +61,7 @@ func (s *Spec) phases() []loadgen.Phase {
 // phases, raw results and metrics into rundir. It fills meta's phases,
 // faults and validity.
 func (r *Runner) measure(ctx context.Context, rundir string, run Run, st *Stack, meta *analysis.RunMeta) (*loadgen.Report, error) {
-	files, err := openRunFiles(rundir)
+	files, err := openRunFiles(rundir, r.HdrLogs)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +129,7 @@ func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitch
 		Timeout:             s.Load.ClientTimeout.D,
 		Window:              s.Load.Window.D,
 		Raw:                 files.rawWriters(),
+		HdrLog:              files.hdrWriters(),
 		OnPhase:             sw.onPhase,
 		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
 		Progress:            r.progressFunc(run),
@@ -260,11 +261,13 @@ type runFiles struct {
 	windowsF, metricsF, rawA, rawB *os.File
 	windows, metrics               *bufio.Writer
 	rawBufA, rawBufB               *bufio.Writer
+	hdr                            map[string]*bufio.Writer // endpoint → HdrHistogram log, when asked for
+	hdrFiles                       []*os.File
 	once                           sync.Once
 	err                            error
 }
 
-func openRunFiles(dir string) (*runFiles, error) {
+func openRunFiles(dir string, hdrLogs bool) (*runFiles, error) {
 	f := &runFiles{}
 	var err error
 	open := func(name string) *os.File {
@@ -285,7 +288,31 @@ func openRunFiles(dir string) (*runFiles, error) {
 	}
 	f.windows, f.metrics = bufio.NewWriter(f.windowsF), bufio.NewWriter(f.metricsF)
 	f.rawBufA, f.rawBufB = bufio.NewWriterSize(f.rawA, 64<<10), bufio.NewWriterSize(f.rawB, 64<<10)
+	if hdrLogs {
+		f.hdr = map[string]*bufio.Writer{}
+		for _, e := range []string{"a", "b"} {
+			h, err := createFile(dir, analysis.HdrLogPrefix+e+".hlog")
+			if err != nil {
+				_ = f.close()
+				return nil, fmt.Errorf("results: %w", err)
+			}
+			f.hdrFiles = append(f.hdrFiles, h)
+			f.hdr[e] = bufio.NewWriter(h)
+		}
+	}
 	return f, nil
+}
+
+// hdrWriters returns the HdrHistogram log writers, nil when not asked for.
+func (f *runFiles) hdrWriters() map[string]io.Writer {
+	if f.hdr == nil {
+		return nil
+	}
+	m := make(map[string]io.Writer, len(f.hdr))
+	for e, w := range f.hdr {
+		m[e] = w
+	}
+	return m
 }
 
 func (f *runFiles) rawWriters() map[string]io.Writer {
@@ -295,12 +322,20 @@ func (f *runFiles) rawWriters() map[string]io.Writer {
 // close flushes and closes every file once; later calls return the same error.
 func (f *runFiles) close() error {
 	f.once.Do(func() {
-		for _, w := range []*bufio.Writer{f.windows, f.metrics, f.rawBufA, f.rawBufB} {
+		ws := []*bufio.Writer{f.windows, f.metrics, f.rawBufA, f.rawBufB}
+		for _, w := range f.hdr {
+			ws = append(ws, w)
+		}
+		for _, w := range ws {
 			if err := w.Flush(); err != nil && f.err == nil {
 				f.err = err
 			}
 		}
-		if err := closeAll(f.windowsF, f.metricsF, f.rawA, f.rawB); err != nil && f.err == nil {
+		cs := []io.Closer{f.windowsF, f.metricsF, f.rawA, f.rawB}
+		for _, h := range f.hdrFiles {
+			cs = append(cs, h)
+		}
+		if err := closeAll(cs...); err != nil && f.err == nil {
 			f.err = err
 		}
 	})

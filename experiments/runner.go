@@ -34,6 +34,9 @@ type Runner struct {
 	Resume string
 	// Launcher starts each run's components; nil means a ProcessLauncher.
 	Launcher Launcher
+	// HdrLogs also writes each endpoint's HdrHistogram interval log
+	// (analysis.HdrLogPrefix), one histogram per window.
+	HdrLogs bool
 	// SampleInterval is the metrics sampling interval (DefaultSampleInterval if 0).
 	SampleInterval time.Duration
 	// Progress receives live progress; nil means none.

@@ -41,12 +41,20 @@ func TestRunnerInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Spec: spec, Root: t.TempDir(), Launcher: &InProcessLauncher{}}
+	r := &Runner{Spec: spec, Root: t.TempDir(), Launcher: &InProcessLauncher{}, HdrLogs: true}
 	dir, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	ix := dir.Index()
+	for _, e := range ix.Runs {
+		for _, ep := range []string{"a", "b"} {
+			b, err := os.ReadFile(filepath.Join(dir.RunDir(e.ID), analysis.HdrLogPrefix+ep+".hlog"))
+			if err != nil || !strings.Contains(string(b), "Tag=intended") {
+				t.Errorf("run %s: HdrHistogram log of /%s missing or without intended-time histograms (%v)", e.ID, ep, err)
+			}
+		}
+	}
 	if len(ix.Runs) != 2 {
 		t.Fatalf("index has %d runs, want 2", len(ix.Runs))
 	}

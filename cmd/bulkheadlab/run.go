@@ -24,6 +24,7 @@ type runOptions struct {
 	noReport    bool
 	inProcess   bool
 	outSet      bool // --out was given
+	hdrLogs     bool
 	defect      bool
 }
 
@@ -71,6 +72,7 @@ hold the load), 130 interrupted.`,
 	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
+	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
 	_ = f.MarkHidden(defectFlag)
@@ -88,7 +90,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	r := &experiments.Runner{
-		Spec: spec, Root: o.out, Resume: o.resume, Version: version,
+		Spec: spec, Root: o.out, Resume: o.resume, Version: version, HdrLogs: o.hdrLogs,
 		Progress: &experiments.TextProgress{W: w, Terminal: tty, Total: spec.LoadDuration()},
 		Launcher: launcher(o),
 	}
