@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// serveOn serves fn on a new loopback listener until the test ends.
+func serveOn(t *testing.T, fn func(context.Context, net.Listener) error) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = fn(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRunExternalMode plays a user with their own service: the test runs a
+// bulkhead service and two dependencies itself, the service calls the fault
+// proxies at fixed addresses, and `bulkheadlab run` starts only the proxies
+// and the load. The slow fault on A must reach the service through A's proxy.
+func TestRunExternalMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an external-mode experiment (~6 s)")
+	}
+	deps := map[string]string{}
+	for _, d := range []string{"A", "B"} {
+		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps[d] = "http://" + serveOn(t, dep.Serve)
+	}
+	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	svc, err := service.New(service.Config{
+		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 2, MaxWait: 250 * time.Millisecond},
+		Timeout: 250 * time.Millisecond, DepA: "http://" + proxyA, DepB: "http://" + proxyB,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, svc.Serve)
+
+	tmp := t.TempDir()
+	spec := fmt.Sprintf(`name: ext
+seed: 3
+external:
+  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
+  upstreams: {A: "%[2]s", B: "%[3]s"}
+  proxies:   {A: "%[4]s", B: "%[5]s"}
+service: {timeout: 250ms, max_wait: 250ms}
+load: {rates: {a: 40, b: 40}}
+phases: {warmup: 300ms, baseline: 1s, fault: 2s, recovery: 500ms}
+conditions: [slow]
+modes: [bulkhead]
+`, addr, deps["A"], deps["B"], proxyA, proxyB)
+	file := filepath.Join(tmp, "ext.yaml")
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunner(t, tmp, "run", file, "--out", tmp, "--no-report")
+	if code := r.wait(t, 60*time.Second); code != ExitOK {
+		t.Fatalf("run: exit %d; output:\n%s", code, r.out.String())
+	}
+	dir := resultsDir(tmp, "ext")
+	m, err := readMeta(dir, "slow-bulkhead-r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != analysis.StatusComplete || len(m.Faults) != 2 {
+		t.Fatalf("meta: status %q, fault events %+v; want complete with set and clear", m.Status, m.Faults)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, analysis.RunsDir, "slow-bulkhead-r1", analysis.PhasesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []analysis.PhaseSummary
+	if err := json.Unmarshal(b, &phases); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range phases {
+		if p.Phase != "fault" {
+			continue
+		}
+		switch {
+		case p.Endpoint == "a" && (p.Counts[loadgen.ClassRejected] == 0 || p.LatencyOK.P50 < 200*time.Millisecond && p.LatencyOK.Count > 0):
+			t.Errorf("/a in the fault phase: %v, ok p50 %s — the slow fault did not reach the service", p.Counts, p.LatencyOK.P50)
+		case p.Endpoint == "b" && p.Counts[loadgen.ClassOK] != p.Counts.Total():
+			t.Errorf("/b in the fault phase: %v, want all ok behind its bulkhead", p.Counts)
+		}
+	}
+}
