@@ -41,6 +41,15 @@ const (
 	HdrLogPrefix  = "hdr-"     // + endpoint + ".hlog"
 )
 
+// Phase names, in order (DESIGN §1): the runner labels windows, phase
+// records and PhaseSpans with them, and the verdicts give them meaning.
+const (
+	PhaseWarmup   = "warmup"
+	PhaseBaseline = "baseline"
+	PhaseFault    = "fault"
+	PhaseRecovery = "recovery"
+)
+
 // Run status values, in Index and RunMeta.
 const (
 	StatusPending     = "pending"     // not started

@@ -9,14 +9,6 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
-// Phase names the analysis gives meaning to.
-const (
-	PhaseWarmup   = "warmup"
-	PhaseBaseline = "baseline"
-	PhaseFault    = "fault"
-	PhaseRecovery = "recovery"
-)
-
 // ServiceComponent is the MetricSample.Component of the service under test.
 const ServiceComponent = "service"
 

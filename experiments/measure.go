@@ -16,21 +16,13 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
-// Phase names, in order (DESIGN §1).
-const (
-	PhaseWarmup   = "warmup"
-	PhaseBaseline = "baseline"
-	PhaseFault    = "fault"
-	PhaseRecovery = "recovery"
-)
-
 // runPhases returns the non-empty phases of a run of condition c, with c's
 // rate overrides in the fault phase.
 func (s *Spec) runPhases(c *Condition) []loadgen.Phase {
 	ph := s.phases()
 	fr, base := s.FaultRates(c), s.Load.Rates
 	for i := range ph {
-		if ph[i].Name != PhaseFault {
+		if ph[i].Name != analysis.PhaseFault {
 			continue
 		}
 		if fr.A != base.A || fr.B != base.B {
@@ -44,10 +36,10 @@ func (s *Spec) runPhases(c *Condition) []loadgen.Phase {
 func (s *Spec) phases() []loadgen.Phase {
 	var out []loadgen.Phase
 	for _, p := range []loadgen.Phase{
-		{Name: PhaseWarmup, Duration: s.Phases.Warmup.D},
-		{Name: PhaseBaseline, Duration: s.Phases.Baseline.D},
-		{Name: PhaseFault, Duration: s.Phases.Fault.D},
-		{Name: PhaseRecovery, Duration: s.Phases.Recovery.D},
+		{Name: analysis.PhaseWarmup, Duration: s.Phases.Warmup.D},
+		{Name: analysis.PhaseBaseline, Duration: s.Phases.Baseline.D},
+		{Name: analysis.PhaseFault, Duration: s.Phases.Fault.D},
+		{Name: analysis.PhaseRecovery, Duration: s.Phases.Recovery.D},
 	} {
 		if p.Duration > 0 {
 			out = append(out, p)
@@ -133,7 +125,7 @@ func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitch
 		OnPhase:             sw.onPhase,
 		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
 		Progress:            r.progressFunc(run),
-		ExcludeFromValidity: []string{PhaseWarmup},
+		ExcludeFromValidity: []string{analysis.PhaseWarmup},
 	}, nil
 }
 
@@ -194,9 +186,9 @@ const switchTimeout = 5 * time.Second
 func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
 	c := f.run.Condition
 	switch {
-	case p.Name == PhaseFault && len(c.Faults) > 0:
+	case p.Name == analysis.PhaseFault && len(c.Faults) > 0:
 		f.set(c.Dependency, c.Faults)
-	case p.Name == PhaseRecovery:
+	case p.Name == analysis.PhaseRecovery:
 		f.clear()
 	}
 }

@@ -78,7 +78,7 @@ func TestRunnerInProcess(t *testing.T) {
 		var phases []analysis.PhaseSummary
 		readJSON(t, filepath.Join(rd, analysis.PhasesFile), &phases)
 		for _, p := range phases {
-			if p.Endpoint == "b" && p.Phase == PhaseFault {
+			if p.Endpoint == "b" && p.Phase == analysis.PhaseFault {
 				fault[e.Mode] = p
 			}
 		}
@@ -190,7 +190,7 @@ func TestRunPhasesFaultRates(t *testing.T) {
 	for _, c := range spec.Conditions {
 		for _, p := range spec.runPhases(&c) {
 			want := map[string]float64(nil)
-			if p.Name == PhaseFault && c.Name == "month-end" {
+			if p.Name == analysis.PhaseFault && c.Name == "month-end" {
 				want = map[string]float64{"a": 20, "b": 200}
 			}
 			if fmt.Sprint(p.Rates) != fmt.Sprint(want) {
