@@ -116,16 +116,3 @@ func (st *Stack) serve(fn func(context.Context, net.Listener) error) (string, er
 	}}, st.stops...)
 	return ln.Addr().String(), nil
 }
-
-// serviceConfig is the service.Config equivalent of ServeArgs.
-func (s *Spec) serviceConfig(m *Mode, depA, depB string, broken bool) service.Config {
-	lc := service.LayoutConfig{Mode: service.Mode(m.Name), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
-		MaxWait: s.Service.MaxWait.D, BrokenSharedBulkhead: broken}
-	if m.PoolSizes != nil {
-		lc.PoolSizes = map[string]int{"a": m.PoolSizes.A, "b": m.PoolSizes.B}
-	}
-	if m.Queues != nil {
-		lc.Queues = map[string]int{"a": m.Queues.A, "b": m.Queues.B}
-	}
-	return service.Config{Layout: lc, Timeout: s.Service.Timeout.D, Conns: s.Service.Conns, DepA: depA, DepB: depB}
-}

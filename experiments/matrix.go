@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"github.com/bulkheadlab/bulkheadlab/service"
+
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -89,24 +91,40 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	}
 }
 
-// ServeArgs returns the `bulkheadlab serve` flags (without --listen and
-// the dependency URLs) for mode m.
-func (s *Spec) ServeArgs(m *Mode) []string {
-	sv := s.Service
-	args := []string{
-		"--mode", m.Name,
-		"--pool-size", fmt.Sprint(sv.PoolSize),
-		"--queue", fmt.Sprint(*sv.Queue),
-		"--max-wait", sv.MaxWait.D.String(),
-		"--timeout", sv.Timeout.D.String(),
-		"--conns", fmt.Sprint(sv.Conns),
-	}
+// serviceConfig is the service's configuration in mode m: the one source
+// for the in-process launcher and, rendered as flags, for ServeArgs.
+func (s *Spec) serviceConfig(m *Mode, depA, depB string, broken bool) service.Config {
+	lc := service.LayoutConfig{Mode: service.Mode(m.Name), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
+		MaxWait: s.Service.MaxWait.D, BrokenSharedBulkhead: broken}
 	if m.PoolSizes != nil {
-		args = append(args, "--pool-sizes", fmt.Sprintf("a=%d,b=%d", m.PoolSizes.A, m.PoolSizes.B))
+		lc.PoolSizes = map[string]int{"a": m.PoolSizes.A, "b": m.PoolSizes.B}
 	}
 	if m.Queues != nil {
-		args = append(args, "--queues", fmt.Sprintf("a=%d,b=%d", m.Queues.A, m.Queues.B))
+		lc.Queues = map[string]int{"a": m.Queues.A, "b": m.Queues.B}
 	}
+	return service.Config{Layout: lc, Timeout: s.Service.Timeout.D, Conns: s.Service.Conns, DepA: depA, DepB: depB}
+}
+
+// ServeArgs returns the `bulkheadlab serve` flags (without --listen and
+// the dependency URLs) for mode m: serviceConfig rendered as flags.
+func (s *Spec) ServeArgs(m *Mode) []string {
+	c := s.serviceConfig(m, "", "", false)
+	l := c.Layout
+	args := []string{
+		"--mode", string(l.Mode),
+		"--pool-size", fmt.Sprint(l.PoolSize),
+		"--queue", fmt.Sprint(l.Queue),
+		"--max-wait", l.MaxWait.String(),
+		"--timeout", c.Timeout.String(),
+		"--conns", fmt.Sprint(c.Conns),
+	}
+	perPool := func(flag string, v map[string]int) {
+		if v != nil {
+			args = append(args, flag, fmt.Sprintf("a=%d,b=%d", v["a"], v["b"]))
+		}
+	}
+	perPool("--pool-sizes", l.PoolSizes)
+	perPool("--queues", l.Queues)
 	return args
 }
 
