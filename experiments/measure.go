@@ -120,8 +120,8 @@ func (r *Runner) loadConfig(run Run, st *Stack, files *runFiles, sw *faultSwitch
 		Phases:              s.runPhases(run.Condition),
 		Timeout:             s.Load.ClientTimeout.D,
 		Window:              s.Load.Window.D,
-		Raw:                 files.rawWriters(),
-		HdrLog:              files.hdrWriters(),
+		Raw:                 files.raw,
+		HdrLog:              files.hdr,
 		OnPhase:             sw.onPhase,
 		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
 		Progress:            r.progressFunc(run),
@@ -248,87 +248,65 @@ func (f *faultSwitcher) events() []analysis.FaultEvent {
 	return append([]analysis.FaultEvent(nil), f.evs...)
 }
 
-// runFiles are the files a run streams into while it runs.
+// runFiles are the files a run streams into while it runs, each behind a
+// buffer; close flushes and closes them all.
 type runFiles struct {
-	windowsF, metricsF, rawA, rawB *os.File
-	windows, metrics               *bufio.Writer
-	rawBufA, rawBufB               *bufio.Writer
-	hdr                            map[string]*bufio.Writer // endpoint → HdrHistogram log, when asked for
-	hdrFiles                       []*os.File
-	once                           sync.Once
-	err                            error
+	windows, metrics *bufio.Writer
+	raw, hdr         map[string]io.Writer // endpoint → writer; hdr is nil unless asked for
+
+	files []*os.File
+	bufs  []*bufio.Writer
+	once  sync.Once
+	err   error
 }
 
 func openRunFiles(dir string, hdrLogs bool) (*runFiles, error) {
-	f := &runFiles{}
-	var err error
-	open := func(name string) *os.File {
+	f := &runFiles{raw: map[string]io.Writer{}}
+	open := func(name string, size int) (*bufio.Writer, error) {
+		h, err := createFile(dir, name)
 		if err != nil {
-			return nil
+			_ = f.close()
+			return nil, fmt.Errorf("results: %w", err)
 		}
-		var h *os.File
-		h, err = createFile(dir, name)
-		return h
+		w := bufio.NewWriterSize(h, size)
+		f.files, f.bufs = append(f.files, h), append(f.bufs, w)
+		return w, nil
 	}
-	f.windowsF = open(analysis.WindowsFile)
-	f.metricsF = open(analysis.MetricsFile)
-	f.rawA = open(analysis.RawFilePrefix + "a.bin")
-	f.rawB = open(analysis.RawFilePrefix + "b.bin")
-	if err != nil {
-		_ = closeAll(f.windowsF, f.metricsF, f.rawA) // nil files answer ErrInvalid
-		return nil, fmt.Errorf("results: %w", err)
+	var err error
+	if f.windows, err = open(analysis.WindowsFile, 4<<10); err != nil {
+		return nil, err
 	}
-	f.windows, f.metrics = bufio.NewWriter(f.windowsF), bufio.NewWriter(f.metricsF)
-	f.rawBufA, f.rawBufB = bufio.NewWriterSize(f.rawA, 64<<10), bufio.NewWriterSize(f.rawB, 64<<10)
+	if f.metrics, err = open(analysis.MetricsFile, 4<<10); err != nil {
+		return nil, err
+	}
 	if hdrLogs {
-		f.hdr = map[string]*bufio.Writer{}
-		for _, e := range []string{"a", "b"} {
-			h, err := createFile(dir, analysis.HdrLogPrefix+e+".hlog")
-			if err != nil {
-				_ = f.close()
-				return nil, fmt.Errorf("results: %w", err)
+		f.hdr = map[string]io.Writer{}
+	}
+	for _, e := range []string{"a", "b"} {
+		if f.raw[e], err = open(analysis.RawFilePrefix+e+".bin", 64<<10); err != nil {
+			return nil, err
+		}
+		if hdrLogs {
+			if f.hdr[e], err = open(analysis.HdrLogPrefix+e+".hlog", 4<<10); err != nil {
+				return nil, err
 			}
-			f.hdrFiles = append(f.hdrFiles, h)
-			f.hdr[e] = bufio.NewWriter(h)
 		}
 	}
 	return f, nil
 }
 
-// hdrWriters returns the HdrHistogram log writers, nil when not asked for.
-func (f *runFiles) hdrWriters() map[string]io.Writer {
-	if f.hdr == nil {
-		return nil
-	}
-	m := make(map[string]io.Writer, len(f.hdr))
-	for e, w := range f.hdr {
-		m[e] = w
-	}
-	return m
-}
-
-func (f *runFiles) rawWriters() map[string]io.Writer {
-	return map[string]io.Writer{"a": f.rawBufA, "b": f.rawBufB}
-}
-
 // close flushes and closes every file once; later calls return the same error.
 func (f *runFiles) close() error {
 	f.once.Do(func() {
-		ws := []*bufio.Writer{f.windows, f.metrics, f.rawBufA, f.rawBufB}
-		for _, w := range f.hdr {
-			ws = append(ws, w)
-		}
-		for _, w := range ws {
+		for _, w := range f.bufs {
 			if err := w.Flush(); err != nil && f.err == nil {
 				f.err = err
 			}
 		}
-		cs := []io.Closer{f.windowsF, f.metricsF, f.rawA, f.rawB}
-		for _, h := range f.hdrFiles {
-			cs = append(cs, h)
-		}
-		if err := closeAll(cs...); err != nil && f.err == nil {
-			f.err = err
+		for _, h := range f.files {
+			if err := h.Close(); err != nil && f.err == nil {
+				f.err = err
+			}
 		}
 	})
 	return f.err

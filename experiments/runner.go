@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -189,18 +188,4 @@ func (r *Runner) versions() map[string]string {
 // createFile creates name in dir, failing if it exists.
 func createFile(dir, name string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-}
-
-// closeAll closes every closer and returns the first error.
-func closeAll(cs ...io.Closer) error {
-	var first error
-	for _, c := range cs {
-		if c == nil {
-			continue
-		}
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }
