@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gopkg.in/yaml.v3"
-
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
 // ErrNotResults is returned (wrapped, naming the file) by Load and
@@ -26,10 +25,10 @@ var ErrNotResults = errors.New("not a results folder")
 type Experiment struct {
 	// Dir is the folder it was read from.
 	Dir   string
-	Index Index
+	Index rundata.Index
 	// Expectations are read from spec.yaml's `expectations:` key, with
 	// defaults for zero fields (DefaultExpectations when the key is absent).
-	Expectations Expectations
+	Expectations rundata.Expectations
 	// Runs are in index order.
 	Runs []*Run
 }
@@ -37,11 +36,11 @@ type Experiment struct {
 // Run is one run's data. Partial runs are kept: Problems says what is
 // missing or damaged, and Usable says whether verdicts may use the run.
 type Run struct {
-	Entry   IndexEntry
-	Meta    RunMeta
-	Windows []loadgen.Window
-	Phases  []PhaseSummary
-	Metrics []MetricSample
+	Entry   rundata.IndexEntry
+	Meta    rundata.RunMeta
+	Windows []rundata.Window
+	Phases  []rundata.PhaseStats
+	Metrics []rundata.MetricSample
 	// Problems lists what could not be read or is incomplete, e.g.
 	// "meta.json: missing" or "status interrupted".
 	Problems []string
@@ -49,7 +48,7 @@ type Run struct {
 
 // Complete reports whether the run finished and all its data files were read.
 func (r *Run) Complete() bool {
-	return len(r.Problems) == 0 && r.Meta.Status == StatusComplete
+	return len(r.Problems) == 0 && r.Meta.Status == rundata.StatusComplete
 }
 
 // Load reads a results folder: index.json, the spec's expectations and every
@@ -67,61 +66,61 @@ func Load(dir string) (*Experiment, error) {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotResults, dir)
 	}
 	exp := &Experiment{Dir: dir}
-	idxPath := filepath.Join(dir, IndexFile)
+	idxPath := filepath.Join(dir, rundata.IndexFile)
 	if err := readJSON(idxPath, &exp.Index); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
 	}
-	exp.Expectations, err = readExpectations(filepath.Join(dir, SpecFile))
+	exp.Expectations, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range exp.Index.Runs {
-		exp.Runs = append(exp.Runs, loadRun(filepath.Join(dir, RunsDir, e.ID), e))
+		exp.Runs = append(exp.Runs, loadRun(filepath.Join(dir, rundata.RunsDir, e.ID), e))
 	}
 	return exp, nil
 }
 
 // readExpectations reads only the `expectations:` key of a spec file. A
 // missing file gives the defaults; a malformed one is an ErrNotResults error.
-func readExpectations(path string) (Expectations, error) {
+func readExpectations(path string) (rundata.Expectations, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return DefaultExpectations(), nil
+		return rundata.DefaultExpectations(), nil
 	}
 	if err != nil {
-		return Expectations{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
+		return rundata.Expectations{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
 	}
 	var doc struct {
-		Expectations Expectations `yaml:"expectations"`
+		Expectations rundata.Expectations `yaml:"expectations"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return Expectations{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
+		return rundata.Expectations{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
 	}
 	return doc.Expectations.WithDefaults(), nil
 }
 
-func loadRun(dir string, e IndexEntry) *Run {
+func loadRun(dir string, e rundata.IndexEntry) *Run {
 	r := &Run{Entry: e}
-	r.Meta = RunMeta{ID: e.ID, Mode: e.Mode, Condition: e.Condition, Repeat: e.Repeat, Status: e.Status}
+	r.Meta = rundata.RunMeta{ID: e.ID, Mode: e.Mode, Condition: e.Condition, Repeat: e.Repeat, Status: e.Status}
 	if _, err := os.Stat(dir); err != nil {
 		r.Problems = append(r.Problems, "run folder missing")
 		return r
 	}
-	if err := readJSON(filepath.Join(dir, MetaFile), &r.Meta); err != nil {
-		r.problem(MetaFile, err)
+	if err := readJSON(filepath.Join(dir, rundata.MetaFile), &r.Meta); err != nil {
+		r.problem(rundata.MetaFile, err)
 		r.Meta.Status = e.Status
 	}
-	if err := readJSON(filepath.Join(dir, PhasesFile), &r.Phases); err != nil {
-		r.problem(PhasesFile, err)
+	if err := readJSON(filepath.Join(dir, rundata.PhasesFile), &r.Phases); err != nil {
+		r.problem(rundata.PhasesFile, err)
 	}
 	var err error
-	if r.Windows, err = readJSONL[loadgen.Window](filepath.Join(dir, WindowsFile)); err != nil {
-		r.problem(WindowsFile, err)
+	if r.Windows, err = readJSONL[rundata.Window](filepath.Join(dir, rundata.WindowsFile)); err != nil {
+		r.problem(rundata.WindowsFile, err)
 	}
-	if r.Metrics, err = readJSONL[MetricSample](filepath.Join(dir, MetricsFile)); err != nil {
-		r.problem(MetricsFile, err)
+	if r.Metrics, err = readJSONL[rundata.MetricSample](filepath.Join(dir, rundata.MetricsFile)); err != nil {
+		r.problem(rundata.MetricsFile, err)
 	}
-	if r.Meta.Status != StatusComplete {
+	if r.Meta.Status != rundata.StatusComplete {
 		r.Problems = append(r.Problems, "status "+r.Meta.Status)
 	}
 	sort.SliceStable(r.Windows, func(i, j int) bool {

@@ -9,25 +9,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
 func TestLoadErrors(t *testing.T) {
 	good := writeSynth(t, t.TempDir(), "", matrix(1, func(r *synthRun) bool { return r.cond == "slow" }))
 	badSpec := writeSynth(t, t.TempDir(), "expectations: [not, a, map\n", nil)
 	badIndex := t.TempDir()
-	os.WriteFile(filepath.Join(badIndex, IndexFile), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(badIndex, rundata.IndexFile), []byte("{"), 0o644)
 	for _, tc := range []struct {
 		dir, wantFile string
 	}{
 		{filepath.Join(good, "missing"), "missing"},
-		{t.TempDir(), IndexFile},
-		{badIndex, IndexFile},
-		{badSpec, SpecFile},
-		{filepath.Join(good, IndexFile), IndexFile},
+		{t.TempDir(), rundata.IndexFile},
+		{badIndex, rundata.IndexFile},
+		{badSpec, rundata.SpecFile},
+		{filepath.Join(good, rundata.IndexFile), rundata.IndexFile},
 	} {
 		_, err := Load(tc.dir)
 		if !errors.Is(err, ErrNotResults) || !strings.Contains(err.Error(), tc.wantFile) {
@@ -41,7 +40,7 @@ func TestLoadErrors(t *testing.T) {
 
 func TestLoadPartialRun(t *testing.T) {
 	dir := writeSynth(t, t.TempDir(), "", []synthRun{{cond: "slow", mode: "shared", repeat: 1, truncated: true, seed: 1}})
-	os.RemoveAll(filepath.Join(dir, RunsDir, "missing"))
+	os.RemoveAll(filepath.Join(dir, rundata.RunsDir, "missing"))
 	exp, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -81,27 +80,27 @@ func TestFiguresEdgeCases(t *testing.T) {
 	cases := map[string]func(r *Run){
 		"no successes": func(r *Run) {
 			for i := range r.Windows {
-				r.Windows[i].Counts = loadgen.Counts{loadgen.ClassTransportError: 10}
-				r.Windows[i].LatencyOK = loadgen.Quantiles{}
+				r.Windows[i].Counts = rundata.Counts{rundata.ClassTransportError: 10}
+				r.Windows[i].LatencyOK = rundata.Quantiles{}
 			}
 		},
 		"all zero": func(r *Run) {
 			for i := range r.Windows {
-				r.Windows[i].Latency = loadgen.Quantiles{Count: 1}
+				r.Windows[i].Latency = rundata.Quantiles{Count: 1}
 			}
 		},
 		"empty windows": func(r *Run) {
 			for i := range r.Windows {
-				r.Windows[i].Counts = loadgen.Counts{}
+				r.Windows[i].Counts = rundata.Counts{}
 			}
 		},
-		"no metrics, no meta": func(r *Run) { r.Metrics, r.Meta = nil, RunMeta{} },
+		"no metrics, no meta": func(r *Run) { r.Metrics, r.Meta = nil, rundata.RunMeta{} },
 	}
 	for name, mutate := range cases {
 		r := *exp.Runs[0]
-		r.Windows = append([]loadgen.Window(nil), r.Windows...)
+		r.Windows = append([]rundata.Window(nil), r.Windows...)
 		mutate(&r)
-		e := &Experiment{Index: exp.Index, Runs: []*Run{&r}, Expectations: DefaultExpectations()}
+		e := &Experiment{Index: exp.Index, Runs: []*Run{&r}, Expectations: rundata.DefaultExpectations()}
 		sum := Evaluate(e, e.Expectations)
 		for _, f := range []figure{runFigure(&r, e.Expectations), comparisonFigure(e, e.Expectations, metricP99),
 			comparisonFigure(e, e.Expectations, metricSuccess), summaryFigure(&sum)} {

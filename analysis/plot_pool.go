@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -12,7 +13,7 @@ import (
 // poolPanel plots, per pool, permits in use (solid), callers waiting
 // (dotted), the limit (thin) and the Little's-law predicted demand per phase
 // (dashed steps).
-func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expectations) {
+func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex rundata.Expectations) {
 	var all [][]float64
 	pools := r.poolNames()
 	for _, pool := range pools {
@@ -21,11 +22,11 @@ func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expe
 			metric, label string
 			sty           draw.LineStyle
 		}{
-			{"bulkhead_pool_in_use", "in use", lineStyle(c, 0, 2)},
-			{"bulkhead_pool_waiting", "waiting", lineStyle(c, 4, 1.5)},
-			{"bulkhead_pool_limit", "limit", lineStyle(c, 0, 0.7)},
+			{rundata.MetricPoolInUse, "in use", lineStyle(c, 0, 2)},
+			{rundata.MetricPoolWaiting, "waiting", lineStyle(c, 4, 1.5)},
+			{rundata.MetricPoolLimit, "limit", lineStyle(c, 0, 0.7)},
 		} {
-			xs, ys := metricXY(r.metric(ServiceComponent, poolKey(m.metric, pool)), origin)
+			xs, ys := metricXY(r.metric(rundata.ServiceComponent, poolKey(m.metric, pool)), origin)
 			if len(xs) == 0 {
 				continue
 			}

@@ -5,12 +5,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
 // runFig is the four-panel figure of one run.
@@ -48,7 +47,7 @@ func drawSideLegend(dc, c draw.Canvas, leg *plot.Legend) {
 type runSeries struct {
 	x        []float64 // window centre, seconds from origin
 	p50, p99 []float64 // ms, NaN without results
-	fail     [loadgen.NumClasses][]float64
+	fail     [rundata.NumClasses][]float64
 	success  []float64 // %, NaN without results
 }
 
@@ -60,11 +59,11 @@ func seriesOf(r *Run, ep string, origin time.Time) runSeries {
 		p50, p99, succ := math.NaN(), math.NaN(), math.NaN()
 		if tot > 0 {
 			p50, p99 = ms(w.Latency.P50), ms(w.Latency.P99)
-			succ = 100 * float64(w.Counts[loadgen.ClassOK]) / float64(tot)
+			succ = 100 * float64(w.Counts[rundata.ClassOK]) / float64(tot)
 		}
 		s.p50, s.p99, s.success = append(s.p50, p50), append(s.p99, p99), append(s.success, succ)
 		secs := w.Duration.Seconds()
-		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+		for c := rundata.ClassRejected; c < rundata.NumClasses; c++ {
 			v := 0.0
 			if secs > 0 {
 				v = float64(w.Counts[c]) / secs
@@ -76,7 +75,7 @@ func seriesOf(r *Run, ep string, origin time.Time) runSeries {
 }
 
 // runFigure builds the figure of one run.
-func runFigure(r *Run, ex Expectations) figure {
+func runFigure(r *Run, ex rundata.Expectations) figure {
 	origin := r.origin()
 	end := r.end().Sub(origin).Seconds()
 	f := &runFig{title: fmt.Sprintf("%s — mode %s, condition %s, repeat %d, T = %s",
@@ -138,7 +137,7 @@ func decorate(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time, e
 	panels[len(panels)-1].X.Label.Text = "time since load start (s)"
 }
 
-func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, r *Run, ex Expectations) {
+func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, r *Run, ex rundata.Expectations) {
 	var all [][]float64
 	for _, ep := range eps {
 		s := series[ep]
@@ -157,11 +156,11 @@ func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[strin
 	setLogY(p, lo, hi, ok)
 }
 
-func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
+func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex rundata.Expectations) {
 	any := false
 	for _, ep := range eps {
 		s := series[ep]
-		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+		for c := rundata.ClassRejected; c < rundata.NumClasses; c++ {
 			if _, hi, ok := yRange(false, s.fail[c]); !ok || hi == 0 {
 				continue
 			}
@@ -181,14 +180,14 @@ func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[strin
 func failMaxes(eps []string, series map[string]runSeries) [][]float64 {
 	var out [][]float64
 	for _, ep := range eps {
-		for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+		for c := rundata.ClassRejected; c < rundata.NumClasses; c++ {
 			out = append(out, series[ep].fail[c])
 		}
 	}
 	return out
 }
 
-func successPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
+func successPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex rundata.Expectations) {
 	for _, ep := range eps {
 		s := series[ep]
 		addSeries(p, leg, "/"+ep+" success", s.x, s.success, lineStyle(nameColor(ep, ex), 0, 2), false)

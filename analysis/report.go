@@ -3,6 +3,7 @@ package analysis
 import (
 	"runtime"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"golang.org/x/sync/errgroup"
 
 	"bytes"
@@ -19,7 +20,7 @@ type Options struct {
 	OutDir string
 	// Expectations, when non-nil, replace the spec's (zero fields still take
 	// defaults).
-	Expectations *Expectations
+	Expectations *rundata.Expectations
 	// NoImages skips the PNGs (summary.json, report.md and index.html only).
 	NoImages bool
 	// RunFigureRepeats, when > 0, draws per-run figures only for repeats
@@ -122,7 +123,7 @@ func writeSummaryFiles(sum *Summary, out string) error {
 	files := []struct {
 		name string
 		data []byte
-	}{{SummaryFile, b}, {ReportFile, renderMarkdown(sum)}, {HTMLFile, renderHTML(sum)}}
+	}{{rundata.SummaryFile, b}, {rundata.ReportFile, renderMarkdown(sum)}, {rundata.HTMLFile, renderHTML(sum)}}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
 			return fmt.Errorf("analysis: write %s: %w", f.name, err)

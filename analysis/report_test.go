@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -84,7 +86,7 @@ func TestGolden(t *testing.T) {
 					t.Errorf("%s: %s = %s (%s), want %s", gs.name, name, v.Outcome, v.Reason, want)
 				}
 			}
-			for _, f := range []string{SummaryFile, ReportFile} {
+			for _, f := range []string{rundata.SummaryFile, rundata.ReportFile} {
 				got, err := os.ReadFile(filepath.Join(dir, f))
 				if err != nil {
 					t.Fatal(err)
@@ -120,7 +122,7 @@ func TestDeterministic(t *testing.T) {
 		if _, err := WriteReport(dir, Options{NoImages: true}); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{SummaryFile, ReportFile, HTMLFile} {
+		for _, f := range []string{rundata.SummaryFile, rundata.ReportFile, rundata.HTMLFile} {
 			b, _ := os.ReadFile(filepath.Join(dir, f))
 			outs[i] = append(outs[i], b...)
 		}
@@ -148,7 +150,7 @@ func TestWriteReportImages(t *testing.T) {
 	if len(sum.Images) != len(runs)+3 {
 		t.Errorf("images = %v, want %d", sum.Images, len(runs)+3)
 	}
-	html, _ := os.ReadFile(filepath.Join(out, HTMLFile))
+	html, _ := os.ReadFile(filepath.Join(out, rundata.HTMLFile))
 	for _, img := range sum.Images {
 		st, err := os.Stat(filepath.Join(out, img))
 		if err != nil || st.Size() < 10000 {

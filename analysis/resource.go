@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Resource names used in Exhaustion.Resource.
@@ -73,14 +75,14 @@ func (r *Run) poolHit(from, to time.Time) (hit, bool) {
 	var best hit
 	found := false
 	for _, pool := range r.poolNames() {
-		inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", pool))
-		limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
-		waiting := r.metric(ServiceComponent, poolKey("bulkhead_pool_waiting", pool))
-		qlimit := r.metric(ServiceComponent, poolKey("bulkhead_pool_queue_limit", pool))
+		inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolInUse, pool))
+		limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, pool))
+		waiting := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolQueueLimit, pool))
 		// Rejections by the pool itself; a client giving up (reason
 		// cancelled) says nothing about the pool.
-		rejFull := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`, `reason="full"`)
-		rejWait := r.metricSum(ServiceComponent, "bulkhead_pool_rejected_total{", `pool="`+pool+`"`, `reason="wait_timeout"`)
+		rejFull := r.metricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
+		rejWait := r.metricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
 		info := r.poolInfo(pool)
 		for i, p := range inUse {
 			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
@@ -122,8 +124,8 @@ func (r *Run) connHit(from, to time.Time) (hit, bool) {
 		if e.Dependency == "" {
 			continue
 		}
-		to2 := r.metric(ServiceComponent, `bulkheadlab_dependency_requests_total{dependency="`+depLabel(e.Dependency)+`",outcome="timeout"}`)
-		inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", e.Pool))
+		to2 := r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", e.Name), rundata.L("outcome", "timeout")))
+		inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolInUse, e.Pool))
 		lim := r.poolInfo(e.Pool).Limit
 		for i := 1; i < len(to2); i++ {
 			p := to2[i]
@@ -131,7 +133,7 @@ func (r *Run) connHit(from, to time.Time) (hit, bool) {
 				continue
 			}
 			u, ok := valueAt(inUse, p.t)
-			limit := orValue(r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", e.Pool)), p.t, float64(lim))
+			limit := orValue(r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, e.Pool)), p.t, float64(lim))
 			if ok && u < limit {
 				best = hit{ResourceConnections, p.t, fmt.Sprintf("dependency %s: timeouts rose by %s while pool %s had %s/%s in use",
 					e.Dependency, fmtG(p.v-to2[i-1].v), e.Pool, fmtG(u), fmtG(limit))}
@@ -143,8 +145,8 @@ func (r *Run) connHit(from, to time.Time) (hit, bool) {
 }
 
 func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
-	cpu := r.metric(ServiceComponent, "process_cpu_seconds_total")
-	procs := r.metric(ServiceComponent, "go_sched_gomaxprocs_threads")
+	cpu := r.metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	procs := r.metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs)
 	def := 0.0
 	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
 		def = float64(n)
@@ -166,7 +168,7 @@ func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
 
 func (r *Run) memHit(from, to time.Time) (hit, bool) {
 	check := func(key string, factor, floor float64) (hit, bool) {
-		s := r.metric(ServiceComponent, key)
+		s := r.metric(rundata.ServiceComponent, key)
 		var pre []float64
 		for _, p := range s {
 			if p.t.Before(from) {
@@ -186,8 +188,8 @@ func (r *Run) memHit(from, to time.Time) (hit, bool) {
 		}
 		return hit{}, false
 	}
-	g, okG := check("go_goroutines", 10, 1000)
-	m, okM := check("process_resident_memory_bytes", 3, 0)
+	g, okG := check(rundata.MetricGoroutines, 10, 1000)
+	m, okM := check(rundata.MetricResidentBytes, 3, 0)
 	switch {
 	case okG && (!okM || !m.at.Before(g.at)):
 		return g, true
@@ -216,9 +218,9 @@ func (r *Run) poolStats(pool string) PoolStats {
 	fe := r.faultEnd()
 	st.MeasuredDemand = Num(r.measuredDemand(info, fs, fe))
 	st.DemandRatio = Num(ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
-	inUse := r.metric(ServiceComponent, poolKey("bulkhead_pool_in_use", pool))
-	limit := r.metric(ServiceComponent, poolKey("bulkhead_pool_limit", pool))
-	since := r.metric(ServiceComponent, poolKey("bulkhead_pool_exhausted_since_seconds", pool))
+	inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolInUse, pool))
+	limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, pool))
+	since := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolExhaustedSince, pool))
 	peak := math.NaN()
 	for _, p := range inUse {
 		if !inRange(p.t, fs, fe) {
@@ -253,7 +255,7 @@ func exhaustedAfter(since []point, t, fs time.Time) time.Duration {
 }
 
 // measuredDemand is Σ λ·W over the pool's endpoints between from and to.
-func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
+func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 {
 	phase := r.mainPhase()
 	secs := to.Sub(from).Seconds()
 	if secs <= 0 {
@@ -270,9 +272,9 @@ func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
 			continue
 		}
 		w := math.NaN()
-		dep := r.endpointInfo(ep).Dependency
-		sum := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_sum{dependency="`+depLabel(dep)+`"}`)
-		cnt := r.metric(ServiceComponent, `bulkheadlab_dependency_duration_seconds_count{dependency="`+depLabel(dep)+`"}`)
+		// The service labels its dependency calls by the endpoint that makes them.
+		sum := r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, rundata.L("dependency", ep)))
+		cnt := r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, rundata.L("dependency", ep)))
 		ds, ok1 := deltaOver(sum, from, to)
 		dc, ok2 := deltaOver(cnt, from, to)
 		if ok1 && ok2 && dc > 0 {
@@ -287,8 +289,3 @@ func (r *Run) measuredDemand(info PoolInfo, from, to time.Time) float64 {
 	}
 	return total
 }
-
-// depLabel is the service's `dependency` label value for a dependency named
-// in the run metadata: the service labels dependencies by their endpoint,
-// in lower case ("A" → "a").
-func depLabel(dep string) string { return strings.ToLower(dep) }

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Num is a float64 that encodes to JSON with 6 significant digits, and as
@@ -53,7 +53,7 @@ type RunSummary struct {
 }
 
 // usable reports whether verdicts may use the run's numbers.
-func (s RunSummary) usable() bool { return len(s.Problems) == 0 && s.Status == StatusComplete }
+func (s RunSummary) usable() bool { return len(s.Problems) == 0 && s.Status == rundata.StatusComplete }
 
 // EndpointStats are one endpoint's numbers in one run.
 type EndpointStats struct {
@@ -64,7 +64,7 @@ type EndpointStats struct {
 	FaultP99Ms     Num            `json:"fault_p99_ms"`
 	FaultErrorRate Num            `json:"fault_error_rate"`
 	FaultOKRate    Num            `json:"fault_ok_per_s"`
-	FaultCounts    loadgen.Counts `json:"fault_counts"`
+	FaultCounts    rundata.Counts `json:"fault_counts"`
 	RejectedP99Ms  Num            `json:"rejected_p99_ms"`
 	// FastRejectShare is the share of failures that were rejections faster
 	// than P2FastRejectMaxT·T (estimated from the rejected-latency
@@ -94,7 +94,7 @@ type PoolStats struct {
 var nan = Num(math.NaN())
 
 // summarizeRun computes a run's numbers under the expectations ex.
-func summarizeRun(r *Run, ex Expectations) RunSummary {
+func summarizeRun(r *Run, ex rundata.Expectations) RunSummary {
 	s := RunSummary{
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems,
@@ -117,18 +117,18 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 // mainPhase is the phase whose numbers stand for the run: "fault" when it
 // exists, else "" (meaning every window after warmup).
 func (r *Run) mainPhase() string {
-	if _, ok := r.phaseSpan(PhaseFault); ok {
-		return PhaseFault
+	if _, ok := r.phaseSpan(rundata.PhaseFault); ok {
+		return rundata.PhaseFault
 	}
 	for _, p := range r.Phases {
-		if p.Phase == PhaseFault {
-			return PhaseFault
+		if p.Phase == rundata.PhaseFault {
+			return rundata.PhaseFault
 		}
 	}
 	return ""
 }
 
-func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
+func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
 	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: nan,
 		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan}
 	ps, ok := r.phaseSummary(ep, phase)
@@ -145,15 +145,15 @@ func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
 		st.FaultErrorRate = Num(float64(ps.Counts.Failed()) / float64(tot))
 	}
 	if secs > 0 {
-		st.FaultOKRate = Num(float64(ps.Counts[loadgen.ClassOK]) / secs)
+		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
-	rq := ps.LatencyByClass[loadgen.ClassRejected.String()]
+	rq := ps.ByClass[rundata.ClassRejected.String()]
 	if rq.Count > 0 {
 		st.RejectedP99Ms = Num(ms(rq.P99))
 	}
 	if failed := ps.Counts.Failed(); failed > 0 {
 		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
-		fast := float64(ps.Counts[loadgen.ClassRejected]) * cdfAt(rq, thr)
+		fast := float64(ps.Counts[rundata.ClassRejected]) * cdfAt(rq, thr)
 		st.FastRejectShare = Num(fast / float64(failed))
 	}
 	return st
@@ -161,7 +161,7 @@ func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
 
 // cdfAt estimates the share of a histogram at or below d by interpolating
 // linearly between its quantiles (0 at 0, 0.5 at p50, ..., 1 at max).
-func cdfAt(q loadgen.Quantiles, d time.Duration) float64 {
+func cdfAt(q rundata.Quantiles, d time.Duration) float64 {
 	if q.Count == 0 {
 		return 0
 	}
@@ -185,12 +185,12 @@ func cdfAt(q loadgen.Quantiles, d time.Duration) float64 {
 // baselineP99 is ep's p99 over the baseline phase in ms (NaN if unknown):
 // from phases.json, else the median of the baseline windows' p99.
 func (r *Run) baselineP99(ep string) float64 {
-	if ps, ok := r.phaseSummary(ep, PhaseBaseline); ok && ps.Counts.Total() > 0 {
+	if ps, ok := r.phaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		return ms(ps.Latency.P99)
 	}
 	var v []float64
 	for _, w := range r.endpointWindows(ep) {
-		if w.Phase == PhaseBaseline && w.Counts.Total() > 0 {
+		if w.Phase == rundata.PhaseBaseline && w.Counts.Total() > 0 {
 			v = append(v, ms(w.Latency.P99))
 		}
 	}
@@ -203,10 +203,10 @@ func (r *Run) baselineP99(ep string) float64 {
 
 // mergeWindows approximates a PhaseSummary from windows when phases.json is
 // missing: counts add up, the p99 is the largest window p99 (an upper bound).
-func (r *Run) mergeWindows(ep, phase string) PhaseSummary {
-	ps := PhaseSummary{Endpoint: ep, Phase: phase}
+func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
+	ps := rundata.PhaseStats{Endpoint: ep, Phase: phase}
 	for _, w := range r.endpointWindows(ep) {
-		if (phase == "" && w.Phase == PhaseWarmup) || (phase != "" && w.Phase != phase) {
+		if (phase == "" && w.Phase == rundata.PhaseWarmup) || (phase != "" && w.Phase != phase) {
 			continue
 		}
 		for i, c := range w.Counts {
@@ -221,7 +221,7 @@ func (r *Run) mergeWindows(ep, phase string) PhaseSummary {
 func (r *Run) windowSeconds(ep string) float64 {
 	var d time.Duration
 	for _, w := range r.endpointWindows(ep) {
-		if w.Phase != PhaseWarmup {
+		if w.Phase != rundata.PhaseWarmup {
 			d += w.Duration
 		}
 	}
@@ -229,7 +229,7 @@ func (r *Run) windowSeconds(ep string) float64 {
 }
 
 // degraded reports whether w is degraded against a baseline p99 in ms.
-func degraded(w loadgen.Window, baseP99 float64, ex Expectations) bool {
+func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
 	tot := w.Counts.Total()
 	if tot == 0 {
 		return false
@@ -243,7 +243,7 @@ func degraded(w loadgen.Window, baseP99 float64, ex Expectations) bool {
 // timeToDegrade is the time in units of T from fault start to the end of the
 // victim's first degraded window that starts no earlier than half a window
 // before the fault and before the fault ends.
-func (r *Run) timeToDegrade(ex Expectations) (float64, bool) {
+func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
 	fs, ok := r.faultStart()
 	if !ok || r.Meta.Timeout <= 0 {
 		return 0, false

@@ -3,33 +3,29 @@ package analysis
 import (
 	"math"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// ServiceComponent is the MetricSample.Component of the service under test.
-const ServiceComponent = "service"
-
 // phaseSpan returns the span named name, if the run recorded it.
-func (r *Run) phaseSpan(name string) (PhaseSpan, bool) {
+func (r *Run) phaseSpan(name string) (rundata.PhaseSpan, bool) {
 	for _, p := range r.Meta.Phases {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return PhaseSpan{}, false
+	return rundata.PhaseSpan{}, false
 }
 
 // phaseSummary returns the merged statistics of endpoint ep over phase.
-func (r *Run) phaseSummary(ep, phase string) (PhaseSummary, bool) {
+func (r *Run) phaseSummary(ep, phase string) (rundata.PhaseStats, bool) {
 	for _, p := range r.Phases {
 		if p.Endpoint == ep && p.Phase == phase {
 			return p, true
 		}
 	}
-	return PhaseSummary{}, false
+	return rundata.PhaseStats{}, false
 }
 
 // origin is time zero of the run's plots: the attack start recorded in the
@@ -53,7 +49,7 @@ func (r *Run) origin() time.Time {
 // faultStart is the start of the "fault" phase, else the first fault "set"
 // event; ok is false when the run had neither.
 func (r *Run) faultStart() (time.Time, bool) {
-	if p, ok := r.phaseSpan(PhaseFault); ok {
+	if p, ok := r.phaseSpan(rundata.PhaseFault); ok {
 		return p.Start, true
 	}
 	for _, f := range r.Meta.Faults {
@@ -67,7 +63,7 @@ func (r *Run) faultStart() (time.Time, bool) {
 // faultEnd is the end of the fault phase, else the first "clear" after the
 // fault start, else the end of the last window.
 func (r *Run) faultEnd() time.Time {
-	if p, ok := r.phaseSpan(PhaseFault); ok {
+	if p, ok := r.phaseSpan(rundata.PhaseFault); ok {
 		return p.End
 	}
 	fs, _ := r.faultStart()
@@ -113,8 +109,8 @@ func (r *Run) phaseSeconds(phase string) float64 {
 }
 
 // endpointWindows returns ep's windows in index order.
-func (r *Run) endpointWindows(ep string) []loadgen.Window {
-	var out []loadgen.Window
+func (r *Run) endpointWindows(ep string) []rundata.Window {
+	var out []rundata.Window
 	for _, w := range r.Windows {
 		if w.Endpoint == ep {
 			out = append(out, w)
@@ -136,13 +132,13 @@ func (r *Run) endpoints() []string {
 }
 
 // endpointInfo returns the metadata of ep (zero value when unknown).
-func (r *Run) endpointInfo(ep string) EndpointInfo {
+func (r *Run) endpointInfo(ep string) rundata.EndpointInfo {
 	for _, e := range r.Meta.Endpoints {
 		if e.Name == ep {
 			return e
 		}
 	}
-	return EndpointInfo{Name: ep}
+	return rundata.EndpointInfo{Name: ep}
 }
 
 // point is one sample of a metric series.
@@ -165,41 +161,23 @@ func (r *Run) metric(component, key string) []point {
 	return out
 }
 
-// metricSum returns, per sample of component, the sum over every key that
-// starts with prefix and contains all of the given label pairs.
-func (r *Run) metricSum(component, prefix string, labels ...string) []point {
+// metricSum returns, per sample of component, the sum over every series of
+// metric name whose labels include all of want.
+func (r *Run) metricSum(component, name string, want ...rundata.Label) []point {
 	var out []point
 	for _, s := range r.Metrics {
 		if s.Component != component {
 			continue
 		}
-		var sum float64
-		found := false
-		for k, v := range s.Values {
-			if !strings.HasPrefix(k, prefix) || !containsAll(k, labels) {
-				continue
-			}
-			sum += v
-			found = true
-		}
-		if found {
+		if sum, found := rundata.Sum(s.Values, name, want...); found {
 			out = append(out, point{s.Time, sum})
 		}
 	}
 	return out
 }
 
-func containsAll(s string, subs []string) bool {
-	for _, x := range subs {
-		if !strings.Contains(s, x) {
-			return false
-		}
-	}
-	return true
-}
-
-// poolKey is the Prometheus series key of a per-pool gauge.
-func poolKey(metric, pool string) string { return metric + `{pool="` + pool + `"}` }
+// poolKey is the series key of a per-pool gauge.
+func poolKey(metric, pool string) string { return rundata.Key(metric, rundata.L("pool", pool)) }
 
 // poolNames returns the pools of the run from meta, else from the metrics.
 func (r *Run) poolNames() []string {
@@ -209,10 +187,8 @@ func (r *Run) poolNames() []string {
 	}
 	if len(set) == 0 {
 		for _, s := range r.Metrics {
-			for k := range s.Values {
-				if rest, ok := strings.CutPrefix(k, `bulkhead_pool_limit{pool="`); ok {
-					set[strings.TrimSuffix(rest, `"}`)] = true
-				}
+			for _, p := range rundata.LabelValues(s.Values, rundata.MetricPoolLimit, "pool") {
+				set[p] = true
 			}
 		}
 	}
@@ -220,13 +196,13 @@ func (r *Run) poolNames() []string {
 }
 
 // poolInfo returns the metadata of pool (zero value when unknown).
-func (r *Run) poolInfo(pool string) PoolInfo {
+func (r *Run) poolInfo(pool string) rundata.PoolInfo {
 	for _, p := range r.Meta.Pools {
 		if p.Name == pool {
 			return p
 		}
 	}
-	return PoolInfo{Name: pool}
+	return rundata.PoolInfo{Name: pool}
 }
 
 // valueAt returns the value of the latest point at or before t.

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"sort"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Outcome is a verdict's result.
@@ -26,12 +28,12 @@ const (
 // Summary is summary.json: everything the report says, as data. It is built
 // by Evaluate and is deterministic for the same input.
 type Summary struct {
-	Experiment   string       `json:"experiment"`
-	Expectations Expectations `json:"expectations"`
-	Runs         []RunSummary `json:"runs"`
-	Cells        []Cell       `json:"cells"`
-	Verdicts     []Verdict    `json:"verdicts"`
-	Little       []LittleRow  `json:"littles_law"`
+	Experiment   string               `json:"experiment"`
+	Expectations rundata.Expectations `json:"expectations"`
+	Runs         []RunSummary         `json:"runs"`
+	Cells        []Cell               `json:"cells"`
+	Verdicts     []Verdict            `json:"verdicts"`
+	Little       []LittleRow          `json:"littles_law"`
 	// ExhaustionRules are the rules behind RunSummary.Exhausted.
 	ExhaustionRules []string `json:"exhaustion_rules"`
 	// Images lists the figures written next to the summary, relative paths.
@@ -96,7 +98,7 @@ type LittleRow struct {
 // Evaluate computes per-run numbers, per-cell estimates, Little's-law rows
 // and the verdicts P1–P4 and EXHAUSTED under ex (zero fields take defaults).
 // It does not touch the file system.
-func Evaluate(exp *Experiment, ex Expectations) Summary {
+func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	ex = ex.WithDefaults()
 	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: ExhaustionRules}
 	for _, r := range exp.Runs {
@@ -109,7 +111,7 @@ func Evaluate(exp *Experiment, ex Expectations) Summary {
 }
 
 // conditionRank orders conditions: the roles first, then by name.
-func conditionRank(ex Expectations, c string) int {
+func conditionRank(ex rundata.Expectations, c string) int {
 	for i, n := range []string{ex.Healthy, ex.Slow, ex.Failing, ex.Busy} {
 		if c == n {
 			return i
@@ -128,7 +130,7 @@ func modeRank(m string) int {
 	return 2
 }
 
-func buildCells(runs []RunSummary, ex Expectations) []Cell {
+func buildCells(runs []RunSummary, ex rundata.Expectations) []Cell {
 	idx := map[[2]string]int{}
 	var cells []Cell
 	for _, r := range runs {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // synthRun describes one synthetic run. The generator models DESIGN §5's
@@ -34,25 +34,25 @@ const synthT = 250 * time.Millisecond
 var synthPhases = []struct {
 	name string
 	secs int
-}{{PhaseWarmup, 2}, {PhaseBaseline, 5}, {PhaseFault, 10}, {PhaseRecovery, 5}}
+}{{rundata.PhaseWarmup, 2}, {rundata.PhaseBaseline, 5}, {rundata.PhaseFault, 10}, {rundata.PhaseRecovery, 5}}
 
 // writeSynth writes a results folder with the given runs and spec text into
 // dir (created if needed) and returns dir.
 func writeSynth(t testing.TB, dir, spec string, runs []synthRun) string {
 	t.Helper()
-	idx := Index{Experiment: "synthetic", Started: synthBase}
+	idx := rundata.Index{Experiment: "synthetic", Started: synthBase}
 	for i, r := range runs {
 		id := fmt.Sprintf("%s-%s-r%d", r.cond, r.mode, r.repeat)
-		st := StatusComplete
+		st := rundata.StatusComplete
 		if r.truncated {
-			st = StatusInterrupted
+			st = rundata.StatusInterrupted
 		}
-		idx.Runs = append(idx.Runs, IndexEntry{ID: id, Mode: r.mode, Condition: r.cond, Repeat: r.repeat, Status: st})
-		writeSynthRun(t, filepath.Join(dir, RunsDir, id), id, synthBase.Add(time.Duration(i)*time.Minute), r)
+		idx.Runs = append(idx.Runs, rundata.IndexEntry{ID: id, Mode: r.mode, Condition: r.cond, Repeat: r.repeat, Status: st})
+		writeSynthRun(t, filepath.Join(dir, rundata.RunsDir, id), id, synthBase.Add(time.Duration(i)*time.Minute), r)
 	}
-	mustWriteJSON(t, filepath.Join(dir, IndexFile), idx)
+	mustWriteJSON(t, filepath.Join(dir, rundata.IndexFile), idx)
 	if spec != "" {
-		if err := os.WriteFile(filepath.Join(dir, SpecFile), []byte(spec), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, rundata.SpecFile), []byte(spec), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func writeJSONLines[T any](t testing.TB, path string, vs []T, cut bool) {
 type behaviour struct {
 	p50, p99  float64 // ms, of all results
 	failShare float64
-	failClass loadgen.Class
+	failClass rundata.Class
 	failMs    float64 // latency of failures
 	rate      float64
 }
@@ -103,69 +103,69 @@ type behaviour struct {
 func (r synthRun) behave(ep, phase string, since float64, rng *rand.Rand) behaviour {
 	jit := 1 + 0.05*(rng.Float64()-0.5)
 	b := behaviour{p50: 10 * jit, p99: 14 * jit, rate: 200}
-	fault := phase == PhaseFault
+	fault := phase == rundata.PhaseFault
 	switch {
 	case r.cond == "busy" && ep == "a" && fault:
 		b.rate = 400
 		if r.mode == "bulkhead" {
-			b.failShare, b.failClass, b.failMs = 0.3, loadgen.ClassRejected, 1
+			b.failShare, b.failClass, b.failMs = 0.3, rundata.ClassRejected, 1
 		} else {
-			b.failShare, b.failClass, b.failMs = 0.02, loadgen.ClassRejected, 1
+			b.failShare, b.failClass, b.failMs = 0.02, rundata.ClassRejected, 1
 		}
 	case r.cond == "slow" && fault && ep == "a":
 		b.p50, b.p99 = 240*jit, 250
-		b.failShare, b.failClass, b.failMs = 0.75, loadgen.ClassRejected, 0.8
+		b.failShare, b.failClass, b.failMs = 0.75, rundata.ClassRejected, 0.8
 		if r.mode == "shared" || r.slowReject {
 			b.failMs = 250
 		}
 	case r.cond == "slow" && fault && ep == "b" && r.mode == "shared" && r.degradeAt >= 0 && since >= r.degradeAt:
 		b.p50, b.p99 = 200*jit, 250
-		b.failShare, b.failClass, b.failMs = 0.5, loadgen.ClassRejected, 250
+		b.failShare, b.failClass, b.failMs = 0.5, rundata.ClassRejected, 250
 	case r.cond == "slow" && fault && ep == "b" && r.mode == "bulkhead" && r.noHelp:
 		b.p50, b.p99 = 150*jit, 250
-		b.failShare, b.failClass, b.failMs = 0.3, loadgen.ClassDepTimeout, 250
+		b.failShare, b.failClass, b.failMs = 0.3, rundata.ClassDepTimeout, 250
 	case r.cond == "failing" && fault && ep == "a":
 		b.p50, b.p99 = 2, 3
-		b.failShare, b.failClass, b.failMs = 1, loadgen.ClassDepError, 2
+		b.failShare, b.failClass, b.failMs = 1, rundata.ClassDepError, 2
 	case r.cond == "failing" && fault && ep == "b" && r.mode == "shared":
 		b.p99 = 20 * jit
 	}
 	return b
 }
 
-func q(p50, p99 float64, n int64) loadgen.Quantiles {
+func q(p50, p99 float64, n int64) rundata.Quantiles {
 	d := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
 	if n == 0 {
-		return loadgen.Quantiles{}
+		return rundata.Quantiles{}
 	}
-	return loadgen.Quantiles{Count: n, P50: d(p50), P90: d((p50 + p99) / 2), P99: d(p99), P999: d(p99 * 1.05), Max: d(p99 * 1.1), Mean: d(p50 * 1.05)}
+	return rundata.Quantiles{Count: n, P50: d(p50), P90: d((p50 + p99) / 2), P99: d(p99), P999: d(p99 * 1.05), Max: d(p99 * 1.1), Mean: d(p50 * 1.05)}
 }
 
 func writeSynthRun(t testing.TB, dir, id string, start time.Time, r synthRun) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(r.seed, uint64(r.repeat)))
 	meta := synthMeta(id, start, r)
-	var wins []loadgen.Window
-	phases := map[string]*PhaseSummary{}
+	var wins []rundata.Window
+	phases := map[string]*rundata.PhaseStats{}
 	idx := 0
 	var faultStart time.Time
 	for _, ph := range synthPhases {
-		ps := PhaseSpan{Name: ph.name, Start: start.Add(time.Duration(idx) * time.Second)}
+		ps := rundata.PhaseSpan{Name: ph.name, Start: start.Add(time.Duration(idx) * time.Second)}
 		ps.End = ps.Start.Add(time.Duration(ph.secs) * time.Second)
 		meta.Phases = append(meta.Phases, ps)
-		if ph.name == PhaseFault {
+		if ph.name == rundata.PhaseFault {
 			faultStart = ps.Start
 		}
 		for k := 0; k < ph.secs; k, idx = k+1, idx+1 {
 			for _, ep := range []string{"a", "b"} {
 				since := float64(k) // seconds since the phase started
 				w := synthWindow(ep, ph.name, idx, start, r.behave(ep, ph.name, since, rng))
-				if r.gap && ep == "b" && ph.name == PhaseFault && k == 3 {
-					w.Counts, w.Latency, w.LatencyOK = loadgen.Counts{}, loadgen.Quantiles{}, loadgen.Quantiles{}
+				if r.gap && ep == "b" && ph.name == rundata.PhaseFault && k == 3 {
+					w.Counts, w.Latency, w.LatencyOK = rundata.Counts{}, rundata.Quantiles{}, rundata.Quantiles{}
 				}
-				if r.gap && ep == "b" && ph.name == PhaseFault && k == 5 {
-					w.Counts = loadgen.Counts{loadgen.ClassDepTimeout: 200}
-					w.LatencyOK = loadgen.Quantiles{}
+				if r.gap && ep == "b" && ph.name == rundata.PhaseFault && k == 5 {
+					w.Counts = rundata.Counts{rundata.ClassDepTimeout: 200}
+					w.LatencyOK = rundata.Quantiles{}
 				}
 				wins = append(wins, w)
 				mergeInto(phases, w, r.behave(ep, ph.name, since, rand.New(rand.NewPCG(1, 1))).failMs)
@@ -175,29 +175,29 @@ func writeSynthRun(t testing.TB, dir, id string, start time.Time, r synthRun) {
 	meta.Faults = synthFaults(r, faultStart)
 	meta.Validity = synthValidity(r, phases)
 	meta.Valid = !r.invalid
-	mustWriteJSON(t, filepath.Join(dir, MetaFile), meta)
+	mustWriteJSON(t, filepath.Join(dir, rundata.MetaFile), meta)
 	if r.truncated {
 		wins = wins[:len(wins)*2/3]
 	}
-	writeJSONLines(t, filepath.Join(dir, WindowsFile), wins, r.truncated)
+	writeJSONLines(t, filepath.Join(dir, rundata.WindowsFile), wins, r.truncated)
 	if !r.truncated {
-		var list []PhaseSummary
+		var list []rundata.PhaseStats
 		for _, ep := range []string{"a", "b"} {
 			for _, ph := range synthPhases {
 				list = append(list, *phases[ep+"/"+ph.name])
 			}
 		}
-		mustWriteJSON(t, filepath.Join(dir, PhasesFile), list)
+		mustWriteJSON(t, filepath.Join(dir, rundata.PhasesFile), list)
 	}
-	writeJSONLines(t, filepath.Join(dir, MetricsFile), synthMetrics(r, start, wins), false)
+	writeJSONLines(t, filepath.Join(dir, rundata.MetricsFile), synthMetrics(r, start, wins), false)
 }
 
-func synthMeta(id string, start time.Time, r synthRun) RunMeta {
-	m := RunMeta{Experiment: "synthetic", ID: id, Mode: r.mode, Condition: r.cond, Repeat: r.repeat, Seed: int64(r.seed),
-		Status: StatusComplete, Started: start, Ended: start.Add(22 * time.Second),
+func synthMeta(id string, start time.Time, r synthRun) rundata.RunMeta {
+	m := rundata.RunMeta{Experiment: "synthetic", ID: id, Mode: r.mode, Condition: r.cond, Repeat: r.repeat, Seed: int64(r.seed),
+		Status: rundata.StatusComplete, Started: start, Ended: start.Add(22 * time.Second),
 		Versions: map[string]string{"go": "go1.26", "num_cpu": "2"}, Timeout: synthT, ClientTimeout: 2 * time.Second, Window: time.Second}
 	if r.truncated {
-		m.Status, m.Ended, m.Error = StatusInterrupted, time.Time{}, "interrupted"
+		m.Status, m.Ended, m.Error = rundata.StatusInterrupted, time.Time{}, "interrupted"
 	}
 	rateA := 200.0
 	if r.cond == "busy" {
@@ -212,7 +212,7 @@ func synthMeta(id string, start time.Time, r synthRun) RunMeta {
 		for _, ph := range synthPhases {
 			for _, ep := range eps {
 				rate, h := 200.0, 0.010
-				if ph.name == PhaseFault {
+				if ph.name == rundata.PhaseFault {
 					h = hold[ep]
 					if ep == "a" {
 						rate = rateA
@@ -223,17 +223,17 @@ func synthMeta(id string, start time.Time, r synthRun) RunMeta {
 		}
 		return d
 	}
-	pool := func(name string, limit, queue int, eps ...string) PoolInfo {
-		p := PoolInfo{Name: name, Limit: limit, Queue: queue, MaxWait: synthT, Endpoints: eps, PredictedDemand: demand(eps...)}
-		if r.cond == "slow" && p.PredictedDemand[PhaseFault] > float64(limit) {
+	pool := func(name string, limit, queue int, eps ...string) rundata.PoolInfo {
+		p := rundata.PoolInfo{Name: name, Limit: limit, Queue: queue, MaxWait: synthT, Endpoints: eps, PredictedDemand: demand(eps...)}
+		if r.cond == "slow" && p.PredictedDemand[rundata.PhaseFault] > float64(limit) {
 			p.PredictedExhaustion = time.Duration(float64(limit) / 200 * float64(time.Second))
 		}
 		return p
 	}
 	if r.mode == "shared" {
-		m.Pools = []PoolInfo{pool("shared", 20, 20, "a", "b")}
+		m.Pools = []rundata.PoolInfo{pool("shared", 20, 20, "a", "b")}
 	} else {
-		m.Pools = []PoolInfo{pool("a", 10, 10, "a"), pool("b", 10, 10, "b")}
+		m.Pools = []rundata.PoolInfo{pool("a", 10, 10, "a"), pool("b", 10, 10, "b")}
 	}
 	for _, ep := range []string{"a", "b"} {
 		p := ep
@@ -244,17 +244,17 @@ func synthMeta(id string, start time.Time, r synthRun) RunMeta {
 		if ep == "a" {
 			rate = rateA
 		}
-		m.Endpoints = append(m.Endpoints, EndpointInfo{Name: ep, Dependency: map[string]string{"a": "A", "b": "B"}[ep], Pool: p, Rate: rate, BaseLatency: 10 * time.Millisecond})
+		m.Endpoints = append(m.Endpoints, rundata.EndpointInfo{Name: ep, Dependency: map[string]string{"a": "A", "b": "B"}[ep], Pool: p, Rate: rate, BaseLatency: 10 * time.Millisecond})
 	}
 	return m
 }
 
-func synthWindow(ep, phase string, idx int, start time.Time, b behaviour) loadgen.Window {
+func synthWindow(ep, phase string, idx int, start time.Time, b behaviour) rundata.Window {
 	n := int64(b.rate)
 	failed := int64(b.failShare * float64(n))
-	w := loadgen.Window{Endpoint: ep, Phase: phase, Index: idx, Start: start.Add(time.Duration(idx) * time.Second),
+	w := rundata.Window{Endpoint: ep, Phase: phase, Index: idx, Start: start.Add(time.Duration(idx) * time.Second),
 		Offset: time.Duration(idx) * time.Second, Duration: time.Second, TargetRate: b.rate, Rate: b.rate}
-	w.Counts[loadgen.ClassOK] = n - failed
+	w.Counts[rundata.ClassOK] = n - failed
 	w.Counts[b.failClass] += failed
 	w.Latency = q(b.p50, b.p99, n)
 	w.LatencyOK = q(b.p50, b.p99, n-failed)
@@ -266,38 +266,38 @@ func synthWindow(ep, phase string, idx int, start time.Time, b behaviour) loadge
 
 // mergeInto accumulates w into the phase summaries (p99 as the max of the
 // windows; good enough for synthetic data), with the failures' latency.
-func mergeInto(m map[string]*PhaseSummary, w loadgen.Window, failMs float64) {
+func mergeInto(m map[string]*rundata.PhaseStats, w rundata.Window, failMs float64) {
 	k := w.Endpoint + "/" + w.Phase
 	ps := m[k]
 	if ps == nil {
-		ps = &PhaseSummary{Endpoint: w.Endpoint, Phase: w.Phase, LatencyByClass: map[string]loadgen.Quantiles{}}
+		ps = &rundata.PhaseStats{Endpoint: w.Endpoint, Phase: w.Phase, ByClass: map[string]rundata.Quantiles{}}
 		m[k] = ps
 	}
 	for i, c := range w.Counts {
 		ps.Counts[i] += c
 	}
-	mergeQ := func(dst *loadgen.Quantiles, src loadgen.Quantiles) {
+	mergeQ := func(dst *rundata.Quantiles, src rundata.Quantiles) {
 		if src.Count == 0 {
 			return
 		}
 		n := dst.Count + src.Count
-		*dst = loadgen.Quantiles{Count: n, P50: max(dst.P50, src.P50), P90: max(dst.P90, src.P90), P99: max(dst.P99, src.P99),
+		*dst = rundata.Quantiles{Count: n, P50: max(dst.P50, src.P50), P90: max(dst.P90, src.P90), P99: max(dst.P99, src.P99),
 			P999: max(dst.P999, src.P999), Max: max(dst.Max, src.Max), Mean: max(dst.Mean, src.Mean)}
 	}
 	mergeQ(&ps.Latency, w.Latency)
 	mergeQ(&ps.LatencyOK, w.LatencyOK)
 	ps.LatencyIntended = ps.Latency
-	for c := loadgen.ClassRejected; c < loadgen.NumClasses; c++ {
+	for c := rundata.ClassRejected; c < rundata.NumClasses; c++ {
 		if w.Counts[c] == 0 {
 			continue
 		}
-		fq := ps.LatencyByClass[c.String()]
+		fq := ps.ByClass[c.String()]
 		mergeQ(&fq, q(failMs, failMs*1.1, w.Counts[c]))
-		ps.LatencyByClass[c.String()] = fq
+		ps.ByClass[c.String()] = fq
 	}
 }
 
-func synthFaults(r synthRun, fs time.Time) []FaultEvent {
+func synthFaults(r synthRun, fs time.Time) []rundata.FaultEvent {
 	var body string
 	switch r.cond {
 	case "slow":
@@ -307,18 +307,18 @@ func synthFaults(r synthRun, fs time.Time) []FaultEvent {
 	default:
 		return nil
 	}
-	return []FaultEvent{
+	return []rundata.FaultEvent{
 		{Time: fs.Add(3 * time.Millisecond), Dependency: "A", Action: "set", Faults: []byte(body)},
 		{Time: fs.Add(10*time.Second + 2*time.Millisecond), Dependency: "A", Action: "clear"},
 	}
 }
 
-func synthValidity(r synthRun, phases map[string]*PhaseSummary) []PhaseValidity {
-	var out []PhaseValidity
+func synthValidity(r synthRun, phases map[string]*rundata.PhaseStats) []rundata.PhaseValidity {
+	var out []rundata.PhaseValidity
 	for _, ep := range []string{"a", "b"} {
 		for _, ph := range synthPhases {
-			v := PhaseValidity{Endpoint: ep, Phase: ph.name, Valid: true, TargetRate: 200, AchievedRate: 200, LagP99: 200 * time.Microsecond}
-			if r.invalid && ph.name == PhaseFault {
+			v := rundata.PhaseValidity{Endpoint: ep, Phase: ph.name, Valid: true, TargetRate: 200, AchievedRate: 200, LagP99: 200 * time.Microsecond}
+			if r.invalid && ph.name == rundata.PhaseFault {
 				v.Valid, v.AchievedRate, v.Reasons = false, 180, []string{"achieved rate 180/s is 10% below target 200/s"}
 			}
 			out = append(out, v)
@@ -330,11 +330,11 @@ func synthValidity(r synthRun, phases map[string]*PhaseSummary) []PhaseValidity 
 // synthMetrics samples every 250 ms: the service's pools (filling at λ per
 // Little's law towards λ·W, capped at the limit), its process stats, and
 // three other components.
-func synthMetrics(r synthRun, start time.Time, wins []loadgen.Window) []MetricSample {
+func synthMetrics(r synthRun, start time.Time, wins []rundata.Window) []rundata.MetricSample {
 	meta := synthMeta("", start, r)
 	fs := start.Add(7 * time.Second)
 	fe := fs.Add(10 * time.Second)
-	var out []MetricSample
+	var out []rundata.MetricSample
 	rejected := map[string]float64{}
 	depSum := map[string]float64{}
 	depCnt := map[string]float64{}
@@ -350,9 +350,9 @@ func synthMetrics(r synthRun, start time.Time, wins []loadgen.Window) []MetricSa
 		for _, p := range meta.Pools {
 			var demand float64
 			for _, ep := range p.Endpoints {
-				d := p.PredictedDemand[PhaseBaseline] / float64(len(p.Endpoints))
+				d := p.PredictedDemand[rundata.PhaseBaseline] / float64(len(p.Endpoints))
 				if inFault {
-					d = min(p.PredictedDemand[PhaseFault], 200*t.Sub(fs).Seconds()+2)
+					d = min(p.PredictedDemand[rundata.PhaseFault], 200*t.Sub(fs).Seconds()+2)
 					if len(p.Endpoints) > 1 && ep == "b" {
 						d = 0
 					}
@@ -379,13 +379,13 @@ func synthMetrics(r synthRun, start time.Time, wins []loadgen.Window) []MetricSa
 			}
 			depCnt[e.Dependency] += 0.25 * 150
 			depSum[e.Dependency] += 0.25 * 150 * w
-			v[`bulkheadlab_dependency_duration_seconds_sum{dependency="`+depLabel(e.Dependency)+`"}`] = depSum[e.Dependency]
-			v[`bulkheadlab_dependency_duration_seconds_count{dependency="`+depLabel(e.Dependency)+`"}`] = depCnt[e.Dependency]
-			v[`bulkheadlab_dependency_requests_total{dependency="`+depLabel(e.Dependency)+`",outcome="timeout"}`] = 0
+			v[`bulkheadlab_dependency_duration_seconds_sum{dependency="`+e.Name+`"}`] = depSum[e.Dependency]
+			v[`bulkheadlab_dependency_duration_seconds_count{dependency="`+e.Name+`"}`] = depCnt[e.Dependency]
+			v[`bulkheadlab_dependency_requests_total{dependency="`+e.Name+`",outcome="timeout"}`] = 0
 		}
-		out = append(out, MetricSample{Time: t, Component: ServiceComponent, Values: v})
+		out = append(out, rundata.MetricSample{Time: t, Component: rundata.ServiceComponent, Values: v})
 		for _, c := range []string{"proxy-A", "dep-A", "loadgen"} {
-			out = append(out, MetricSample{Time: t, Component: c, Values: map[string]float64{
+			out = append(out, rundata.MetricSample{Time: t, Component: c, Values: map[string]float64{
 				"process_cpu_seconds_total": float64(i) * 0.02, "process_resident_memory_bytes": 20e6, "go_goroutines": 30}})
 		}
 	}

@@ -4,20 +4,22 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // builder assembles one verdict: the cells it needs, its measures, and the
 // outcome rules common to every prediction (see decide).
 type builder struct {
 	v       Verdict
-	ex      Expectations
+	ex      rundata.Expectations
 	cells   []*Cell
 	missing []string
 	invalid []string
 	notes   []string
 }
 
-func newBuilder(name, claim string, all []Cell, ex Expectations, need ...[2]string) *builder {
+func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ...[2]string) *builder {
 	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
 	for _, k := range need {
 		c := cell(all, k[0], k[1])
@@ -113,7 +115,7 @@ func (b *builder) decide() Verdict {
 	return v
 }
 
-func p1(cells []Cell, ex Expectations) Verdict {
+func p1(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
 		ex.Slow, ex.Victim, ex.Culprit, fmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, "shared"})
 	c := b.cells[0]
@@ -133,7 +135,7 @@ func p1(cells []Cell, ex Expectations) Verdict {
 	return b.decide()
 }
 
-func p2(cells []Cell, ex Expectations) Verdict {
+func p2(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at baseline and /%s's failures are fast rejections",
 		ex.Slow, ex.Victim, ex.Culprit), cells, ex, [2]string{ex.Slow, "bulkhead"})
 	c := b.cells[0]
@@ -155,7 +157,7 @@ func p2(cells []Cell, ex Expectations) Verdict {
 	return b.decide()
 }
 
-func p3(cells []Cell, ex Expectations) Verdict {
+func p3(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
 		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, "shared"}, [2]string{ex.Busy, "bulkhead"})
 	sh, bh := b.cells[0], b.cells[1]
@@ -169,7 +171,7 @@ func p3(cells []Cell, ex Expectations) Verdict {
 	return b.decide()
 }
 
-func p4(cells []Cell, ex Expectations) Verdict {
+func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
 		ex.Victim, ex.Failing, ex.Slow), cells, ex,
 		[2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"}, [2]string{ex.Failing, "shared"}, [2]string{ex.Failing, "bulkhead"})
@@ -209,7 +211,7 @@ func p4(cells []Cell, ex Expectations) Verdict {
 	return b.decide()
 }
 
-func exhausted(cells []Cell, ex Expectations) Verdict {
+func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
 		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
 	var first []string

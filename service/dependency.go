@@ -104,7 +104,7 @@ func newServiceMetrics() serviceMetrics {
 	return serviceMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bulkheadlab_dependency_requests_total",
-			Help: "Dependency calls by dependency (a, b) and outcome (ok, timeout, error, cancelled by the client).",
+			Help: "Dependency calls by dependency (labelled with the calling endpoint's name: a, b) and outcome (ok, timeout, error, cancelled by the client).",
 		}, []string{"dependency", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bulkheadlab_dependency_duration_seconds",
@@ -118,9 +118,9 @@ func newServiceMetrics() serviceMetrics {
 	}
 }
 
-func (m serviceMetrics) register(r prometheus.Registerer) {
+func (m serviceMetrics) register(r prometheus.Registerer, endpoints []string) {
 	r.MustRegister(m.requests, m.duration, m.inflight)
-	for _, e := range Endpoints { // export zeros from the start
+	for _, e := range endpoints { // export zeros from the start
 		m.inflight.WithLabelValues(e)
 		m.duration.WithLabelValues(e)
 		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeError, outcomeCancelled} {

@@ -33,7 +33,7 @@ func TestIsolation(t *testing.T) {
 			cfg := Config{
 				Layout: LayoutConfig{Mode: tt.mode, PoolSize: p, Queue: p, MaxWait: timeout,
 					BrokenSharedBulkhead: tt.broken},
-				Timeout: timeout, DepA: slowA, DepB: fastB,
+				Timeout: timeout, Endpoints: TwoEndpoints(slowA, fastB),
 			}
 			svc, err := New(cfg)
 			if err != nil {

@@ -48,14 +48,15 @@ const (
 	ModeBulkhead Mode = "bulkhead"
 )
 
-// Endpoint names; in bulkhead mode they are also the pool names.
+// The endpoint names of the default two-endpoint service; in bulkhead mode
+// they are also the pool names.
 const (
 	EndpointA = "a"
 	EndpointB = "b"
 )
 
-// Endpoints lists the service's endpoints in order.
-var Endpoints = []string{EndpointA, EndpointB}
+// SharedPool is the name of the one pool of shared mode.
+const SharedPool = "shared"
 
 // ParseMode parses "shared" or "bulkhead".
 func ParseMode(s string) (Mode, error) {
@@ -70,14 +71,16 @@ func ParseMode(s string) (Mode, error) {
 type LayoutConfig struct {
 	Mode Mode
 	// PoolSize is P: the shared pool's size, or the total that bulkhead mode
-	// splits in two (a gets the odd permit). Bulkhead mode needs P >= 2
-	// unless PoolSizes sets both pools.
+	// splits evenly among the endpoints (the first endpoints get the
+	// remainder, one each). Bulkhead mode needs P ≥ the number of endpoints
+	// unless PoolSizes sets every pool.
 	PoolSize int
-	// PoolSizes sets per-dependency sizes in bulkhead mode (keys "a" and
-	// "b", both required when the map is not empty). Invalid in shared mode.
+	// PoolSizes sets per-endpoint sizes in bulkhead mode (keyed by endpoint
+	// name; every endpoint is required when the map is not empty). Invalid
+	// in shared mode.
 	PoolSizes map[string]int
 	// Queue is Q: the shared pool's queue, or the total that bulkhead mode
-	// splits in two (a gets the odd slot). Zero means no queue.
+	// splits like PoolSize. Zero means no queue.
 	Queue int
 	// Queues sets per-dependency queues in bulkhead mode, like PoolSizes.
 	Queues map[string]int
@@ -86,11 +89,64 @@ type LayoutConfig struct {
 	MaxWait time.Duration
 
 	// BrokenSharedBulkhead is a deliberate TEST FAULT, never for real use:
-	// in bulkhead mode it still creates pools "a" and "b" (so the service
-	// looks like a bulkhead from outside) but routes both endpoints to pool
-	// "a", sized a+b. The isolation is gone, and an experiment asserting P2
+	// in bulkhead mode it still creates one pool per endpoint (so the service
+	// looks like a bulkhead from outside) but routes every endpoint to the
+	// first endpoint's pool, sized as all pools together. The isolation is gone, and an experiment asserting P2
 	// must fail against it. It has no effect in shared mode.
 	BrokenSharedBulkhead bool
+}
+
+// PoolSpec is one pool of a layout as it will be built: its name, size,
+// queue and the endpoints that draw from it.
+type PoolSpec struct {
+	Name      string
+	Config    PoolConfig
+	Endpoints []string
+}
+
+// Pools validates cfg for the given endpoints (in order) and returns the
+// pools NewLayout would build, without building them: the one home of the
+// layout rules (the shared pool, the bulkhead split), used by the service
+// and by previews of it. Errors are *ConfigError. With BrokenSharedBulkhead
+// the specs are those the service exports (one per endpoint), not the one
+// semaphore it really uses.
+func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	if len(endpoints) == 0 {
+		return nil, fieldErrorf("endpoints", "at least one endpoint is required")
+	}
+	if cfg.Mode == ModeShared {
+		if len(cfg.PoolSizes) > 0 {
+			return nil, fieldErrorf("pool_sizes", "only applies to bulkhead mode")
+		}
+		if len(cfg.Queues) > 0 {
+			return nil, fieldErrorf("queues", "only applies to bulkhead mode")
+		}
+		pc := PoolConfig{Size: cfg.PoolSize, Queue: cfg.Queue, MaxWait: cfg.MaxWait}
+		if err := pc.Validate(); err != nil {
+			return nil, prefixField(err, layoutField(""))
+		}
+		return []PoolSpec{{Name: SharedPool, Config: pc, Endpoints: append([]string(nil), endpoints...)}}, nil
+	}
+	sizes, err := split(cfg.PoolSize, cfg.PoolSizes, endpoints, "pool_size", "pool_sizes", len(endpoints))
+	if err != nil {
+		return nil, err
+	}
+	queues, err := split(cfg.Queue, cfg.Queues, endpoints, "queue", "queues", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PoolSpec, len(endpoints))
+	for i, name := range endpoints {
+		pc := PoolConfig{Size: sizes[i], Queue: queues[i], MaxWait: cfg.MaxWait}
+		if err := pc.Validate(); err != nil {
+			return nil, prefixField(err, layoutField(name))
+		}
+		out[i] = PoolSpec{Name: name, Config: pc, Endpoints: []string{name}}
+	}
+	return out, nil
 }
 
 // Layout is the set of pools built from a LayoutConfig and the pool each
@@ -101,60 +157,40 @@ type Layout struct {
 	byEndpoint map[string]*Pool
 }
 
-// NewLayout validates cfg and builds its pools. Errors are *ConfigError.
-func NewLayout(cfg LayoutConfig) (*Layout, error) {
-	if _, err := ParseMode(string(cfg.Mode)); err != nil {
-		return nil, err
-	}
-	if cfg.Mode == ModeShared {
-		return newSharedLayout(cfg)
-	}
-	return newBulkheadLayout(cfg)
-}
-
-func newSharedLayout(cfg LayoutConfig) (*Layout, error) {
-	if len(cfg.PoolSizes) > 0 {
-		return nil, fieldErrorf("pool_sizes", "only applies to bulkhead mode")
-	}
-	if len(cfg.Queues) > 0 {
-		return nil, fieldErrorf("queues", "only applies to bulkhead mode")
-	}
-	p, err := NewPool("shared", PoolConfig{Size: cfg.PoolSize, Queue: cfg.Queue, MaxWait: cfg.MaxWait})
-	if err != nil {
-		return nil, prefixField(err, layoutField(""))
-	}
-	return &Layout{mode: ModeShared, pools: []*Pool{p},
-		byEndpoint: map[string]*Pool{EndpointA: p, EndpointB: p}}, nil
-}
-
-func newBulkheadLayout(cfg LayoutConfig) (*Layout, error) {
-	sizes, err := split(cfg.PoolSize, cfg.PoolSizes, "pool_size", "pool_sizes", 2)
+// NewLayout validates cfg and builds its pools for the given endpoints
+// (see LayoutConfig.Pools). Errors are *ConfigError.
+func NewLayout(cfg LayoutConfig, endpoints []string) (*Layout, error) {
+	specs, err := cfg.Pools(endpoints)
 	if err != nil {
 		return nil, err
 	}
-	queues, err := split(cfg.Queue, cfg.Queues, "queue", "queues", 0)
-	if err != nil {
-		return nil, err
-	}
-	l := &Layout{mode: ModeBulkhead, byEndpoint: map[string]*Pool{}}
-	for i, name := range Endpoints {
-		pc := PoolConfig{Size: sizes[i], Queue: queues[i], MaxWait: cfg.MaxWait}
-		p, err := NewPool(name, pc)
+	l := &Layout{mode: cfg.Mode, byEndpoint: map[string]*Pool{}}
+	for _, ps := range specs {
+		p, err := NewPool(ps.Name, ps.Config)
 		if err != nil {
-			return nil, prefixField(err, layoutField(name))
+			return nil, prefixField(err, layoutField(ps.Name))
 		}
 		l.pools = append(l.pools, p)
-		l.byEndpoint[name] = p
+		for _, e := range ps.Endpoints {
+			l.byEndpoint[e] = p
+		}
 	}
-	if cfg.BrokenSharedBulkhead {
-		// TEST FAULT: both endpoints share one semaphore of a+b permits.
-		pc := PoolConfig{Size: sizes[0] + sizes[1], Queue: queues[0] + queues[1], MaxWait: cfg.MaxWait}
-		p, err := NewPool(EndpointA, pc)
+	if cfg.BrokenSharedBulkhead && cfg.Mode == ModeBulkhead {
+		// TEST FAULT: every endpoint shares one semaphore of all the permits.
+		var pc PoolConfig
+		for _, ps := range specs {
+			pc.Size += ps.Config.Size
+			pc.Queue += ps.Config.Queue
+		}
+		pc.MaxWait = cfg.MaxWait
+		p, err := NewPool(specs[0].Name, pc)
 		if err != nil {
-			return nil, prefixField(err, layoutField(EndpointA))
+			return nil, prefixField(err, layoutField(specs[0].Name))
 		}
 		l.pools[0] = p
-		l.byEndpoint[EndpointA], l.byEndpoint[EndpointB] = p, p
+		for _, e := range endpoints {
+			l.byEndpoint[e] = p
+		}
 	}
 	return l, nil
 }
@@ -177,34 +213,47 @@ func layoutField(pool string) func(string) string {
 	}
 }
 
-// split returns the per-endpoint values (a, b): explicit ones from m, or
-// total split in two with a taking the odd unit. minTotal is the smallest
-// total that gives each endpoint a usable value.
-func split(total int, m map[string]int, totalField, mapField string, minTotal int) ([]int, error) {
+// split returns the per-endpoint values: explicit ones from m, or total
+// split evenly with the first endpoints taking the remainder, one unit each
+// (two endpoints: a gets the odd unit). minTotal is the smallest total that
+// gives each endpoint a usable value.
+func split(total int, m map[string]int, endpoints []string, totalField, mapField string, minTotal int) ([]int, error) {
+	n := len(endpoints)
 	if len(m) == 0 {
 		switch {
 		case total < 0:
 			return nil, fieldErrorf(totalField, "must not be negative, got %d", total)
 		case total < minTotal:
-			return nil, fieldErrorf(totalField, "must be at least %d in bulkhead mode, got %d", minTotal, total)
+			return nil, fieldErrorf(totalField, "must be at least %d in bulkhead mode (one per endpoint), got %d", minTotal, total)
 		}
-		return []int{total - total/2, total / 2}, nil
+		out := make([]int, n)
+		for i := range out {
+			out[i] = total / n
+			if i < total%n {
+				out[i]++
+			}
+		}
+		return out, nil
 	}
-	var keys []string
+	known := map[string]bool{}
+	for _, e := range endpoints {
+		known[e] = true
+	}
+	var unknown []string
 	for k := range m {
-		if k != EndpointA && k != EndpointB {
-			keys = append(keys, k)
+		if !known[k] {
+			unknown = append(unknown, k)
 		}
 	}
-	if len(keys) > 0 {
-		sort.Strings(keys)
-		return nil, fieldErrorf(mapField, "unknown pool(s) %s; the pools are a and b", strings.Join(keys, ","))
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fieldErrorf(mapField, "unknown pool(s) %s; the pools are %s", strings.Join(unknown, ","), strings.Join(endpoints, ", "))
 	}
-	out := make([]int, len(Endpoints))
-	for i, e := range Endpoints {
+	out := make([]int, n)
+	for i, e := range endpoints {
 		v, ok := m[e]
 		if !ok {
-			return nil, fieldErrorf(mapField+"."+e, "missing; set both a and b")
+			return nil, fieldErrorf(mapField+"."+e, "missing; set every pool (%s)", strings.Join(endpoints, ", "))
 		}
 		out[i] = v
 	}
@@ -214,9 +263,8 @@ func split(total int, m map[string]int, totalField, mapField string, minTotal in
 // Mode returns the layout's mode.
 func (l *Layout) Mode() Mode { return l.mode }
 
-// Pools returns the layout's pools ("shared", or "a" then "b").
+// Pools returns the layout's pools ("shared", or one per endpoint in order).
 func (l *Layout) Pools() []*Pool { return append([]*Pool(nil), l.pools...) }
 
-// Pool returns the pool endpoint ("a" or "b") draws from, nil for an
-// unknown endpoint.
+// Pool returns the pool the endpoint draws from, nil for an unknown endpoint.
 func (l *Layout) Pool(endpoint string) *Pool { return l.byEndpoint[endpoint] }

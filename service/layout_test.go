@@ -22,7 +22,7 @@ func TestLayouts(t *testing.T) {
 			[]string{"a", "b"}, []int{20, 10}, []int{20, 10}, true},
 	}
 	for _, tt := range tests {
-		l, err := NewLayout(tt.cfg)
+		l, err := NewLayout(tt.cfg, []string{EndpointA, EndpointB})
 		if err != nil {
 			t.Errorf("NewLayout(%+v): %v", tt.cfg, err)
 			continue
@@ -42,5 +42,24 @@ func TestLayouts(t *testing.T) {
 		if same := l.Pool(EndpointA) == l.Pool(EndpointB); same != tt.sameForA_B || l.Mode() != tt.cfg.Mode {
 			t.Errorf("NewLayout(%+v): a and b share a pool = %v, want %v", tt.cfg, same, tt.sameForA_B)
 		}
+	}
+}
+
+// TestLayoutSplitAmongEndpoints checks the split among more than two
+// endpoints: the first endpoints take the remainder, one unit each.
+func TestLayoutSplitAmongEndpoints(t *testing.T) {
+	eps := []string{"a", "b", "c"}
+	specs, err := LayoutConfig{Mode: ModeBulkhead, PoolSize: 10, Queue: 5, MaxWait: time.Second}.Pools(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]int{{4, 2}, {3, 2}, {3, 1}}
+	for i, ps := range specs {
+		if ps.Name != eps[i] || ps.Config.Size != want[i][0] || ps.Config.Queue != want[i][1] {
+			t.Errorf("pool %d = %s %+v, want %s size %d queue %d", i, ps.Name, ps.Config, eps[i], want[i][0], want[i][1])
+		}
+	}
+	if _, err := (LayoutConfig{Mode: ModeBulkhead, PoolSize: 2}).Pools(eps); err == nil {
+		t.Error("a total of 2 permits for 3 bulkheads was accepted")
 	}
 }

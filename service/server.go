@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -24,13 +25,35 @@ const (
 	HeaderDependencyError = "X-Dependency-Error" // timeout | error
 )
 
-// Defaults for optional Config fields.
+// Defaults of the service (DESIGN §5), used by the serve command and by
+// experiment specs for every setting they leave out.
 const (
+	DefaultTimeout      = 250 * time.Millisecond
+	DefaultPoolSize     = 20
+	DefaultQueue        = 20
 	DefaultConns        = 64
 	DefaultMaxBodyBytes = 1 << 20
 )
 
-// Config configures the two-endpoint service. Errors from New are
+// Endpoint is one endpoint of the service: GET /<Name> calls the dependency
+// at URL, holding a permit of its pool for the whole call.
+type Endpoint struct {
+	// Name is the path segment and, in bulkhead mode, the pool name.
+	Name string
+	// URL is the absolute http(s) URL of the dependency, called with GET.
+	URL string
+}
+
+// TwoEndpoints returns the default endpoints: /a calls depA and /b calls depB.
+func TwoEndpoints(depA, depB string) []Endpoint {
+	return []Endpoint{{Name: EndpointA, URL: depA}, {Name: EndpointB, URL: depB}}
+}
+
+// endpointNameRE is what an endpoint name may be: it is a URL path segment,
+// a pool name and a metric label value.
+var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// Config configures the service. Errors from New and Validate are
 // *ConfigError naming the field.
 type Config struct {
 	// Layout is the pool layout (shared or bulkhead).
@@ -41,14 +64,25 @@ type Config struct {
 	// MaxIdleConnsPerHost of its own http.Transport). Zero means
 	// DefaultConns.
 	Conns int
-	// DepA and DepB are the absolute http(s) URLs /a and /b call with GET.
-	DepA, DepB string
+	// Endpoints are the service's endpoints, in order (at least one).
+	Endpoints []Endpoint
 	// MaxBodyBytes caps how much of a dependency's body is relayed; zero
 	// means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
 
-func (c Config) validate() error {
+// EndpointNames returns the names of c's endpoints in order.
+func (c Config) EndpointNames() []string {
+	out := make([]string, len(c.Endpoints))
+	for i, e := range c.Endpoints {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Validate reports the first invalid field of c, layout included, as a
+// *ConfigError.
+func (c Config) Validate() error {
 	switch {
 	case c.Timeout <= 0:
 		return fieldErrorf("timeout", "must be positive, got %v", c.Timeout)
@@ -56,14 +90,27 @@ func (c Config) validate() error {
 		return fieldErrorf("conns", "must be positive, got %d", c.Conns)
 	case c.MaxBodyBytes < 0:
 		return fieldErrorf("max_body_bytes", "must not be negative, got %d", c.MaxBodyBytes)
+	case len(c.Endpoints) == 0:
+		return fieldErrorf("endpoints", "at least one endpoint is required")
 	}
-	if err := ValidateURL(c.DepA); err != nil {
-		return fieldErrorf("dep_a", "%v", err)
+	seen := map[string]bool{}
+	for _, e := range c.Endpoints {
+		field := "endpoints." + e.Name
+		switch {
+		case !endpointNameRE.MatchString(e.Name):
+			return fieldErrorf("endpoints", "endpoint name %q: use 1–32 of a-z, 0-9, '_', '-'", e.Name)
+		case seen[e.Name]:
+			return fieldErrorf(field, "duplicate endpoint")
+		case e.Name == "healthz" || e.Name == "metrics":
+			return fieldErrorf(field, "reserved name")
+		}
+		seen[e.Name] = true
+		if err := ValidateURL(e.URL); err != nil {
+			return fieldErrorf(field, "%v", err)
+		}
 	}
-	if err := ValidateURL(c.DepB); err != nil {
-		return fieldErrorf("dep_b", "%v", err)
-	}
-	return nil
+	_, err := c.Layout.Pools(c.EndpointNames())
+	return err
 }
 
 // ValidateURL checks that s is an absolute http or https URL with a host.
@@ -82,8 +129,9 @@ func ValidateURL(s string) error {
 	return nil
 }
 
-// Service is the system under test: /a calls dependency A and /b calls B,
-// each holding a permit from its pool for the whole call. It is safe for
+// Service is the system under test: each endpoint calls its dependency,
+// holding a permit from its pool for the whole call (by default /a calls
+// dependency A and /b calls B). It is safe for
 // concurrent use. Build it with New, serve it with Handler or Serve, and
 // Close it when done.
 type Service struct {
@@ -100,7 +148,7 @@ type Service struct {
 // New validates cfg and builds the service, its pools, transports and
 // metrics registry. It starts no goroutines.
 func New(cfg Config) (*Service, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Conns == 0 {
@@ -109,7 +157,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	layout, err := NewLayout(cfg.Layout)
+	layout, err := NewLayout(cfg.Layout, cfg.EndpointNames())
 	if err != nil {
 		return nil, err
 	}
@@ -120,18 +168,18 @@ func New(cfg Config) (*Service, error) {
 		metrics:  newServiceMetrics(),
 		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36),
 	}
-	s.deps = map[string]*dependency{
-		EndpointA: newDependency(EndpointA, cfg.DepA, cfg.Conns),
-		EndpointB: newDependency(EndpointB, cfg.DepB, cfg.Conns),
+	s.deps = map[string]*dependency{}
+	for _, e := range cfg.Endpoints {
+		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns)
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.metrics.register(s.registry)
+	s.metrics.register(s.registry, cfg.EndpointNames())
 	for _, p := range layout.Pools() {
 		s.registry.MustRegister(p)
 	}
 	mux := http.NewServeMux()
-	for _, e := range Endpoints {
-		mux.Handle("GET /"+e, s.endpoint(e))
+	for _, e := range cfg.Endpoints {
+		mux.Handle("GET /"+e.Name, s.endpoint(e.Name))
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
@@ -139,7 +187,8 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Handler returns the service's HTTP handler (/a, /b, /healthz, /metrics).
+// Handler returns the service's HTTP handler (one path per endpoint,
+// /healthz, /metrics).
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // Layout returns the service's pools.
@@ -168,7 +217,7 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-// endpoint serves /a or /b.
+// endpoint serves one endpoint.
 func (s *Service) endpoint(name string) http.Handler {
 	pool, dep := s.layout.Pool(name), s.deps[name]
 	inflight := s.metrics.inflight.WithLabelValues(name)
@@ -196,7 +245,7 @@ func (s *Service) endpoint(name string) http.Handler {
 	})
 }
 
-// errorBody is the JSON body of every non-200 answer of /a and /b.
+// errorBody is the JSON body of every non-200 answer of an endpoint.
 type errorBody struct {
 	Error  string `json:"error"`
 	Pool   string `json:"pool,omitempty"`

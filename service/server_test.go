@@ -94,7 +94,7 @@ func TestServiceResponses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, url := startService(t, Config{
 				Layout:  LayoutConfig{Mode: ModeBulkhead, PoolSize: 2},
-				Timeout: timeout, DepA: tt.depA, DepB: okDep,
+				Timeout: timeout, Endpoints: TwoEndpoints(tt.depA, okDep),
 			})
 			r := get(t, c, url+"/a", nil)
 			if r.status != tt.status || r.header.Get(tt.header[0]) != tt.header[1] || !strings.Contains(r.body, tt.body) {
@@ -114,7 +114,7 @@ func TestServiceRequestID(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer dep.Close()
-	_, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 1}, Timeout: time.Second, DepA: dep.URL, DepB: dep.URL})
+	_, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 1}, Timeout: time.Second, Endpoints: TwoEndpoints(dep.URL, dep.URL)})
 	c := testClient(t)
 	given := get(t, c, url+"/a", map[string]string{HeaderRequestID: "req-42"})
 	generated := get(t, c, url+"/b", nil)
@@ -134,7 +134,7 @@ func TestServiceRejectionAndMetrics(t *testing.T) {
 		<-release
 	}))
 	defer dep.Close()
-	svc, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 2}, Timeout: 10 * time.Second, DepA: dep.URL, DepB: dep.URL})
+	svc, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 2}, Timeout: 10 * time.Second, Endpoints: TwoEndpoints(dep.URL, dep.URL)})
 	c := testClient(t)
 	done := make(chan reply, 1)
 	go func() { done <- get(t, c, url+"/a", nil) }()
@@ -196,16 +196,25 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	good := Config{Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 4, Queue: 4, MaxWait: time.Second},
-		Timeout: time.Second, DepA: "http://127.0.0.1:1", DepB: "http://127.0.0.1:2"}
+		Timeout: time.Second, Endpoints: TwoEndpoints("http://127.0.0.1:1", "http://127.0.0.1:2")}
 	tests := []struct {
 		field string
 		edit  func(*Config)
 	}{
 		{"timeout", func(c *Config) { c.Timeout = 0 }},
 		{"conns", func(c *Config) { c.Conns = -1 }},
-		{"dep_a", func(c *Config) { c.DepA = "127.0.0.1:80" }},
-		{"dep_b", func(c *Config) { c.DepB = "http://" }},
-		{"dep_b", func(c *Config) { c.DepB = "ftp://x" }},
+		{"endpoints.a", func(c *Config) { c.Endpoints = TwoEndpoints("127.0.0.1:80", "http://x") }},
+		{"endpoints.b", func(c *Config) { c.Endpoints = TwoEndpoints("http://x", "http://") }},
+		{"endpoints.b", func(c *Config) { c.Endpoints = TwoEndpoints("http://x", "ftp://x") }},
+		{"endpoints", func(c *Config) { c.Endpoints = nil }},
+		{"endpoints", func(c *Config) { c.Endpoints = []Endpoint{{Name: "A/b", URL: "http://x"}} }},
+		{"endpoints.a", func(c *Config) {
+			c.Endpoints = TwoEndpoints("http://x", "http://y")[:1]
+			c.Endpoints = append(c.Endpoints, c.Endpoints[0])
+		}},
+		{"endpoints.metrics", func(c *Config) {
+			c.Endpoints = []Endpoint{{Name: "metrics", URL: "http://x"}, {Name: "b", URL: "http://x"}}
+		}},
 		{"mode", func(c *Config) { c.Layout.Mode = "pooled" }},
 		{"pool_size", func(c *Config) { c.Layout.PoolSize = 1 }},
 		{"pool_size", func(c *Config) { c.Layout.Mode, c.Layout.PoolSize = ModeShared, 0 }},

@@ -1,21 +1,17 @@
 package main
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
-var depFlags = map[string]string{"latency": "latency", "jitter": "jitter", "size": "size"}
-
 // newDepCmd builds the `dep` command: a dependency stub.
 func newDepCmd() *cobra.Command {
 	var (
 		listenAddr string
-		cfg        service.DepConfig
+		flags      service.DepFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dep",
@@ -28,9 +24,13 @@ The first line of stdout is a JSON announcement with the bound address.`,
 		Example: `  bulkheadlab dep --name A --latency 10ms --jitter 2ms --seed 1 --size 64`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := flags.Config()
+			if err != nil {
+				return usageError(err)
+			}
 			d, err := service.NewDep(cfg)
 			if err != nil {
-				return flagError(err, depFlags)
+				return usageError(err)
 			}
 			ln, err := listen(listenAddr)
 			if err != nil {
@@ -42,10 +42,6 @@ The first line of stdout is a JSON announcement with the bound address.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
-	f.StringVar(&cfg.Name, "name", "A", "name of this dependency (in the announcement)")
-	f.DurationVar(&cfg.Latency, "latency", 10*time.Millisecond, "base latency of every response")
-	f.DurationVar(&cfg.Jitter, "jitter", 2*time.Millisecond, "uniform jitter around the latency")
-	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the jitter's random source")
-	f.IntVar(&cfg.Size, "size", 64, "response body size in bytes")
+	flags.Bind(f)
 	return cmd
 }

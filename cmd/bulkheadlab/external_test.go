@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -59,7 +59,7 @@ func TestRunExternalMode(t *testing.T) {
 	proxyA, proxyB := freeAddr(t), freeAddr(t)
 	svc, err := service.New(service.Config{
 		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 2, MaxWait: 250 * time.Millisecond},
-		Timeout: 250 * time.Millisecond, DepA: "http://" + proxyA, DepB: "http://" + proxyB,
+		Timeout: 250 * time.Millisecond, Endpoints: service.TwoEndpoints("http://"+proxyA, "http://"+proxyB),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,14 +92,14 @@ modes: [bulkhead]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Status != analysis.StatusComplete || len(m.Faults) != 2 {
+	if m.Status != rundata.StatusComplete || len(m.Faults) != 2 {
 		t.Fatalf("meta: status %q, fault events %+v; want complete with set and clear", m.Status, m.Faults)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, analysis.RunsDir, "slow-bulkhead-r1", analysis.PhasesFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, "slow-bulkhead-r1", rundata.PhasesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var phases []analysis.PhaseSummary
+	var phases []rundata.PhaseStats
 	if err := json.Unmarshal(b, &phases); err != nil {
 		t.Fatal(err)
 	}

@@ -2,63 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
-	"github.com/bulkheadlab/bulkheadlab/service"
 )
-
-// parseSizes parses a per-pool list such as "a=10,b=10" into a map. An empty
-// string gives a nil map. Values must be non-negative integers; names must
-// be unique. Which names are allowed is the consumer's business.
-func parseSizes(s string) (map[string]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := map[string]int{}
-	for _, part := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-		if !ok || name == "" || val == "" {
-			return nil, fmt.Errorf("entry %q is not name=value (example: a=10,b=10)", part)
-		}
-		n, err := strconv.Atoi(val)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("entry %q: value must be a non-negative integer", part)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
-		}
-		out[name] = n
-	}
-	return out, nil
-}
-
-// flagError turns a service *ConfigError into a usage error naming the
-// flag that sets the field; fields maps config field names (before any
-// ".pool" suffix) to flag names.
-func flagError(err error, fields map[string]string) error {
-	var ce *service.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	field, pool, _ := strings.Cut(ce.Field, ".")
-	flag, ok := fields[field]
-	if !ok {
-		return usageError(err)
-	}
-	if pool != "" {
-		return usageError(fmt.Errorf("--%s: pool %s: %s", flag, pool, ce.Msg))
-	}
-	return usageError(fmt.Errorf("--%s: %s", flag, ce.Msg))
-}
 
 // noArgs rejects positional arguments as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {

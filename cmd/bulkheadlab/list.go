@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulkheadlab/bulkheadlab/experiments"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
 // newListCmd builds the `list` command.
@@ -19,9 +19,9 @@ func newListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			for _, p := range experiments.Presets() {
+			for _, p := range spec.Presets() {
 				name := p.Name
-				if name == experiments.DefaultPreset {
+				if name == spec.DefaultPreset {
 					name += " (default)"
 				}
 				fmt.Fprintf(tw, "%s\t%s\n", name, p.Description)

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
-	"github.com/bulkheadlab/bulkheadlab/experiments"
+	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // runOptions are the flags of `run`.
@@ -28,9 +32,10 @@ type runOptions struct {
 	defect      bool
 }
 
-// defectFlag is the hidden flag of `serve` and `run` that breaks isolation
-// on purpose, so that tests can prove the regression check fails.
-const defectFlag = "test-defect-shared-semaphore"
+// defectFlag is the hidden flag of `run` that breaks isolation on purpose
+// (the service's own hidden flag of the same name), so that tests can prove
+// the regression check fails.
+const defectFlag = service.DefectFlag
 
 // newRunCmd builds the `run` command.
 func newRunCmd() *cobra.Command {
@@ -80,23 +85,29 @@ hold the load), 130 interrupted.`,
 }
 
 func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
-	spec, err := loadRunSpec(args, o)
+	sp, err := loadRunSpec(args, o)
 	if err != nil {
 		return err
+	}
+	p, err := sp.Plan()
+	if err != nil {
+		return usageError(err)
+	}
+	if o.defect {
+		p.InjectSharedSemaphoreDefect()
 	}
 	w := cmd.OutOrStdout()
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	r := &experiments.Runner{
-		Spec: spec, Root: o.out, Resume: o.resume, Version: version, HdrLogs: o.hdrLogs,
-		Progress: &experiments.TextProgress{W: w, Terminal: tty, Total: spec.LoadDuration()},
+	r := &runner.Runner{
+		Plan: p, Root: o.out, Resume: o.resume, Version: version, HdrLogs: o.hdrLogs,
+		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration()},
 		Launcher: launcher(o),
 	}
 	if o.resume == "" {
-		n := len(spec.Expand())
-		fmt.Fprintf(w, "%s: %d runs × %s of load\n", spec.Name, n, spec.LoadDuration())
+		fmt.Fprintf(w, "%s: %d runs × %s of load\n", sp.Name, len(p.Runs), sp.RunDuration())
 	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {
@@ -105,7 +116,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if errors.Is(err, context.Canceled) {
 		return withCode(ExitInterrupted, err)
 	}
-	if err != nil && !errors.Is(err, experiments.ErrRunsFailed) {
+	if err != nil && !errors.Is(err, runner.ErrRunsFailed) {
 		return err
 	}
 	runErr := err
@@ -119,7 +130,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if err := analysis.PrintVerdicts(w, sum); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+analysis.HTMLFile)
+	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+rundata.HTMLFile)
 	if cerr := finishCheck(sum, o.check, o.junit); cerr != nil {
 		return cerr
 	}
@@ -127,19 +138,15 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 }
 
 // launcher picks how the components of each run are started.
-func launcher(o runOptions) experiments.Launcher {
+func launcher(o runOptions) runner.Launcher {
 	if o.inProcess {
-		return &experiments.InProcessLauncher{BrokenSharedBulkhead: o.defect}
+		return &runner.InProcessLauncher{}
 	}
-	var extra []string
-	if o.defect {
-		extra = []string{"--" + defectFlag}
-	}
-	return &experiments.ProcessLauncher{Supervisor: &experiments.Supervisor{Nice: experiments.DefaultChildNice}, ServeArgs: extra}
+	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice}}
 }
 
 // loadRunSpec resolves the spec argument and applies the flag overrides.
-func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
+func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.noReport && (o.check || o.junit != "") {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}
@@ -147,17 +154,17 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 		if len(args) > 0 || o.repeats != 0 || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
-		_, spec, err := experiments.OpenResultsDir(o.resume)
+		s, err := spec.Load(filepath.Join(o.resume, rundata.SpecFile))
 		if err != nil {
 			return nil, usageError(fmt.Errorf("--resume: %w", err))
 		}
-		return spec, nil
+		return s, nil
 	}
-	name := experiments.DefaultPreset
+	name := spec.DefaultPreset
 	if len(args) == 1 {
 		name = args[0]
 	}
-	spec, err := experiments.Resolve(name)
+	sp, err := spec.Resolve(name)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -165,16 +172,16 @@ func loadRunSpec(args []string, o runOptions) (*experiments.Spec, error) {
 		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
 	}
 	if o.repeats > 0 {
-		spec.Repeats = o.repeats
-		if err := spec.Validate(); err != nil {
+		sp.Repeats = o.repeats
+		if err := sp.Validate(); err != nil {
 			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
 		}
 	}
-	if o.check && len(spec.Expectations.WithDefaults().Check) == 0 {
-		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", spec.File()))
+	if o.check && len(sp.Expectations.WithDefaults().Check) == 0 {
+		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", sp.File()))
 	}
-	if remote := spec.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
-		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", spec.File(), remote))
+	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
+		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
 	}
-	return spec, nil
+	return sp, nil
 }

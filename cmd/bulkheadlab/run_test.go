@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 var (
@@ -83,8 +83,8 @@ conditions: [slow]
 modes: [shared, bulkhead]
 `
 
-// runner is a `bulkheadlab run` subprocess.
-type runner struct {
+// runProc is a `bulkheadlab run` subprocess.
+type runProc struct {
 	cmd    *exec.Cmd
 	out    bytes.Buffer // stdout and stderr
 	done   chan struct{}
@@ -92,9 +92,9 @@ type runner struct {
 	outDir string
 }
 
-func startRunner(t *testing.T, outDir string, args ...string) *runner {
+func startRunner(t *testing.T, outDir string, args ...string) *runProc {
 	t.Helper()
-	r := &runner{cmd: exec.Command(binary(t), args...), done: make(chan struct{}), outDir: outDir}
+	r := &runProc{cmd: exec.Command(binary(t), args...), done: make(chan struct{}), outDir: outDir}
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
 	// Its own process group: a terminal's Ctrl-C on `go test` must not reach it.
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -123,7 +123,7 @@ func startRunner(t *testing.T, outDir string, args ...string) *runner {
 
 // wait waits for the runner to exit and returns its exit code (-1 if it
 // was killed by a signal).
-func (r *runner) wait(t *testing.T, within time.Duration) int {
+func (r *runProc) wait(t *testing.T, within time.Duration) int {
 	t.Helper()
 	select {
 	case <-r.done:
@@ -145,18 +145,18 @@ func resultsDir(outDir, experiment string) string {
 	return m[0]
 }
 
-func readIndex(dir string) (analysis.Index, error) {
-	var ix analysis.Index
-	b, err := os.ReadFile(filepath.Join(dir, analysis.IndexFile))
+func readIndex(dir string) (rundata.Index, error) {
+	var ix rundata.Index
+	b, err := os.ReadFile(filepath.Join(dir, rundata.IndexFile))
 	if err == nil {
 		err = json.Unmarshal(b, &ix)
 	}
 	return ix, err
 }
 
-func readMeta(dir, id string) (analysis.RunMeta, error) {
-	var m analysis.RunMeta
-	b, err := os.ReadFile(filepath.Join(dir, analysis.RunsDir, id, analysis.MetaFile))
+func readMeta(dir, id string) (rundata.RunMeta, error) {
+	var m rundata.RunMeta
+	b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, id, rundata.MetaFile))
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
@@ -244,7 +244,7 @@ const componentsPerRun = 5
 
 // waitSecondRun waits until the first run is complete and the second run
 // has all its children, and returns their pids.
-func waitSecondRun(t *testing.T, r *runner, experiment string) (dir string, kids []int) {
+func waitSecondRun(t *testing.T, r *runProc, experiment string) (dir string, kids []int) {
 	t.Helper()
 	poll(t, 60*time.Second, "run 1 complete and run 2 running with its children", func() bool {
 		select {
@@ -256,7 +256,7 @@ func waitSecondRun(t *testing.T, r *runner, experiment string) (dir string, kids
 			return false
 		}
 		ix, err := readIndex(dir)
-		if err != nil || len(ix.Runs) != 2 || ix.Runs[0].Status != analysis.StatusComplete || ix.Runs[1].Status != analysis.StatusRunning {
+		if err != nil || len(ix.Runs) != 2 || ix.Runs[0].Status != rundata.StatusComplete || ix.Runs[1].Status != rundata.StatusRunning {
 			return false
 		}
 		kids = childrenOf(r.cmd.Process.Pid)
@@ -312,15 +312,15 @@ func TestRunInterruptAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ix.Runs[0].Status != analysis.StatusComplete || ix.Runs[1].Status != analysis.StatusInterrupted || ix.Ended.IsZero() {
+	if ix.Runs[0].Status != rundata.StatusComplete || ix.Runs[1].Status != rundata.StatusInterrupted || ix.Ended.IsZero() {
 		t.Errorf("index after SIGINT: %+v; want %s complete, %s interrupted, an end time", ix, first, second)
 	}
-	for id, want := range map[string]string{first: analysis.StatusComplete, second: analysis.StatusInterrupted} {
+	for id, want := range map[string]string{first: rundata.StatusComplete, second: rundata.StatusInterrupted} {
 		if m, err := readMeta(dir, id); err != nil || m.Status != want {
 			t.Errorf("%s meta.json: status %q (%v), want %q", id, m.Status, err, want)
 		}
 	}
-	before := treeHashes(t, filepath.Join(dir, analysis.RunsDir, first))
+	before := treeHashes(t, filepath.Join(dir, rundata.RunsDir, first))
 
 	res := startRunner(t, out, "run", "--resume", dir, "--no-report")
 	if code := res.wait(t, 60*time.Second); code != ExitOK {
@@ -331,21 +331,21 @@ func TestRunInterruptAndResume(t *testing.T) {
 	}
 	ix, _ = readIndex(dir)
 	for _, e := range ix.Runs {
-		if e.Status != analysis.StatusComplete {
+		if e.Status != rundata.StatusComplete {
 			t.Errorf("after --resume, %s is %s, want complete", e.ID, e.Status)
 		}
 	}
-	if m, err := readMeta(dir, second); err != nil || m.Status != analysis.StatusComplete {
+	if m, err := readMeta(dir, second); err != nil || m.Status != rundata.StatusComplete {
 		t.Errorf("resumed %s: status %q (%v)", second, m.Status, err)
 	} else if !m.Valid {
 		// Validity depends on the machine's load, not on --resume.
 		t.Logf("resumed %s is INVALID on this machine: %+v", second, m.Validity)
 	}
 	aside := second + ".interrupted-1"
-	if m, err := readMeta(dir, aside); err != nil || m.Status != analysis.StatusInterrupted {
+	if m, err := readMeta(dir, aside); err != nil || m.Status != rundata.StatusInterrupted {
 		t.Errorf("partial run not moved aside to runs/%s: status %q, %v", aside, m.Status, err)
 	}
-	after := treeHashes(t, filepath.Join(dir, analysis.RunsDir, first))
+	after := treeHashes(t, filepath.Join(dir, rundata.RunsDir, first))
 	if len(after) != len(before) {
 		t.Errorf("%s has %d files after --resume, %d before", first, len(after), len(before))
 	}
@@ -379,7 +379,7 @@ func TestRunKilledRunnerLeavesNoChildren(t *testing.T) {
 	waitAllGone(t, kids, 10*time.Second)
 	dir := resultsDir(out, "sigkill-test")
 	ix, err := readIndex(dir)
-	if err != nil || ix.Runs[0].Status != analysis.StatusRunning {
+	if err != nil || ix.Runs[0].Status != rundata.StatusRunning {
 		t.Errorf("index after SIGKILL: %+v (%v); want the first run left running (resumable)", ix.Runs, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulkheadlab/bulkheadlab/experiments"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
 // newSizeCmd builds the `size` command.
@@ -36,7 +36,7 @@ that demand times the headroom (default 2, for peaks), rounded up.`,
 			case math.IsNaN(headroom) || headroom < 1 || headroom > 100:
 				return usageError(fmt.Errorf("--headroom: must be between 1 and 100, got %g", headroom))
 			}
-			demand, size, err := experiments.PoolSize(rate, latency, headroom)
+			demand, size, err := spec.PoolSize(rate, latency, headroom)
 			if err != nil {
 				return usageError(err)
 			}

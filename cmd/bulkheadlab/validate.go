@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulkheadlab/bulkheadlab/experiments"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
 // newValidateCmd builds the `validate` command.
@@ -27,14 +27,14 @@ It exits 2 if any spec is invalid.`,
   bulkheadlab validate slow-dependency month-end-close`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				args = experiments.PresetNames()
+				args = spec.PresetNames()
 			}
 			bad := 0
 			for i, arg := range args {
 				if i > 0 {
 					fmt.Fprintln(cmd.OutOrStdout())
 				}
-				s, err := experiments.Resolve(arg)
+				s, err := spec.Resolve(arg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
@@ -51,7 +51,7 @@ It exits 2 if any spec is invalid.`,
 }
 
 // printSpecPreview prints the matrix and the Little's-law preview of s.
-func printSpecPreview(w io.Writer, s *experiments.Spec) {
+func printSpecPreview(w io.Writer, s *spec.Spec) {
 	runs := s.Expand()
 	t := s.Service.Timeout.D
 	fmt.Fprintf(w, "%s: ok — %s\n", s.File(), s.Name)
@@ -67,7 +67,11 @@ func printSpecPreview(w io.Writer, s *experiments.Spec) {
 	}
 	fmt.Fprintf(w, "  order: %s\n", strings.Join(ids, ", "))
 	if s.External != nil {
-		fmt.Fprintf(w, "  external: /a=%s /b=%s\n", s.External.Targets.A, s.External.Targets.B)
+		var ts []string
+		for _, e := range s.Endpoints {
+			ts = append(ts, "/"+e.Name+"="+s.External.Targets[e.Name])
+		}
+		fmt.Fprintf(w, "  external: %s\n", strings.Join(ts, " "))
 		if rt := s.RemoteTargets(); len(rt) > 0 {
 			fmt.Fprintf(w, "  note: not loopback, needs --allow-remote to run: %s\n", strings.Join(rt, ", "))
 		}

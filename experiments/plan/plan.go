@@ -1,0 +1,216 @@
+// Package plan is the typed description of an experiment that the spec
+// produces and the runner executes: for every run of the matrix, the
+// components to start (dependency stubs, fault proxies, the service, with
+// their configurations and how they are wired together), the load (targets,
+// rates per phase, classification rules), the faults to switch, and the run
+// metadata known in advance. Launchers start components from it without
+// knowing what an endpoint or a dependency is called; a third endpoint or a
+// second service instance is a change of the plan, not of the code.
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// Plan is a whole experiment. It is built once and read-only afterwards.
+type Plan struct {
+	// Experiment names the experiment (and its results folder).
+	Experiment string
+	// Spec is the resolved spec as YAML, written into the results folder.
+	Spec []byte
+	// Runs is the matrix in execution order.
+	Runs []Run
+}
+
+// Run is one cell of the matrix in one repeat.
+type Run struct {
+	// ID is "<condition>-<mode>-r<repeat>", also the run's folder name.
+	ID        string
+	Condition string
+	Mode      string
+	Repeat    int // 1-based
+	Seed      int64
+	// Components are started in order and stopped in reverse order.
+	Components []Component
+	Load       Load
+	// Faults are set when the fault phase starts and cleared when the next
+	// phase starts.
+	Faults []Faults
+	// Meta is the run metadata known before the run: identity, timeouts,
+	// endpoints and pools with their predictions. The runner fills in the
+	// rest.
+	Meta rundata.RunMeta
+}
+
+// Load is the open-model load of a run.
+type Load struct {
+	Endpoints []Endpoint
+	// Phases run back to back; a phase's Rates override Endpoint.Rate.
+	Phases              []loadgen.Phase
+	ClientTimeout       time.Duration
+	Window              time.Duration
+	ExcludeFromValidity []string
+}
+
+// Duration is the length of the load: the sum of its phases.
+func (l Load) Duration() time.Duration {
+	var d time.Duration
+	for _, p := range l.Phases {
+		d += p.Duration
+	}
+	return d
+}
+
+// Endpoint is one loaded endpoint.
+type Endpoint struct {
+	Name   string
+	Target Address
+	// Rate is the send rate in every phase that does not override it.
+	Rate float64
+	// Rules classify the results; nil means the built-in service's rules.
+	Rules *loadgen.Rules
+}
+
+// Address is where something is reached: a fixed URL, or the data plane of
+// a component of the run (known only once it runs) followed by Path.
+type Address struct {
+	URL       string
+	Component string
+	Path      string
+}
+
+// Of is the address of component's data plane plus path.
+func Of(component, path string) Address { return Address{Component: component, Path: path} }
+
+// At is a fixed URL.
+func At(url string) Address { return Address{URL: url} }
+
+// Resolve returns the URL of a, given the data-plane base URLs of the
+// running components.
+func (a Address) Resolve(urls map[string]string) (string, error) {
+	if a.Component == "" {
+		return a.URL, nil
+	}
+	base, ok := urls[a.Component]
+	if !ok {
+		return "", fmt.Errorf("plan: address refers to component %q, which is not running (yet)", a.Component)
+	}
+	return base + a.Path, nil
+}
+
+// Kind is what a component is.
+type Kind string
+
+// Component kinds: the subcommands of the bulkheadlab binary.
+const (
+	KindDep     Kind = "dep"
+	KindProxy   Kind = "proxy"
+	KindService Kind = "service"
+)
+
+// Component is one process (or, in process, one server) of a run. Exactly
+// one of Dep, Proxy and Service is set, matching Kind.
+type Component struct {
+	// Name is unique in the run ("dep-A", "proxy-A", "service"): it labels
+	// the component's metric samples and log file.
+	Name string
+	Kind Kind
+	// Listen is the data-plane listen address, host:port (port 0: any).
+	Listen  string
+	Dep     *service.DepConfig
+	Proxy   *Proxy
+	Service *Service
+}
+
+// Proxy is a fault proxy in front of a dependency.
+type Proxy struct {
+	// Name is the dependency's name, e.g. "A".
+	Name     string
+	Upstream Address
+	Seed     uint64
+	// Control is the control-plane listen address.
+	Control string
+}
+
+// Service is the service under test. Its endpoints' URLs are filled in from
+// Upstreams when the component starts.
+type Service struct {
+	Config service.Config
+	// Upstreams maps an endpoint name to the address its dependency call
+	// goes to.
+	Upstreams map[string]Address
+}
+
+// Faults is a fault set for one proxy component.
+type Faults struct {
+	// Component is the proxy that injects the faults.
+	Component string
+	// Dependency names the dependency behind it, for the run metadata.
+	Dependency string
+	Faults     []faultproxy.Fault
+}
+
+// Resolve returns a copy of c with every Address turned into a URL, given
+// the data-plane base URLs of the components started before it.
+func (c Component) Resolve(urls map[string]string) (Component, error) {
+	switch {
+	case c.Proxy != nil:
+		p := *c.Proxy
+		u, err := p.Upstream.Resolve(urls)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		p.Upstream = At(u)
+		c.Proxy = &p
+	case c.Service != nil:
+		s := *c.Service
+		s.Config.Endpoints = append([]service.Endpoint(nil), s.Config.Endpoints...)
+		for i, e := range s.Config.Endpoints {
+			a, ok := s.Upstreams[e.Name]
+			if !ok {
+				continue
+			}
+			u, err := a.Resolve(urls)
+			if err != nil {
+				return c, fmt.Errorf("%s: endpoint %s: %w", c.Name, e.Name, err)
+			}
+			s.Config.Endpoints[i].URL = u
+		}
+		c.Service = &s
+	}
+	return c, nil
+}
+
+// Args are the bulkheadlab subcommand and flags that start a resolved c as
+// a process.
+func (c Component) Args() []string {
+	switch c.Kind {
+	case KindDep:
+		return append([]string{"dep", "--listen", c.Listen}, service.DepArgs(*c.Dep)...)
+	case KindProxy:
+		return []string{"proxy", "--listen", c.Listen, "--control", c.Proxy.Control,
+			"--upstream", c.Proxy.Upstream.URL, "--name", c.Proxy.Name, "--seed", fmt.Sprint(c.Proxy.Seed)}
+	case KindService:
+		return append([]string{"serve", "--listen", c.Listen}, service.ServeArgs(c.Service.Config)...)
+	}
+	return nil
+}
+
+// InjectSharedSemaphoreDefect turns on the deliberate TEST FAULT
+// service.LayoutConfig.BrokenSharedBulkhead in every service component of
+// the plan, so that tests can prove the regression check fails.
+func (p *Plan) InjectSharedSemaphoreDefect() {
+	for i := range p.Runs {
+		for j := range p.Runs[i].Components {
+			if s := p.Runs[i].Components[j].Service; s != nil {
+				s.Config.Layout.BrokenSharedBulkhead = true
+			}
+		}
+	}
+}

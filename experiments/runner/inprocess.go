@@ -1,0 +1,91 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// InProcessLauncher starts every component in this process with the same
+// constructors the subcommands use, on loopback listeners. It is for tests
+// and quick trials: the load generator then shares a runtime (CPU, GC) with
+// the system under test, which the process launcher avoids.
+type InProcessLauncher struct{}
+
+var _ Launcher = (*InProcessLauncher)(nil)
+
+// stopTimeout bounds an in-process component's graceful stop.
+const stopTimeout = 5 * time.Second
+
+// Launch implements Launcher.
+func (l *InProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
+	return launch(ctx, r, logPath, startInProcess)
+}
+
+func startInProcess(_ context.Context, c plan.Component, _ string) (started, error) {
+	switch c.Kind {
+	case plan.KindDep:
+		d, err := service.NewDep(*c.Dep)
+		if err != nil {
+			return started{}, err
+		}
+		return serveInProcess(c.Listen, d.Serve)
+	case plan.KindService:
+		svc, err := service.New(c.Service.Config)
+		if err != nil {
+			return started{}, err
+		}
+		return serveInProcess(c.Listen, svc.Serve)
+	case plan.KindProxy:
+		u, err := url.Parse(c.Proxy.Upstream.URL)
+		if err != nil {
+			return started{}, err
+		}
+		quiet := log.New(io.Discard, "", 0)
+		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: c.Proxy.Seed, ErrorLog: quiet})
+		if err != nil {
+			return started{}, err
+		}
+		srv, err := faultproxy.Listen(p, c.Listen, c.Proxy.Control, quiet)
+		if err != nil {
+			return started{}, err
+		}
+		return started{url: "http://" + srv.Addr(), control: "http://" + srv.ControlAddr(), stop: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			defer cancel()
+			err := srv.Shutdown(ctx)
+			p.Close()
+			return err
+		}}, nil
+	}
+	return started{}, fmt.Errorf("unknown component kind %q", c.Kind)
+}
+
+// serveInProcess runs fn on a new listener until stopped.
+func serveInProcess(addr string, fn func(context.Context, net.Listener) error) (started, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return started{}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx, ln) }()
+	return started{url: "http://" + ln.Addr().String(), stop: func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(stopTimeout + time.Second):
+			return errors.New("in-process component did not stop")
+		}
+	}}, nil
+}

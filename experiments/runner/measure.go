@@ -1,0 +1,280 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// measure loads the stack through the phases, flips the condition's fault
+// at the fault phase boundaries, samples metrics, and writes windows,
+// phases, raw results and metrics into rundir. It fills meta's phases,
+// faults and validity.
+func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *Stack, meta *rundata.RunMeta) (*loadgen.Report, error) {
+	files, err := openRunFiles(rundir, endpointNames(run.Load), r.HdrLogs)
+	if err != nil {
+		return nil, err
+	}
+	defer files.close()
+
+	sctx, stopSampler := context.WithCancel(ctx)
+	sampler := &Sampler{Targets: st.Samples, Out: files.metrics, Interval: r.SampleInterval}
+	if r.Progress != nil {
+		sampler.OnSample = func(s []rundata.MetricSample) { r.Progress.Pools(run, s) }
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = sampler.Run(sctx) }()
+
+	lctx, abort := context.WithCancel(ctx)
+	defer abort()
+	sw := &faultSwitcher{faults: run.Faults, controls: st.Controls, abort: abort}
+	cfg, err := r.loadConfig(run, st, files, sw)
+	if err != nil {
+		stopSampler()
+		wg.Wait()
+		return nil, err
+	}
+	rep, runErr := loadgen.Run(lctx, cfg)
+	if err := sw.failure(); err != nil && ctx.Err() == nil {
+		runErr = err // it stopped the load early; the load's own error is only the cancel
+	}
+	stopSampler()
+	wg.Wait()
+	sw.clear() // never leave a fault behind, even when interrupted
+
+	meta.Faults = sw.events()
+	if rep != nil {
+		fillMeta(meta, rep)
+		if err := writePhases(rundir, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if err := files.close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	return rep, runErr
+}
+
+// loadConfig builds the load generator's configuration for one run.
+func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultSwitcher) (loadgen.Config, error) {
+	var targets []loadgen.Target
+	for _, e := range run.Load.Endpoints {
+		u, err := e.Target.Resolve(st.URLs)
+		if err != nil {
+			return loadgen.Config{}, fmt.Errorf("endpoint %s: %w", e.Name, err)
+		}
+		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules})
+	}
+	enc := json.NewEncoder(files.windows)
+	return loadgen.Config{
+		Targets:             targets,
+		Phases:              run.Load.Phases,
+		Timeout:             run.Load.ClientTimeout,
+		Window:              run.Load.Window,
+		Raw:                 files.raw,
+		HdrLog:              files.hdr,
+		OnPhase:             sw.onPhase,
+		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
+		Progress:            r.progressFunc(run),
+		ExcludeFromValidity: run.Load.ExcludeFromValidity,
+	}, nil
+}
+
+func endpointNames(l plan.Load) []string {
+	out := make([]string, len(l.Endpoints))
+	for i, e := range l.Endpoints {
+		out[i] = e.Name
+	}
+	return out
+}
+
+func (r *Runner) progressFunc(run plan.Run) func(loadgen.Snapshot) {
+	if r.Progress == nil {
+		return nil
+	}
+	return func(s loadgen.Snapshot) { r.Progress.Snapshot(run, s) }
+}
+
+// fillMeta copies the phase spans and validity verdicts of rep into meta.
+func fillMeta(meta *rundata.RunMeta, rep *loadgen.Report) {
+	seen := map[string]bool{}
+	for _, p := range rep.Phases {
+		if !seen[p.Phase] {
+			seen[p.Phase] = true
+			meta.Phases = append(meta.Phases, rundata.PhaseSpan{Name: p.Phase, Start: p.Start, End: p.End})
+		}
+		if p.Excluded {
+			continue
+		}
+		meta.Validity = append(meta.Validity, rundata.PhaseValidity{
+			Endpoint: p.Endpoint, Phase: p.Phase, Valid: p.Valid, Reasons: p.Reasons,
+			TargetRate: p.TargetRate, AchievedRate: p.AchievedRate, LagP99: p.LagP99,
+			HarnessErrors: p.HarnessErrors,
+		})
+	}
+}
+
+// writePhases writes phases.json: the load generator's records of each
+// endpoint and phase (rundata.PhaseStats).
+func writePhases(rundir string, rep *loadgen.Report) error {
+	return writeJSONAtomic(filepath.Join(rundir, rundata.PhasesFile), rep.Phases)
+}
+
+// faultSwitcher sets the run's faults when the fault phase starts and
+// clears them when the next phase starts, through the proxies' control API,
+// and records when each proxy acknowledged a switch. Its callbacks run on the
+// load generator's phase goroutine; events and clear are called after
+// loadgen.Run returned.
+type faultSwitcher struct {
+	faults   []plan.Faults
+	controls map[string]string // component → control URL
+
+	// abort, if set, stops the load when a switch fails.
+	abort func()
+
+	mu     sync.Mutex
+	evs    []rundata.FaultEvent
+	active []plan.Faults // fault sets in place
+	err    error
+}
+
+// switchTimeout bounds one control call.
+const switchTimeout = 5 * time.Second
+
+func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
+	if p.Name == rundata.PhaseFault {
+		for _, fs := range f.faults {
+			f.set(fs)
+		}
+		return
+	}
+	f.clear()
+}
+
+func (f *faultSwitcher) set(fs plan.Faults) {
+	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+	err := faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
+	cancel()
+	body, _ := json.Marshal(fs.Faults)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.err = fmt.Errorf("set fault on %s: %w", fs.Dependency, err)
+		if f.abort != nil {
+			f.abort() // a fault phase without its fault measures nothing
+		}
+		return
+	}
+	f.active = append(f.active, fs)
+	f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: "set", Faults: body})
+}
+
+// clear removes every fault set in place.
+func (f *faultSwitcher) clear() {
+	f.mu.Lock()
+	active := f.active
+	f.active = nil
+	f.mu.Unlock()
+	for _, fs := range active {
+		ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+		err := faultproxy.NewClient(f.controls[fs.Component], nil).Clear(ctx)
+		cancel()
+		f.mu.Lock()
+		if err != nil {
+			f.err = fmt.Errorf("clear fault on %s: %w", fs.Dependency, err)
+			f.active = append(f.active, fs)
+		} else {
+			f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: "clear"})
+		}
+		f.mu.Unlock()
+	}
+}
+
+// failure is the first switch error, or nil.
+func (f *faultSwitcher) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *faultSwitcher) events() []rundata.FaultEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]rundata.FaultEvent(nil), f.evs...)
+}
+
+// runFiles are the files a run streams into while it runs, each behind a
+// buffer; close flushes and closes them all.
+type runFiles struct {
+	windows, metrics *bufio.Writer
+	raw, hdr         map[string]io.Writer // endpoint → writer; hdr is nil unless asked for
+
+	files []*os.File
+	bufs  []*bufio.Writer
+	once  sync.Once
+	err   error
+}
+
+func openRunFiles(dir string, endpoints []string, hdrLogs bool) (*runFiles, error) {
+	f := &runFiles{raw: map[string]io.Writer{}}
+	open := func(name string, size int) (*bufio.Writer, error) {
+		h, err := createFile(dir, name)
+		if err != nil {
+			_ = f.close()
+			return nil, fmt.Errorf("results: %w", err)
+		}
+		w := bufio.NewWriterSize(h, size)
+		f.files, f.bufs = append(f.files, h), append(f.bufs, w)
+		return w, nil
+	}
+	var err error
+	if f.windows, err = open(rundata.WindowsFile, 4<<10); err != nil {
+		return nil, err
+	}
+	if f.metrics, err = open(rundata.MetricsFile, 4<<10); err != nil {
+		return nil, err
+	}
+	if hdrLogs {
+		f.hdr = map[string]io.Writer{}
+	}
+	for _, e := range endpoints {
+		if f.raw[e], err = open(rundata.RawFilePrefix+e+".bin", 64<<10); err != nil {
+			return nil, err
+		}
+		if hdrLogs {
+			if f.hdr[e], err = open(rundata.HdrLogPrefix+e+".hlog", 4<<10); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f, nil
+}
+
+// close flushes and closes every file once; later calls return the same error.
+func (f *runFiles) close() error {
+	f.once.Do(func() {
+		for _, w := range f.bufs {
+			if err := w.Flush(); err != nil && f.err == nil {
+				f.err = err
+			}
+		}
+		for _, h := range f.files {
+			if err := h.Close(); err != nil && f.err == nil {
+				f.err = err
+			}
+		}
+	})
+	return f.err
+}

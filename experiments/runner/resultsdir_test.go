@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+func TestResultsDirLifecycleAndResume(t *testing.T) {
+	p := testPlan(t, "name: t\nconditions: [healthy, slow]\n", nil)
+	runs := p.Runs
+	root, now := t.TempDir(), time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	d, err := CreateResultsDir(root, p, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := CreateResultsDir(root, p, now)
+	if err != nil || d2.Path == d.Path {
+		t.Fatalf("second folder at the same second: %v, %q vs %q", err, d2.Path, d.Path)
+	}
+	if want := filepath.Join(root, "t", "20250301T120000Z"); d.Path != want {
+		t.Errorf("path = %s, want %s", d.Path, want)
+	}
+	// run 0 completes, run 1 is cut off mid-run.
+	for i, status := range []string{rundata.StatusComplete, ""} {
+		m := runs[i].Meta
+		if _, err := d.StartRun(m, []byte("name: t\n")); err != nil {
+			t.Fatal(err)
+		}
+		if status != "" {
+			m.Status = status
+			if err := d.FinishRun(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := d.Finish(rundata.StatusInterrupted, now); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenResultsDir(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.matches(p); err != nil {
+		t.Errorf("reopened folder does not match its plan: %v", err)
+	}
+	if st := r.Index().Runs[1].Status; st != rundata.StatusInterrupted {
+		t.Errorf("cut-off run status = %s, want interrupted", st)
+	}
+	skip, redo, err := r.ResumePlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(skip, []string{runs[0].ID}) || len(redo) != len(runs)-1 || redo[0] != runs[1].ID {
+		t.Errorf("skip %v redo %v", skip, redo)
+	}
+	if _, err := os.Stat(r.RunDir(runs[1].ID) + ".interrupted-1/" + rundata.MetaFile); err != nil {
+		t.Errorf("partial run not moved aside: %v", err)
+	}
+	if _, err := r.StartRun(runs[1].Meta, nil); err != nil {
+		t.Errorf("restarting a moved-aside run: %v", err)
+	}
+	if _, err := r.StartRun(runs[1].Meta, nil); err == nil {
+		t.Error("StartRun wrote into an existing run folder")
+	}
+}

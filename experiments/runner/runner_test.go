@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// shortSpec is a few-second matrix: A slow, shared vs bulkhead. Rates and
+// pools are small so that it holds under the race detector: a slow A needs
+// 40/s × 235 ms ≈ 9 permits, more than the shared pool of 6 and far more
+// than its bulkhead of 3, while /b needs 0.5.
+const shortSpec = `
+name: short
+seed: 7
+repeats: 1
+service: {timeout: 250ms, pool_size: 6, queue: 2, max_wait: 1T, conns: 64}
+dependencies:
+  A: {latency: 10ms, jitter: 2ms}
+  B: {latency: 10ms, jitter: 2ms}
+load: {rates: {a: 40, b: 40}, window: 250ms}
+phases: {warmup: 500ms, baseline: 1s, fault: 2s, recovery: 500ms}
+conditions: [slow]
+modes: [shared, bulkhead]
+`
+
+// testPlan parses a spec text (after edit, if any) and plans it.
+func testPlan(t *testing.T, text string, edit func(*spec.Spec)) *plan.Plan {
+	t.Helper()
+	s, err := spec.Parse("short.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(s)
+	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunnerInProcess runs a short matrix end to end with in-process
+// components and checks the results folder and the hypothesis's shape:
+// /b degrades with the shared pool and not with bulkheads.
+func TestRunnerInProcess(t *testing.T) {
+	r := &Runner{Plan: testPlan(t, shortSpec, nil), Root: t.TempDir(), Launcher: &InProcessLauncher{}, HdrLogs: true}
+	dir, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	ix := dir.Index()
+	for _, e := range ix.Runs {
+		for _, ep := range []string{"a", "b"} {
+			b, err := os.ReadFile(filepath.Join(dir.RunDir(e.ID), rundata.HdrLogPrefix+ep+".hlog"))
+			if err != nil || !strings.Contains(string(b), "Tag=intended") {
+				t.Errorf("run %s: HdrHistogram log of /%s missing or without intended-time histograms (%v)", e.ID, ep, err)
+			}
+		}
+	}
+	if len(ix.Runs) != 2 {
+		t.Fatalf("index has %d runs, want 2", len(ix.Runs))
+	}
+	fault := map[string]rundata.PhaseStats{}
+	for _, e := range ix.Runs {
+		if e.Status != rundata.StatusComplete {
+			t.Errorf("run %s status %q, want complete", e.ID, e.Status)
+		}
+		rd := dir.RunDir(e.ID)
+		for _, f := range []string{rundata.MetaFile, rundata.SpecFile, rundata.WindowsFile, rundata.PhasesFile,
+			rundata.MetricsFile, rundata.RawFilePrefix + "a.bin", rundata.RawFilePrefix + "b.bin"} {
+			if st, err := os.Stat(filepath.Join(rd, f)); err != nil || st.Size() == 0 {
+				t.Errorf("run %s: %s missing or empty (%v)", e.ID, f, err)
+			}
+		}
+		var meta rundata.RunMeta
+		readJSON(t, filepath.Join(rd, rundata.MetaFile), &meta)
+		if len(meta.Faults) != 2 || meta.Faults[0].Action != "set" || meta.Faults[1].Action != "clear" {
+			t.Errorf("run %s: fault events %+v, want set then clear", e.ID, meta.Faults)
+		}
+		var phases []rundata.PhaseStats
+		readJSON(t, filepath.Join(rd, rundata.PhasesFile), &phases)
+		for _, p := range phases {
+			if p.Endpoint == "b" && p.Phase == rundata.PhaseFault {
+				fault[e.Mode] = p
+			}
+		}
+	}
+	okShare := func(p rundata.PhaseStats) float64 {
+		return float64(p.Counts[loadgen.ClassOK]) / float64(max(1, p.Counts.Total()))
+	}
+	sh, bh := fault[spec.ModeShared], fault[spec.ModeBulkhead]
+	t.Logf("fault phase /b: shared %v; bulkhead %v", sh.Counts, bh.Counts)
+	t.Logf("fault phase /b: shared ok %.2f p99 %s; bulkhead ok %.2f p99 %s",
+		okShare(sh), sh.Latency.P99, okShare(bh), bh.Latency.P99)
+	if okShare(bh) < 0.95 {
+		t.Errorf("bulkhead: /b success %.2f in the fault phase, want ≥ 0.95", okShare(bh))
+	}
+	if okShare(sh) > 0.8 && sh.Latency.P99 < 100*1e6 {
+		t.Errorf("shared: /b not degraded (success %.2f, p99 %s)", okShare(sh), sh.Latency.P99)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// dyingLauncher launches in-process components and reports the service as
+// having exited on its own, as a crashed child process would be.
+type dyingLauncher struct{ InProcessLauncher }
+
+func (l *dyingLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
+	st, err := l.InProcessLauncher.Launch(ctx, r, logPath)
+	if st != nil {
+		st.died = func() []string { return []string{"service (exit status 2)"} }
+	}
+	return st, err
+}
+
+// TestRunnerMarksRunWithDeadComponentFailed: data measured against a
+// crashed component must not pass for a complete run.
+func TestRunnerMarksRunWithDeadComponentFailed(t *testing.T) {
+	p := testPlan(t, strings.Replace(shortSpec, "modes: [shared, bulkhead]", "modes: [shared]", 1), func(s *spec.Spec) {
+		s.Phases = spec.Phases{Baseline: spec.Abs(300 * time.Millisecond)}
+	})
+	r := &Runner{Plan: p, Root: t.TempDir(), Launcher: &dyingLauncher{}}
+	dir, err := r.Run(context.Background())
+	if !errors.Is(err, ErrRunsFailed) {
+		t.Fatalf("Run error = %v, want ErrRunsFailed", err)
+	}
+	var meta rundata.RunMeta
+	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), rundata.MetaFile), &meta)
+	if meta.Status != rundata.StatusFailed || !strings.Contains(meta.Error, "service (exit status 2)") {
+		t.Errorf("meta status %q error %q, want failed naming the service", meta.Status, meta.Error)
+	}
+	if ix := dir.Index(); ix.Runs[0].Status != rundata.StatusFailed {
+		t.Errorf("index status %q, want failed", ix.Runs[0].Status)
+	}
+}
+
+// deafProxyLauncher launches in-process components but points the runner at
+// a control address where nothing listens, so the fault switch fails.
+type deafProxyLauncher struct{ InProcessLauncher }
+
+func (l *deafProxyLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
+	st, err := l.InProcessLauncher.Launch(ctx, r, logPath)
+	if st != nil {
+		st.Controls["proxy-A"] = "http://127.0.0.1:1"
+	}
+	return st, err
+}
+
+// TestRunnerFailedFaultSwitchStopsTheRun: a fault phase without its fault
+// measures nothing, so the run stops at once and is marked failed.
+func TestRunnerFailedFaultSwitchStopsTheRun(t *testing.T) {
+	p := testPlan(t, strings.Replace(shortSpec, "modes: [shared, bulkhead]", "modes: [shared]", 1), func(s *spec.Spec) {
+		s.Phases = spec.Phases{Baseline: spec.Abs(200 * time.Millisecond), Fault: spec.Abs(20 * time.Second)}
+	})
+	r := &Runner{Plan: p, Root: t.TempDir(), Launcher: &deafProxyLauncher{}}
+	start := time.Now()
+	dir, err := r.Run(context.Background())
+	if !errors.Is(err, ErrRunsFailed) {
+		t.Fatalf("Run error = %v, want ErrRunsFailed", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("run took %s: the 20 s fault phase was not cut short", d)
+	}
+	var meta rundata.RunMeta
+	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), rundata.MetaFile), &meta)
+	if meta.Status != rundata.StatusFailed || !strings.Contains(meta.Error, "set fault on A") {
+		t.Errorf("meta status %q error %q, want failed with the switch error", meta.Status, meta.Error)
+	}
+}

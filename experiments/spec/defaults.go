@@ -1,0 +1,263 @@
+package spec
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// Defaults of DESIGN §5 that belong to the experiment rather than to a
+// component (the service's and the stub's defaults are the service
+// package's own), used for every field a spec leaves out.
+const (
+	DefaultRate     = 200.0
+	DefaultWindow   = 250 * time.Millisecond
+	DefaultWarmup   = 2 * time.Second
+	DefaultBaseline = 5 * time.Second
+	DefaultFault    = 10 * time.Second
+	DefaultRecovery = 5 * time.Second
+	// DefaultSlowFactor is the slow fault's latency in units of T.
+	DefaultSlowFactor = 0.9
+	// DefaultSlowJitter is the slow fault's jitter (capped so that the
+	// delay plus jitter stays below T).
+	DefaultSlowJitter = 10 * time.Millisecond
+	// DefaultFailStatus is the failing fault's status.
+	DefaultFailStatus = 503
+	// BusyDemandFactor: the busy condition raises the culprit's demand to
+	// this many times its bulkhead (P/N), while keeping the shared pool
+	// below P.
+	BusyDemandFactor = 1.25
+)
+
+// DefaultEndpoints are the endpoints of a spec that names none: /a calls A
+// and /b calls B.
+func DefaultEndpoints() []Endpoint {
+	return []Endpoint{{Name: service.EndpointA, Dependency: "A"}, {Name: service.EndpointB, Dependency: "B"}}
+}
+
+// BuiltinConditions are the names of the built-in conditions, in order.
+var BuiltinConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy}
+
+func isBuiltin(name string) bool {
+	for _, b := range BuiltinConditions {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+// applyDefaults fills every unset field of s, except the built-in
+// conditions' contents and relative durations (see resolve).
+func (s *Spec) applyDefaults() {
+	if s.Repeats == 0 {
+		s.Repeats = 1
+	}
+	sv := &s.Service
+	if sv.Timeout.IsZero() {
+		sv.Timeout = Abs(service.DefaultTimeout)
+	}
+	if sv.PoolSize == 0 {
+		sv.PoolSize = service.DefaultPoolSize
+	}
+	if sv.Queue == nil {
+		q := service.DefaultQueue
+		sv.Queue = &q
+	}
+	if sv.MaxWait.IsZero() {
+		sv.MaxWait = RelT(1)
+	}
+	if sv.Conns == 0 {
+		sv.Conns = service.DefaultConns
+	}
+	if len(s.Endpoints) == 0 {
+		s.Endpoints = DefaultEndpoints()
+	}
+	if s.Dependencies == nil {
+		s.Dependencies = map[string]Dependency{}
+	}
+	if s.Load.Rates == nil {
+		s.Load.Rates = Rates{}
+	}
+	for _, e := range s.Endpoints {
+		d := s.Dependencies[e.Dependency]
+		if d.Latency.IsZero() && d.Jitter.IsZero() {
+			d.Latency, d.Jitter = Abs(service.DefaultDepLatency), Abs(service.DefaultDepJitter)
+		}
+		if d.Size == 0 {
+			d.Size = service.DefaultDepSize
+		}
+		s.Dependencies[e.Dependency] = d
+		if s.Load.Rates[e.Name] == 0 {
+			s.Load.Rates[e.Name] = DefaultRate
+		}
+	}
+	if s.Load.Window.IsZero() {
+		s.Load.Window = Abs(DefaultWindow)
+	}
+	ph := &s.Phases
+	for _, p := range []struct {
+		d   *Duration
+		def time.Duration
+	}{{&ph.Warmup, DefaultWarmup}, {&ph.Baseline, DefaultBaseline}, {&ph.Fault, DefaultFault}, {&ph.Recovery, DefaultRecovery}} {
+		if p.d.IsZero() {
+			*p.d = Abs(p.def)
+		}
+	}
+	if len(s.Conditions) == 0 {
+		for _, n := range BuiltinConditions {
+			s.Conditions = append(s.Conditions, Condition{Name: n})
+		}
+	}
+	if len(s.Modes) == 0 {
+		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
+	}
+	s.Expectations = s.Expectations.WithDefaults()
+}
+
+// resolveDurations makes every Duration absolute, given T.
+func (s *Spec) resolveDurations() {
+	t := s.Service.Timeout.Resolve(0)
+	abs := func(d *Duration) { *d = Abs(d.Resolve(t)) }
+	abs(&s.Service.MaxWait)
+	for name, d := range s.Dependencies {
+		abs(&d.Latency)
+		abs(&d.Jitter)
+		s.Dependencies[name] = d
+	}
+	abs(&s.Load.Window)
+	abs(&s.Phases.Warmup)
+	abs(&s.Phases.Baseline)
+	abs(&s.Phases.Fault)
+	abs(&s.Phases.Recovery)
+	if s.Load.ClientTimeout.IsZero() {
+		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
+	}
+	abs(&s.Load.ClientTimeout)
+	for i := range s.Conditions {
+		for j := range s.Conditions[i].Faults {
+			f := &s.Conditions[i].Faults[j]
+			abs(&f.Latency)
+			abs(&f.Jitter)
+		}
+	}
+}
+
+// expandConditions fills in the built-in conditions and fault defaults.
+// It runs after resolveDurations.
+func (s *Spec) expandConditions() {
+	t := s.Service.Timeout.D
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Dependency == "" {
+			c.Dependency = s.DependencyOf(s.Expectations.Culprit)
+		}
+		if isBuiltin(c.Name) && len(c.Faults) == 0 && c.Rates == nil {
+			s.builtin(c, t)
+		}
+		for j := range c.Faults {
+			f := &c.Faults[j]
+			if f.Percent == 0 {
+				f.Percent = 100
+			}
+			if f.Type == "latency" && f.Distribution == "" {
+				f.Distribution = "uniform"
+			}
+			if f.Type == "error" && f.Status == 0 {
+				f.Status = DefaultFailStatus
+			}
+		}
+	}
+}
+
+func (s *Spec) builtin(c *Condition, t time.Duration) {
+	switch c.Name {
+	case CondSlow:
+		lat := time.Duration(DefaultSlowFactor * float64(t))
+		jit := min(DefaultSlowJitter, (t-lat)/2)
+		c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: Abs(lat), Jitter: Abs(jit), Distribution: "uniform"}}
+		if c.Description == "" {
+			c.Description = c.Dependency + " answers just within the timeout (0.9T)"
+		}
+	case CondFailing:
+		c.Faults = []Fault{{Type: "error", Percent: 100, Status: DefaultFailStatus, Body: "injected failure"}}
+		if c.Description == "" {
+			c.Description = c.Dependency + " fails at once with 503"
+		}
+	case CondBusy:
+		culprit := s.Expectations.Culprit
+		rate, extra := s.Busy()
+		c.Rates = Rates{culprit: rate}
+		if extra > 0 {
+			c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: Abs(extra), Distribution: "uniform"}}
+		}
+		if c.Description == "" {
+			c.Description = fmt.Sprintf("%s healthy but busier: /%s's demand exceeds its bulkhead (P/%d), not the shared pool",
+				c.Dependency, culprit, len(s.Endpoints))
+		}
+	case CondHealthy:
+		if c.Description == "" {
+			c.Description = "no fault (control)"
+		}
+	}
+}
+
+// BusyRateFactor is how much the busy condition multiplies the culprit's rate.
+const BusyRateFactor = 2
+
+// Busy returns the culprit endpoint's rate and the extra latency of its
+// dependency in the built-in busy condition. By Little's law the culprit's
+// demand λ·W should be BusyDemandFactor·P/N permits for N endpoints (capped
+// halfway between P/N and what the shared pool has left beside the other
+// endpoints, so the shared pool is not exhausted). Reaching it by rate alone
+// would take 1250/s at the default 10 ms, which a 2-core machine cannot send
+// validly through five processes; so busy doubles the culprit's rate and lets
+// its dependency answer more slowly — still healthy, far below T — for the
+// rest: W = demand/λ, extra = W − the dependency's normal latency (from the
+// fault phase on, through the proxy, like the rate). It needs absolute
+// durations.
+func (s *Spec) Busy() (rate float64, extra time.Duration) {
+	culprit := s.Expectations.Culprit
+	p := float64(s.Service.PoolSize)
+	n := float64(len(s.Endpoints))
+	wa := s.Dependencies[s.DependencyOf(culprit)].Latency.D.Seconds()
+	var others float64
+	for _, e := range s.Endpoints {
+		if e.Name != culprit {
+			others += s.Load.Rates[e.Name] * s.Dependencies[e.Dependency].Latency.D.Seconds()
+		}
+	}
+	base := s.Load.Rates[culprit]
+	rate = BusyRateFactor * base
+	if rate <= 0 {
+		return base, 0
+	}
+	demand := min(BusyDemandFactor*p/n, (p/n+(p-others))/2)
+	w := demand / rate
+	if w <= wa {
+		return rate, 0
+	}
+	extra = time.Duration((w - wa) * float64(time.Second)).Round(time.Millisecond)
+	return rate, min(extra, s.Service.Timeout.D/2)
+}
+
+// DependencyOf returns the dependency endpoint calls, "" if there is no
+// such endpoint.
+func (s *Spec) DependencyOf(endpoint string) string {
+	for _, e := range s.Endpoints {
+		if e.Name == endpoint {
+			return e.Dependency
+		}
+	}
+	return ""
+}
+
+// EndpointNames returns the endpoint names in order.
+func (s *Spec) EndpointNames() []string {
+	out := make([]string, len(s.Endpoints))
+	for i, e := range s.Endpoints {
+		out[i] = e.Name
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// ErrBadSizing is wrapped by PoolSize errors.
+var ErrBadSizing = errors.New("invalid sizing input")
+
+// PoolSize applies Little's law: the demand is rate·latency permits in
+// flight, and the pool size is that demand times headroom, rounded up
+// (at least 1). Seed-000's instant payments: 200/s × 20ms = 4 permits,
+// doubled for peaks = 8.
+func PoolSize(rate float64, latency time.Duration, headroom float64) (demand float64, size int, err error) {
+	switch {
+	case math.IsNaN(rate) || math.IsInf(rate, 0) || rate <= 0:
+		return 0, 0, fmt.Errorf("%w: rate must be > 0 requests per second, got %g", ErrBadSizing, rate)
+	case latency <= 0:
+		return 0, 0, fmt.Errorf("%w: latency must be > 0, got %s", ErrBadSizing, latency)
+	case math.IsNaN(headroom) || headroom < 1 || headroom > 100:
+		return 0, 0, fmt.Errorf("%w: headroom must be between 1 and 100, got %g", ErrBadSizing, headroom)
+	}
+	demand = rate * latency.Seconds()
+	need := demand * headroom
+	if need > 1e9 {
+		return 0, 0, fmt.Errorf("%w: %g permits is not a pool", ErrBadSizing, need)
+	}
+	// Round away float noise (200 × 0.02 × 2 = 8.000000000000002) before Ceil.
+	size = int(math.Ceil(math.Round(need*1e9) / 1e9))
+	return demand, max(size, 1), nil
+}
+
+// HoldingTime is the expected time a call to dependency dep holds a permit
+// under condition c (nil: no fault): the dependency's latency, plus each
+// latency fault's delay for its share of calls, ~0 for errors and aborts, T
+// for hangs; capped at T, where the service gives up.
+func (s *Spec) HoldingTime(dep string, c *Condition) time.Duration {
+	t := s.Service.Timeout.D
+	base := s.Dependencies[dep].Latency.D
+	if c == nil || c.Dependency != dep || len(c.Faults) == 0 {
+		return min(base, t)
+	}
+	var w, share float64
+	for _, f := range c.Faults {
+		p := min(f.Percent/100, 1-share)
+		share += p
+		switch f.Type {
+		case "latency":
+			w += p * float64(min(base+f.Latency.D, t))
+		case "hang":
+			w += p * float64(t)
+		}
+	}
+	w += (1 - share) * float64(min(base, t))
+	return time.Duration(w)
+}
+
+// EndpointInfos describes the endpoints of a run of condition c in mode m,
+// with their fault-phase rates.
+func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
+	r := s.FaultRates(c)
+	pools := map[string]string{}
+	for _, pl := range s.Pools(m) {
+		for _, e := range pl.Endpoints {
+			pools[e] = pl.Name
+		}
+	}
+	out := make([]rundata.EndpointInfo, len(s.Endpoints))
+	for i, e := range s.Endpoints {
+		out[i] = rundata.EndpointInfo{Name: e.Name, Dependency: e.Dependency, Pool: pools[e.Name],
+			Rate: r[e.Name], BaseLatency: s.Dependencies[e.Dependency].Latency.D}
+	}
+	return out
+}
+
+// Preview predicts, by Little's law, each pool's in-flight demand
+// (Σ rate × holding time) in the baseline and fault phases of condition c
+// in mode m, and the time from fault start until the pool is exhausted.
+func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
+	fr := s.FaultRates(c)
+	var out []rundata.PoolInfo
+	for _, pl := range s.Pools(m) {
+		var base, fault float64
+		var flows []flow
+		for _, e := range pl.Endpoints {
+			dep := s.DependencyOf(e)
+			wb, wf := s.HoldingTime(dep, nil), s.HoldingTime(dep, c)
+			r0, r1 := s.Load.Rates[e], fr[e]
+			base += r0 * wb.Seconds()
+			fault += r1 * wf.Seconds()
+			flows = append(flows, flow{r0, wb.Seconds(), r1, wf.Seconds()})
+		}
+		out = append(out, rundata.PoolInfo{
+			Name: pl.Name, Limit: pl.Limit, Queue: pl.Queue, MaxWait: s.Service.MaxWait.D, Endpoints: pl.Endpoints,
+			PredictedDemand:     map[string]float64{rundata.PhaseBaseline: base, rundata.PhaseFault: fault},
+			PredictedExhaustion: exhaustion(flows, float64(pl.Limit)),
+		})
+	}
+	return out
+}
+
+// flow is one endpoint's arrivals into a pool before and after fault start.
+type flow struct{ rate0, w0, rate1, w1 float64 }
+
+// exhaustion returns the first time after fault start at which the
+// permits in use reach limit, or 0 if they never do. Permits in use at t
+// are the new arrivals still held, rate1·min(t, w1), plus the calls started
+// before the fault and not yet done, rate0·max(0, w0−t).
+func exhaustion(flows []flow, limit float64) time.Duration {
+	var horizon float64
+	for _, f := range flows {
+		horizon = max(horizon, f.w0, f.w1)
+	}
+	const steps = 2000
+	for i := 1; i <= steps; i++ {
+		t := horizon * float64(i) / steps
+		var inUse float64
+		for _, f := range flows {
+			inUse += f.rate1*min(t, f.w1) + f.rate0*max(0, f.w0-t)
+		}
+		if inUse >= limit {
+			return time.Duration(t * float64(time.Second))
+		}
+	}
+	return 0
+}

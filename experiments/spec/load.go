@@ -1,0 +1,82 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxSpecSize is the largest spec file Parse accepts.
+const MaxSpecSize = 1 << 20
+
+// Load reads the spec file at path; see Parse. Errors name the file by its
+// base name.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	return Parse(filepath.Base(path), data)
+}
+
+// Parse decodes, completes and validates a spec. file names the spec in
+// error messages. The returned spec is resolved: every default is filled
+// in, built-in conditions are spelled out and every duration is absolute.
+// On a spec problem the error is a *SpecError (errors.Is ErrInvalidSpec)
+// listing every problem as file:line: field.path: message.
+func Parse(file string, data []byte) (*Spec, error) {
+	p := &problems{file: file, lines: map[string]int{}}
+	if len(data) > MaxSpecSize {
+		p.addAt(0, "", "file larger than %d bytes", MaxSpecSize)
+		return nil, p.err()
+	}
+	s := decodeSpec(p, data)
+	s.file, s.lines = file, p.lines
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if s.Service.Timeout.Rel > 0 {
+		p.add("service.timeout", "must be absolute (e.g. 250ms): it is T itself")
+		return nil, p.err()
+	}
+	s.applyDefaults()
+	s.resolveDurations()
+	s.expandConditions()
+	s.validate(p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Validate checks a resolved spec again (for example after a caller changed
+// Repeats) and returns a *SpecError or nil.
+func (s *Spec) Validate() error {
+	p := &problems{file: s.file, lines: s.lines}
+	if p.lines == nil {
+		p.lines = map[string]int{}
+	}
+	s.validate(p)
+	return p.err()
+}
+
+// Marshal returns the resolved spec as YAML; Parse of the result gives back
+// an equal spec.
+func (s *Spec) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	if s.Description != "" {
+		fmt.Fprintf(&b, "# %s (resolved)\n", s.Name)
+	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("spec: marshal spec: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

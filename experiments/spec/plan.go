@@ -1,0 +1,338 @@
+package spec
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// Run is one cell of the matrix in one repeat. It is a value; the
+// pointers it holds point into the resolved spec and must not be mutated.
+type Run struct {
+	// ID is "<condition>-<mode>-r<repeat>", e.g. "slow-shared-r1"; it is
+	// also the run's folder name.
+	ID        string
+	Condition *Condition
+	Mode      *Mode
+	Repeat    int // 1-based
+	// Seed is derived from the spec's seed and the ID, so a run keeps its
+	// seed when the matrix changes around it.
+	Seed int64
+}
+
+// RunID builds a run ID.
+func RunID(condition, mode string, repeat int) string {
+	return fmt.Sprintf("%s-%s-r%d", condition, mode, repeat)
+}
+
+// Expand returns the matrix of a resolved spec in execution order:
+// conditions × modes × repeats with the repeats interleaved — repeat 1 of
+// every cell, then repeat 2 — so that drift cannot pose as an effect.
+// Within a repeat, the modes of one condition run back to back.
+func (s *Spec) Expand() []Run {
+	runs := make([]Run, 0, s.Repeats*len(s.Conditions)*len(s.Modes))
+	for r := 1; r <= s.Repeats; r++ {
+		for ci := range s.Conditions {
+			for mi := range s.Modes {
+				c, m := &s.Conditions[ci], &s.Modes[mi]
+				id := RunID(c.Name, m.Name, r)
+				runs = append(runs, Run{ID: id, Condition: c, Mode: m, Repeat: r, Seed: deriveSeed(s.Seed, id)})
+			}
+		}
+	}
+	return runs
+}
+
+// ComponentSeed is the seed of one component of the run ("dep-A",
+// "proxy-B"...), the same whichever launcher starts it.
+func (r Run) ComponentSeed(component string) int64 { return deriveSeed(r.Seed, component) }
+
+// deriveSeed mixes the experiment seed with a run ID (FNV-1a then a
+// splitmix64 finaliser) into a non-negative seed.
+func deriveSeed(seed int64, id string) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", seed, id)
+	z := h.Sum64() + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64((z ^ (z >> 31)) >> 1)
+}
+
+// PoolLayout is one pool of the service in a mode.
+type PoolLayout struct {
+	Name      string   // "shared", or an endpoint's name
+	Limit     int      // permits
+	Queue     int      // queue length
+	Endpoints []string // endpoints drawing from it
+}
+
+// layoutConfig is the service's pool layout in mode m.
+func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
+	return service.LayoutConfig{Mode: service.Mode(m.Name), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
+		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues}
+}
+
+// Pools returns the service's pools in mode m, as the service builds them
+// (service.LayoutConfig.Pools). A mode that does not validate has none.
+func (s *Spec) Pools(m *Mode) []PoolLayout {
+	specs, err := s.layoutConfig(m).Pools(s.EndpointNames())
+	if err != nil {
+		return nil
+	}
+	out := make([]PoolLayout, len(specs))
+	for i, p := range specs {
+		out[i] = PoolLayout{Name: p.Name, Limit: p.Config.Size, Queue: p.Config.Queue, Endpoints: p.Endpoints}
+	}
+	return out
+}
+
+// serviceConfig is the service's configuration in mode m, without its
+// dependencies' URLs (the plan wires them to the proxies).
+func (s *Spec) serviceConfig(m *Mode) service.Config {
+	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns}
+	for _, e := range s.Endpoints {
+		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name})
+	}
+	return c
+}
+
+// FaultRates returns the endpoint rates during the fault phase of c:
+// load.rates with c's overrides. The other phases run at load.rates.
+func (s *Spec) FaultRates(c *Condition) Rates {
+	r := Rates{}
+	for k, v := range s.Load.Rates {
+		r[k] = v
+	}
+	for k, v := range c.Rates {
+		if v > 0 {
+			r[k] = v
+		}
+	}
+	return r
+}
+
+// dependencyNames returns the dependencies the endpoints call, in endpoint
+// order, each once.
+func (s *Spec) dependencyNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range s.Endpoints {
+		if !seen[e.Dependency] {
+			seen[e.Dependency] = true
+			out = append(out, e.Dependency)
+		}
+	}
+	return out
+}
+
+// Component names of a run.
+func depComponent(dep string) string   { return "dep-" + dep }
+func proxyComponent(dep string) string { return "proxy-" + dep }
+
+const anyLoopback = "127.0.0.1:0"
+
+// Plan expands the matrix of a resolved spec into the runner's plan: every
+// run's components, wiring, load, faults and metadata.
+func (s *Spec) Plan() (*plan.Plan, error) {
+	y, err := s.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	rules, err := s.rules()
+	if err != nil {
+		return nil, err
+	}
+	p := &plan.Plan{Experiment: s.Name, Spec: y}
+	for _, r := range s.Expand() {
+		p.Runs = append(p.Runs, s.planRun(r, rules))
+	}
+	return p, nil
+}
+
+// rules decodes the external classification rules (nil: the built-in ones).
+func (s *Spec) rules() (*loadgen.Rules, error) {
+	if s.External == nil || s.External.Rules == nil {
+		return nil, nil
+	}
+	var rs loadgen.Rules
+	if err := s.External.Rules.Decode(&rs); err != nil {
+		return nil, fmt.Errorf("%s: external.rules: %w", s.file, err)
+	}
+	return &rs, nil
+}
+
+func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
+	pr := plan.Run{ID: r.ID, Condition: r.Condition.Name, Mode: r.Mode.Name, Repeat: r.Repeat, Seed: r.Seed}
+	deps := s.dependencyNames()
+	upstream := map[string]plan.Address{}
+	x := s.External
+	for _, d := range deps {
+		if x != nil {
+			upstream[d] = plan.At(x.Upstreams[d])
+			continue
+		}
+		dc := s.Dependencies[d]
+		cfg := service.DepConfig{Name: d, Latency: dc.Latency.D, Jitter: dc.Jitter.D,
+			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size}
+		pr.Components = append(pr.Components, plan.Component{Name: depComponent(d), Kind: plan.KindDep, Listen: anyLoopback, Dep: &cfg})
+		upstream[d] = plan.Of(depComponent(d), "")
+	}
+	for _, d := range deps {
+		listen := anyLoopback
+		if x != nil {
+			listen = externalProxyAddr(x.Proxies[d])
+		}
+		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,
+			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback}})
+	}
+	if x == nil {
+		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
+		for _, e := range s.Endpoints {
+			svc.Upstreams[e.Name] = plan.Of(proxyComponent(e.Dependency), "")
+		}
+		pr.Components = append(pr.Components, plan.Component{Name: rundata.ServiceComponent, Kind: plan.KindService,
+			Listen: anyLoopback, Service: svc})
+	}
+	for _, e := range s.Endpoints {
+		target := plan.Of(rundata.ServiceComponent, "/"+e.Name)
+		if x != nil {
+			target = plan.At(x.Targets[e.Name])
+		}
+		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules})
+	}
+	pr.Load.Phases = s.runPhases(r.Condition)
+	pr.Load.ClientTimeout = s.Load.ClientTimeout.D
+	pr.Load.Window = s.Load.Window.D
+	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup}
+	if c := r.Condition; len(c.Faults) > 0 {
+		fs := make([]faultproxy.Fault, len(c.Faults))
+		for i, f := range c.Faults {
+			fs[i] = f.proxyFault()
+		}
+		pr.Faults = []plan.Faults{{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}}
+	}
+	pr.Meta = s.meta(r)
+	return pr
+}
+
+// meta returns the run metadata known before the run starts: identity,
+// seed, status pending, timeouts, endpoints and pools with predictions.
+func (s *Spec) meta(r Run) rundata.RunMeta {
+	return rundata.RunMeta{
+		Experiment: s.Name, ID: r.ID, Mode: r.Mode.Name, Condition: r.Condition.Name, Repeat: r.Repeat,
+		Seed: r.Seed, Status: rundata.StatusPending,
+		Timeout: s.Service.Timeout.D, ClientTimeout: s.Load.ClientTimeout.D, Window: s.Load.Window.D,
+		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
+		Pools:     s.Preview(r.Condition, r.Mode),
+	}
+}
+
+// runPhases returns the phases of a run of condition c, with c's rate
+// overrides in the fault phase.
+func (s *Spec) runPhases(c *Condition) []loadgen.Phase {
+	ph := s.phases()
+	fr := s.FaultRates(c)
+	for i := range ph {
+		if ph[i].Name != rundata.PhaseFault {
+			continue
+		}
+		changed := false
+		for _, e := range s.Endpoints {
+			changed = changed || fr[e.Name] != s.Load.Rates[e.Name]
+		}
+		if !changed {
+			continue
+		}
+		ph[i].Rates = map[string]float64{}
+		for _, e := range s.Endpoints {
+			ph[i].Rates[e.Name] = fr[e.Name]
+		}
+	}
+	return ph
+}
+
+// phases returns the non-empty phases of the spec in order.
+func (s *Spec) phases() []loadgen.Phase {
+	var out []loadgen.Phase
+	for _, p := range []loadgen.Phase{
+		{Name: rundata.PhaseWarmup, Duration: s.Phases.Warmup.D},
+		{Name: rundata.PhaseBaseline, Duration: s.Phases.Baseline.D},
+		{Name: rundata.PhaseFault, Duration: s.Phases.Fault.D},
+		{Name: rundata.PhaseRecovery, Duration: s.Phases.Recovery.D},
+	} {
+		if p.Duration > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// proxyFault is f as the fault proxy's control API takes it. Durations must
+// be resolved.
+func (f Fault) proxyFault() faultproxy.Fault {
+	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
+		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers}
+}
+
+// RemoteTargets lists the hosts of an external spec that are not loopback;
+// the runner refuses them unless the user allows remote targets.
+func (s *Spec) RemoteTargets() []string {
+	if s.External == nil {
+		return nil
+	}
+	var out []string
+	x := s.External
+	for _, m := range []map[string]string{x.Targets, x.Upstreams} {
+		for _, k := range sortedKeys(m) {
+			u, err := url.Parse(m[k])
+			if err != nil || !isLoopback(u.Hostname()) {
+				out = append(out, m[k])
+			}
+		}
+	}
+	// A proxy listening beyond loopback would be an open forwarder.
+	for _, k := range sortedKeys(x.Proxies) {
+		host, _, err := net.SplitHostPort(externalProxyAddr(x.Proxies[k]))
+		if err != nil || !isLoopback(host) {
+			out = append(out, x.Proxies[k])
+		}
+	}
+	return out
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// externalProxyAddr is the fixed listen address of an external proxy
+// (host:port, or a URL whose host:port is used).
+func externalProxyAddr(a string) string {
+	if strings.Contains(a, "://") {
+		if u, err := url.Parse(a); err == nil {
+			return u.Host
+		}
+	}
+	return a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,167 @@
+package spec
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// Spec is one experiment: the service, its dependencies, the load, the
+// phases and the matrix of conditions × modes × repeats (DESIGN §1–§5).
+// Load decodes it strictly; Resolve fills defaults and turns relative
+// durations into absolute ones. A Spec is not safe for concurrent mutation;
+// a resolved Spec may be read concurrently.
+type Spec struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Seed seeds every random source of the experiment; each run derives
+	// its own seed from it (Run.Seed).
+	Seed int64 `yaml:"seed"`
+	// Repeats is how many times the matrix is run, interleaved (default 1).
+	Repeats int `yaml:"repeats"`
+
+	Service Service `yaml:"service"`
+	// Endpoints are the service's endpoints and the dependency each calls,
+	// in order. Default: /a calls A and /b calls B.
+	Endpoints []Endpoint `yaml:"endpoints"`
+	// Dependencies maps a dependency name to its normal behaviour; every
+	// dependency an endpoint calls has one (defaults when not written).
+	Dependencies map[string]Dependency `yaml:"dependencies"`
+	Load         LoadSpec              `yaml:"load"`
+	Phases       Phases                `yaml:"phases"`
+	// Conditions default to healthy, slow, failing, busy.
+	Conditions []Condition `yaml:"conditions"`
+	// Modes default to shared, bulkhead.
+	Modes        []Mode               `yaml:"modes"`
+	Expectations rundata.Expectations `yaml:"expectations"`
+	// External, when set, points the load at the user's own service.
+	External *External `yaml:"external,omitempty"`
+
+	file  string         // the file name used in error messages
+	lines map[string]int // field path → line, from decoding
+}
+
+// Service is the service under test (DESIGN §1, §4).
+type Service struct {
+	// Timeout is T, the service→dependency timeout (absolute only).
+	Timeout Duration `yaml:"timeout"`
+	// PoolSize is P: the shared pool, or the total split P/2 + P/2.
+	PoolSize int `yaml:"pool_size"`
+	// Queue is the shared pool's queue; bulkhead queues are Queue/2 each
+	// unless a mode sets them. Nil means 20.
+	Queue *int `yaml:"queue"`
+	// MaxWait is the longest a caller waits in a queue (default T).
+	MaxWait Duration `yaml:"max_wait"`
+	// Conns is the service's HTTP connection pool size per dependency.
+	Conns int `yaml:"conns"`
+}
+
+// Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
+type Endpoint struct {
+	Name       string `yaml:"name"`
+	Dependency string `yaml:"dependency"`
+}
+
+// Dependency is one stub's normal behaviour.
+type Dependency struct {
+	Latency Duration `yaml:"latency"`
+	Jitter  Duration `yaml:"jitter"`
+	// Size is the response body size in bytes (default 64).
+	Size int `yaml:"size"`
+}
+
+// Rates are requests per second, keyed by endpoint name.
+type Rates map[string]float64
+
+// LoadSpec is the open-model load.
+type LoadSpec struct {
+	// Rates default to DefaultRate for every endpoint not named.
+	Rates Rates `yaml:"rates"`
+	// ClientTimeout is the load generator's timeout (default 2·(T+max wait)).
+	ClientTimeout Duration `yaml:"client_timeout"`
+	// Window is the recording window (default 250ms).
+	Window Duration `yaml:"window"`
+}
+
+// Phases are the four phase lengths of every run.
+type Phases struct {
+	Warmup   Duration `yaml:"warmup"`
+	Baseline Duration `yaml:"baseline"`
+	Fault    Duration `yaml:"fault"`
+	Recovery Duration `yaml:"recovery"`
+}
+
+// Condition is one row of the matrix: what happens during the fault phase.
+// In YAML it is either a built-in name ("slow") or a mapping; a mapping
+// named like a built-in with no faults and no rates is that built-in.
+type Condition struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Dependency gets the faults (default: the culprit endpoint's).
+	Dependency string  `yaml:"dependency,omitempty"`
+	Faults     []Fault `yaml:"faults,omitempty"`
+	// Rates override load.rates during the fault phase, per endpoint named.
+	Rates Rates `yaml:"rates,omitempty"`
+}
+
+// Fault is one fault of the proxy. Its JSON form is the fault proxy's
+// control API body element (faultproxy.Fault); durations must be resolved
+// (Spec.Resolve) before marshalling to JSON.
+type Fault struct {
+	// Type is latency, error, abort or hang.
+	Type string `yaml:"type" json:"type"`
+	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
+	Percent      float64  `yaml:"percent" json:"percent"`
+	Latency      Duration `yaml:"latency,omitempty" json:"latency,omitzero"`
+	Jitter       Duration `yaml:"jitter,omitempty" json:"jitter,omitzero"`
+	Distribution string   `yaml:"distribution,omitempty" json:"distribution,omitempty"`
+	// Max caps a heavy-tailed (pareto, lognormal) delay.
+	Max     Duration          `yaml:"max,omitempty" json:"max,omitzero"`
+	Status  int               `yaml:"status,omitempty" json:"status,omitempty"`
+	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
+// mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}}.
+type Mode struct {
+	Name string `yaml:"name"`
+	// PoolSizes and Queues size each bulkhead, keyed by endpoint (pool) name.
+	PoolSizes map[string]int `yaml:"pool_sizes,omitempty"`
+	Queues    map[string]int `yaml:"queues,omitempty"`
+}
+
+// External runs the load against the user's own service (DESIGN §2): the
+// runner starts only the fault proxies, which the user's service must call.
+type External struct {
+	// Targets are the full URLs of the user's endpoints, by endpoint name.
+	Targets map[string]string `yaml:"targets"`
+	// Upstreams are the real dependencies the proxies forward to, by
+	// dependency name.
+	Upstreams map[string]string `yaml:"upstreams"`
+	// Proxies are the fixed loopback listen addresses (host:port) of the
+	// proxies, as configured in the user's service, by dependency name.
+	Proxies map[string]string `yaml:"proxies"`
+	// Rules classify responses (status/header → result class); kept opaque
+	// here and decoded by the load generator.
+	Rules *yaml.Node `yaml:"rules,omitempty"`
+}
+
+// Built-in condition and mode names.
+const (
+	CondHealthy  = "healthy"
+	CondSlow     = "slow"
+	CondFailing  = "failing"
+	CondBusy     = "busy"
+	ModeShared   = "shared"
+	ModeBulkhead = "bulkhead"
+)
+
+// setScalar lets a condition be written as its name.
+func (c *Condition) setScalar(s string) error { c.Name = s; return nil }
+
+// setScalar lets a mode be written as its name.
+func (m *Mode) setScalar(s string) error { m.Name = s; return nil }
+
+// File returns the file name the spec was loaded from.
+func (s *Spec) File() string { return s.file }

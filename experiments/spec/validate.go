@@ -1,0 +1,372 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	// depNameRE is what a dependency may be called: it names a component
+	// ("proxy-A") and its log file.
+	depNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+)
+
+const (
+	maxRate      = 100000
+	maxRunTotal  = time.Hour
+	maxEndpoints = 16
+)
+
+// validate reports every problem of a resolved spec into p.
+func (s *Spec) validate(p *problems) {
+	if s.Name == "" {
+		p.add("name", "required")
+	} else if !nameRE.MatchString(s.Name) {
+		p.add("name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.' (it names the results folder)", s.Name)
+	}
+	if s.Repeats < 1 || s.Repeats > 100 {
+		p.add("repeats", "must be between 1 and 100, got %d", s.Repeats)
+	}
+	if !s.validateEndpoints(p) {
+		return // everything else is keyed by endpoint and dependency names
+	}
+	s.validateService(p)
+	s.validateDeps(p)
+	s.validateLoad(p)
+	s.validatePhases(p)
+	s.validateConditions(p)
+	s.validateModes(p)
+	s.validateExpectations(p)
+	if s.External != nil {
+		s.validateExternal(p)
+	}
+}
+
+// validateEndpoints checks the endpoint list and reports whether the names
+// are usable as keys.
+func (s *Spec) validateEndpoints(p *problems) bool {
+	ok := true
+	if len(s.Endpoints) > maxEndpoints {
+		p.add("endpoints", "at most %d endpoints, got %d", maxEndpoints, len(s.Endpoints))
+		return false
+	}
+	seen := map[string]bool{}
+	for i, e := range s.Endpoints {
+		path := fmt.Sprintf("endpoints[%d]", i)
+		c := service.Config{Endpoints: []service.Endpoint{{Name: e.Name, URL: "http://127.0.0.1:1"}}}
+		var ce *service.ConfigError
+		switch err := c.Validate(); {
+		case seen[e.Name]:
+			p.add(path+".name", "duplicate endpoint %q", e.Name)
+			ok = false
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Field, "endpoints"):
+			p.add(path+".name", "%s", ce.Msg)
+			ok = false
+		}
+		seen[e.Name] = true
+		if !depNameRE.MatchString(e.Dependency) {
+			p.add(path+".dependency", "%q: use 1–32 of A-Z, a-z, 0-9, '_', '-'", e.Dependency)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// validateService checks the service's settings: the experiment's own bounds
+// here, and for each mode the service's own rules (service.Config.Validate),
+// so that a spec that validates is one the service accepts.
+func (s *Spec) validateService(p *problems) {
+	sv := s.Service
+	before := len(p.errs)
+	t := sv.Timeout.D
+	if t <= 0 || t > time.Minute {
+		p.add("service.timeout", "must be between 1ms and 1m, got %s", t)
+	}
+	if sv.PoolSize < 1 || sv.PoolSize > 100000 {
+		p.add("service.pool_size", "must be between 1 and 100000, got %d", sv.PoolSize)
+	}
+	if *sv.Queue < 0 || *sv.Queue > 1000000 {
+		p.add("service.queue", "must be between 0 and 1000000, got %d", *sv.Queue)
+	}
+	if sv.Conns < 1 || sv.Conns > 100000 {
+		p.add("service.conns", "must be between 1 and 100000, got %d", sv.Conns)
+	}
+	if len(p.errs) > before {
+		return
+	}
+	reported := map[string]bool{}
+	for i, m := range s.Modes {
+		if m.Name != ModeShared && m.Name != ModeBulkhead {
+			continue // validateModes names it
+		}
+		c := s.serviceConfig(&s.Modes[i])
+		for j := range c.Endpoints {
+			c.Endpoints[j].URL = "http://127.0.0.1:1"
+		}
+		var ce *service.ConfigError
+		if err := c.Validate(); errors.As(err, &ce) {
+			path := s.serviceFieldPath(i, ce.Field)
+			if !reported[path] {
+				reported[path] = true
+				p.add(path, "%s", ce.Msg)
+			}
+		}
+	}
+}
+
+// serviceFieldPath maps a service.ConfigError field of mode i to the spec's
+// field path.
+func (s *Spec) serviceFieldPath(mode int, field string) string {
+	name, sub, _ := strings.Cut(field, ".")
+	switch name {
+	case "pool_sizes", "queues":
+		if sub == "" {
+			return fmt.Sprintf("modes[%d].%s", mode, name)
+		}
+		return fmt.Sprintf("modes[%d].%s.%s", mode, name, sub)
+	case "mode":
+		return fmt.Sprintf("modes[%d].name", mode)
+	}
+	return "service." + field
+}
+
+func (s *Spec) validateDeps(p *problems) {
+	used := map[string]bool{}
+	for _, e := range s.Endpoints {
+		used[e.Dependency] = true
+	}
+	for _, name := range sortedKeys(s.Dependencies) {
+		d, path := s.Dependencies[name], "dependencies."+name
+		if !used[name] {
+			p.add(path, "no endpoint calls %s (endpoints: %s)", name, s.endpointList())
+			continue
+		}
+		if d.Jitter.D > d.Latency.D {
+			p.add(path+".jitter", "%s must not exceed latency %s", d.Jitter.D, d.Latency.D)
+		}
+		if d.Size < 0 || d.Size > 1<<20 {
+			p.add(path+".size", "must be between 0 and 1048576 bytes, got %d", d.Size)
+		}
+	}
+}
+
+// endpointList names the endpoints and their dependencies, for messages.
+func (s *Spec) endpointList() string {
+	parts := make([]string, len(s.Endpoints))
+	for i, e := range s.Endpoints {
+		parts[i] = e.Name + "→" + e.Dependency
+	}
+	return strings.Join(parts, ", ")
+}
+
+func validRate(p *problems, path string, r float64, zeroOK bool) {
+	if (r == 0 && zeroOK) || (r > 0 && r <= maxRate) {
+		return
+	}
+	p.add(path, "must be > 0 and ≤ %d requests per second, got %g", maxRate, r)
+}
+
+// validateRates checks a rates map: every key an endpoint, every rate valid.
+func (s *Spec) validateRates(p *problems, path string, rates Rates, zeroOK bool) {
+	for _, k := range sortedKeys(rates) {
+		if s.DependencyOf(k) == "" {
+			p.add(path+"."+k, "no endpoint %q (endpoints: %s)", k, strings.Join(s.EndpointNames(), ", "))
+			continue
+		}
+		validRate(p, path+"."+k, rates[k], zeroOK)
+	}
+}
+
+func (s *Spec) validateLoad(p *problems) {
+	s.validateRates(p, "load.rates", s.Load.Rates, false)
+	floor := s.Service.Timeout.D + s.Service.MaxWait.D
+	if ct := s.Load.ClientTimeout.D; ct <= floor {
+		p.add("load.client_timeout", "%s must exceed service.timeout + service.max_wait (%s) so that the service answers first", ct, floor)
+	}
+	if w := s.Load.Window.D; w < loadgen.MinWindow || w > s.Phases.Fault.D {
+		p.add("load.window", "must be between %s and the fault phase (%s), got %s", loadgen.MinWindow, s.Phases.Fault.D, w)
+	}
+}
+
+func (s *Spec) validatePhases(p *problems) {
+	ph := s.Phases
+	for _, x := range []struct {
+		path string
+		d    time.Duration
+	}{{"phases.warmup", ph.Warmup.D}, {"phases.baseline", ph.Baseline.D}, {"phases.fault", ph.Fault.D}, {"phases.recovery", ph.Recovery.D}} {
+		if x.d < 100*time.Millisecond {
+			p.add(x.path, "must be at least 100ms, got %s", x.d)
+		}
+	}
+	if total := s.RunDuration(); total > maxRunTotal {
+		p.add("phases", "a run lasts %s; at most %s", total, maxRunTotal)
+	}
+}
+
+// RunDuration is the length of one run: the sum of its phases.
+func (s *Spec) RunDuration() time.Duration {
+	ph := s.Phases
+	return ph.Warmup.D + ph.Baseline.D + ph.Fault.D + ph.Recovery.D
+}
+
+func (s *Spec) validateConditions(p *problems) {
+	seen := map[string]bool{}
+	for i, c := range s.Conditions {
+		path := fmt.Sprintf("conditions[%d]", i)
+		switch {
+		case c.Name == "":
+			p.add(path+".name", "required")
+		case !nameRE.MatchString(c.Name):
+			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.'", c.Name)
+		case seen[c.Name]:
+			p.add(path+".name", "duplicate condition %q", c.Name)
+		case !isBuiltin(c.Name) && len(c.Faults) == 0 && c.Rates == nil:
+			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults or rates", c.Name, BuiltinConditions)
+		}
+		seen[c.Name] = true
+		if _, ok := s.Dependencies[c.Dependency]; !ok {
+			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.dependencyNames(), ", "), c.Dependency)
+		}
+		for j, f := range c.Faults {
+			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
+		}
+		if c.Rates != nil {
+			s.validateRates(p, path+".rates", c.Rates, true)
+		}
+	}
+}
+
+// validateFault checks a fault with the fault proxy's own rules, so that a
+// spec that validates is one the proxy accepts when the fault phase starts.
+func validateFault(p *problems, path string, f Fault) {
+	if f.Percent <= 0 || f.Percent > 100 {
+		p.add(path+".percent", "must be in (0, 100], got %g", f.Percent)
+		return
+	}
+	err := f.proxyFault().Validate()
+	var fe *faultproxy.FieldError
+	switch {
+	case errors.As(err, &fe):
+		p.add(path+strings.TrimPrefix(fe.Field, "fault"), "%s", fe.Msg)
+	case err != nil:
+		p.add(path, "%v", err)
+	}
+}
+
+func (s *Spec) validateModes(p *problems) {
+	seen := map[string]bool{}
+	for i, m := range s.Modes {
+		path := fmt.Sprintf("modes[%d]", i)
+		switch {
+		case m.Name != ModeShared && m.Name != ModeBulkhead:
+			p.add(path+".name", "must be shared or bulkhead, got %q", m.Name)
+		case seen[m.Name]:
+			p.add(path+".name", "duplicate mode %q", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Name == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
+			p.add(path, "pool_sizes and queues are for bulkhead mode; size the shared pool with service.pool_size and service.queue")
+		}
+	}
+}
+
+func (s *Spec) validateExpectations(p *problems) {
+	e := s.Expectations
+	if s.DependencyOf(e.Victim) == "" || s.DependencyOf(e.Culprit) == "" || e.Victim == e.Culprit {
+		p.add("expectations", "victim and culprit must be two different endpoints (%s), got victim=%q culprit=%q",
+			strings.Join(s.EndpointNames(), ", "), e.Victim, e.Culprit)
+	}
+	for name, v := range map[string]float64{
+		"degraded_error_rate": e.DegradedErrorRate, "p2_max_error_rate": e.P2MaxErrorRate,
+		"p2_min_fast_reject_share": e.P2MinFastRejectShare, "p3_min_throughput_cost": e.P3MinThroughputCost,
+	} {
+		if v < 0 || v > 1 {
+			p.add("expectations."+name, "must be a share between 0 and 1, got %g", v)
+		}
+	}
+	for name, v := range map[string]float64{
+		"degraded_p99_factor": e.DegradedP99Factor, "p1_max_time_to_degrade": e.P1MaxTimeToDegrade,
+		"p2_max_p99_rise_t": e.P2MaxP99RiseT, "p2_fast_reject_max_t": e.P2FastRejectMaxT,
+		"p4_max_ratio": e.P4MaxRatio, "max_relative_spread": e.MaxRelativeSpread,
+	} {
+		if v < 0 {
+			p.add("expectations."+name, "must be ≥ 0, got %g", v)
+		}
+	}
+	for i, c := range e.Check {
+		if c != "P1" && c != "P2" && c != "P3" && c != "P4" {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of P1, P2, P3, P4, got %q", c)
+		}
+	}
+}
+
+func (s *Spec) validateExternal(p *problems) {
+	x := s.External
+	checkURL := func(path, raw string) {
+		u, err := url.Parse(raw)
+		if raw == "" {
+			p.add(path, "required")
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(path, "want an http(s) URL, got %q", raw)
+		}
+	}
+	unknown := func(path string, m map[string]string, known func(string) bool, what string) {
+		for _, k := range sortedKeys(m) {
+			if !known(k) {
+				p.add(path+"."+k, "no %s %q", what, k)
+			}
+		}
+	}
+	isEndpoint := func(k string) bool { return s.DependencyOf(k) != "" }
+	isDep := func(k string) bool { _, ok := s.Dependencies[k]; return ok }
+	unknown("external.targets", x.Targets, isEndpoint, "endpoint")
+	unknown("external.upstreams", x.Upstreams, isDep, "dependency")
+	unknown("external.proxies", x.Proxies, isDep, "dependency")
+	for _, e := range s.Endpoints {
+		checkURL("external.targets."+e.Name, x.Targets[e.Name])
+	}
+	for _, d := range s.dependencyNames() {
+		checkURL("external.upstreams."+d, x.Upstreams[d])
+		path := "external.proxies." + d
+		if _, _, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d])); err != nil {
+			p.add(path, "want host:port the proxy listens on (your service calls it), got %q", x.Proxies[d])
+		}
+	}
+	if x.Rules != nil {
+		s.validateRules(p, x.Rules)
+	}
+	if len(s.Modes) != 1 {
+		p.add("modes", "external mode runs the one service it is given: list exactly the mode it is configured with, and run the other mode as a second experiment")
+	}
+}
+
+// validateRules decodes each classification rule on its own, so that an
+// error names the rule's line and index.
+func (s *Spec) validateRules(p *problems, n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		p.addAt(n.Line, "external.rules", "want a list of rules")
+		return
+	}
+	for i, item := range n.Content {
+		var r loadgen.Rule
+		err := item.Decode(&r)
+		if err == nil {
+			err = loadgen.Rules{r}.Validate()
+		}
+		if err != nil {
+			p.addAt(item.Line, fmt.Sprintf("external.rules[%d]", i), "%v", err)
+		}
+	}
+}

@@ -1,0 +1,8 @@
+// Package rundata is the run-data contract between the runner, which writes
+// a results folder, and the analysis, which reads it (DESIGN §4 "Run data"):
+// the folder layout and file names, the records of each file, the result
+// classes, metric sample keys, and the expectations the verdicts use. It is
+// a leaf: it imports nothing of the project, so both sides can depend on it
+// without depending on each other. Fields may be added to a record; none may
+// change meaning.
+package rundata

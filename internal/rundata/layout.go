@@ -1,0 +1,52 @@
+package rundata
+
+// The layout of a results folder. The runner writes it with these names and
+// types; the analysis reads it.
+//
+//	results/<experiment>/<UTC timestamp>/
+//	    spec.yaml            the resolved spec of the whole experiment
+//	    index.json           Index: the matrix, one entry per run, with status
+//	    runs/<run id>/
+//	        meta.json        RunMeta
+//	        spec.yaml        the resolved spec of this run
+//	        windows.jsonl    one Window per line, all endpoints
+//	        phases.json      []PhaseStats: merged histograms per endpoint and phase
+//	        metrics.jsonl    one MetricSample per line
+//	        results-a.bin    raw vegeta results of endpoint a (vegeta's gob encoding)
+//	        results-b.bin
+//	        hdr-a.hlog, hdr-b.hlog  HdrHistogram interval logs (with run --hdr-logs)
+//	        logs/<component>.log
+//	    summary.json, report.md, index.html, *.png   written by the analysis
+const (
+	IndexFile     = "index.json"
+	SpecFile      = "spec.yaml"
+	RunsDir       = "runs"
+	MetaFile      = "meta.json"
+	WindowsFile   = "windows.jsonl"
+	PhasesFile    = "phases.json"
+	MetricsFile   = "metrics.jsonl"
+	LogsDir       = "logs"
+	SummaryFile   = "summary.json"
+	ReportFile    = "report.md"
+	HTMLFile      = "index.html"
+	RawFilePrefix = "results-" // + endpoint + ".bin"
+	HdrLogPrefix  = "hdr-"     // + endpoint + ".hlog"
+)
+
+// Phase names, in order (DESIGN §1): the runner labels windows, phase
+// records and PhaseSpans with them, and the verdicts give them meaning.
+const (
+	PhaseWarmup   = "warmup"
+	PhaseBaseline = "baseline"
+	PhaseFault    = "fault"
+	PhaseRecovery = "recovery"
+)
+
+// Run status values, in Index and RunMeta.
+const (
+	StatusPending     = "pending"     // not started
+	StatusRunning     = "running"     // started; if found on disk, the runner died
+	StatusComplete    = "complete"    // finished; data complete
+	StatusInterrupted = "interrupted" // stopped by Ctrl-C or a crash; data partial
+	StatusFailed      = "failed"      // the harness failed (a child died, ...)
+)

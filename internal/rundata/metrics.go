@@ -1,0 +1,154 @@
+package rundata
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MetricSample is one scrape of one component's /metrics plus process stats.
+// Values are keyed by the Prometheus series in text form (see Key), e.g.
+// `bulkhead_pool_in_use{pool="a"}`; histograms contribute their _sum and
+// _count series. The runner adds "process_cpu_seconds_total" and
+// "process_resident_memory_bytes" for every child from /proc.
+type MetricSample struct {
+	Time      time.Time          `json:"time"`
+	Component string             `json:"component"` // "service", "proxy-A", "dep-A", ...
+	Values    map[string]float64 `json:"values"`
+}
+
+// ServiceComponent is the MetricSample.Component of the service under test.
+const ServiceComponent = "service"
+
+// Metric names the analysis reads from the service's samples.
+const (
+	MetricPoolInUse          = "bulkhead_pool_in_use"
+	MetricPoolLimit          = "bulkhead_pool_limit"
+	MetricPoolWaiting        = "bulkhead_pool_waiting"
+	MetricPoolQueueLimit     = "bulkhead_pool_queue_limit"
+	MetricPoolRejected       = "bulkhead_pool_rejected_total"
+	MetricPoolExhaustedSince = "bulkhead_pool_exhausted_since_seconds"
+	MetricDepRequests        = "bulkheadlab_dependency_requests_total"
+	MetricDepDurationSum     = "bulkheadlab_dependency_duration_seconds_sum"
+	MetricDepDurationCount   = "bulkheadlab_dependency_duration_seconds_count"
+	MetricGoroutines         = "go_goroutines"
+	MetricGoMaxProcs         = "go_sched_gomaxprocs_threads"
+	MetricCPUSeconds         = "process_cpu_seconds_total"
+	MetricResidentBytes      = "process_resident_memory_bytes"
+)
+
+// Label is one label of a series key.
+type Label struct{ Name, Value string }
+
+// Key renders a series key: name{l1="v1",l2="v2"} with the labels sorted by
+// name and values quoted as Go strings; just name without labels. It is the
+// one way the runner writes keys and the analysis looks them up.
+func Key(name string, labels ...Label) string {
+	if len(labels) == 0 {
+		return name
+	}
+	ls := append([]Label(nil), labels...)
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(l.Name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(l.Value))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// L is shorthand for a Label.
+func L(name, value string) Label { return Label{Name: name, Value: value} }
+
+// ParseKey splits a series key written by Key into its metric name and
+// labels. ok is false when key is not of that form.
+func ParseKey(key string) (name string, labels map[string]string, ok bool) {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key, nil, key != ""
+	}
+	name, rest := key[:i], key[i+1:]
+	if name == "" || !strings.HasSuffix(rest, "}") {
+		return "", nil, false
+	}
+	rest = rest[:len(rest)-1]
+	labels = map[string]string{}
+	for rest != "" {
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 {
+			return "", nil, false
+		}
+		ln := rest[:eq]
+		q, err := strconv.QuotedPrefix(rest[eq+1:])
+		if err != nil {
+			return "", nil, false
+		}
+		v, _ := strconv.Unquote(q)
+		labels[ln] = v
+		rest = rest[eq+1+len(q):]
+		if rest == "" {
+			break
+		}
+		if rest[0] != ',' {
+			return "", nil, false
+		}
+		rest = rest[1:]
+	}
+	return name, labels, true
+}
+
+// Sum adds up every series of metric name in values whose labels include all
+// of want; found is false when no series matched.
+func Sum(values map[string]float64, name string, want ...Label) (sum float64, found bool) {
+	for k, v := range values {
+		if !strings.HasPrefix(k, name) {
+			continue
+		}
+		n, labels, ok := ParseKey(k)
+		if !ok || n != name || !hasLabels(labels, want) {
+			continue
+		}
+		sum += v
+		found = true
+	}
+	return sum, found
+}
+
+// LabelValues returns the sorted distinct values of label over every series
+// of metric name in values.
+func LabelValues(values map[string]float64, name, label string) []string {
+	set := map[string]bool{}
+	for k := range values {
+		if !strings.HasPrefix(k, name) {
+			continue
+		}
+		if n, labels, ok := ParseKey(k); ok && n == name {
+			if v, ok := labels[label]; ok {
+				set[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hasLabels(labels map[string]string, want []Label) bool {
+	for _, l := range want {
+		if labels[l.Name] != l.Value {
+			return false
+		}
+	}
+	return true
+}

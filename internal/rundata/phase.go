@@ -1,0 +1,42 @@
+package rundata
+
+import "time"
+
+// PhaseStats is the record of phases.json: one endpoint over one phase, with
+// merged histograms and the load generator's validity verdict. Results belong
+// to the phase of their intended send time; Sent and AchievedRate count actual
+// send times within the phase span.
+type PhaseStats struct {
+	Endpoint string `json:"endpoint"`
+	Phase    string `json:"phase"`
+	// Start and End are the phase span; End is the stop time if interrupted.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Counts holds the results per class.
+	Counts          Counts    `json:"counts"`
+	Latency         Quantiles `json:"latency"`
+	LatencyOK       Quantiles `json:"latency_ok"`
+	LatencyIntended Quantiles `json:"latency_intended"`
+	// ByClass holds latency quantiles per non-empty class name.
+	ByClass map[string]Quantiles `json:"latency_by_class,omitempty"`
+	// TargetRate is the phase's configured rate (phase rates or
+	// Target.Rate); AchievedRate is Sent over the span.
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	// Expected is the number of sends the schedule put in the span; Sent the
+	// number actually sent in it; Dropped the scheduled requests that were
+	// never sent because the attack ended while the generator was behind.
+	Expected int64 `json:"expected"`
+	Sent     int64 `json:"sent"`
+	Dropped  int64 `json:"dropped,omitempty"`
+	// LagP99 and LagMax summarise schedule lag over the phase.
+	LagP99 time.Duration `json:"lag_p99_ns"`
+	LagMax time.Duration `json:"lag_max_ns"`
+	// HarnessErrors counts load-generator-side failures (the load generator's IsHarnessError).
+	HarnessErrors int64 `json:"harness_errors"`
+	// Excluded is set for phases named in the load generator's ExcludeFromValidity; their
+	// verdict is computed but does not count towards the run's validity.
+	Excluded bool     `json:"excluded,omitempty"`
+	Valid    bool     `json:"valid"`
+	Reasons  []string `json:"reasons,omitempty"`
+}

@@ -1,0 +1,118 @@
+package rundata
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Index is index.json: the expanded matrix in execution order.
+type Index struct {
+	Experiment string       `json:"experiment"`
+	Started    time.Time    `json:"started"`
+	Ended      time.Time    `json:"ended,omitzero"`
+	Runs       []IndexEntry `json:"runs"`
+}
+
+// IndexEntry is one run of the matrix.
+type IndexEntry struct {
+	ID        string `json:"id"`        // e.g. "slow-shared-r1"; also the folder name under runs/
+	Mode      string `json:"mode"`      // "shared" or "bulkhead"
+	Condition string `json:"condition"` // "healthy", "slow", "failing", "busy" or user-defined
+	Repeat    int    `json:"repeat"`    // 1-based
+	Status    string `json:"status"`
+}
+
+// RunMeta is meta.json: everything needed to interpret one run's data.
+type RunMeta struct {
+	Experiment string    `json:"experiment"`
+	ID         string    `json:"id"`
+	Mode       string    `json:"mode"`
+	Condition  string    `json:"condition"`
+	Repeat     int       `json:"repeat"`
+	Seed       int64     `json:"seed"`
+	Status     string    `json:"status"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended,omitzero"`
+	// Versions of the binary and Go runtime.
+	Versions map[string]string `json:"versions,omitempty"`
+
+	// Timeout is T, the service→dependency timeout.
+	Timeout time.Duration `json:"timeout_ns"`
+	// ClientTimeout is the load generator's request timeout.
+	ClientTimeout time.Duration `json:"client_timeout_ns"`
+	// Window is the recording window length.
+	Window time.Duration `json:"window_ns"`
+	// Endpoints describes each loaded endpoint.
+	Endpoints []EndpointInfo `json:"endpoints"`
+	// Pools describes each pool of the service (one in shared mode).
+	Pools []PoolInfo `json:"pools"`
+	// Phases are the actual phase spans, in order.
+	Phases []PhaseSpan `json:"phases"`
+	// Faults are the actual fault switches as acknowledged by the proxy.
+	Faults []FaultEvent `json:"faults,omitempty"`
+	// Validity is the load generator's verdict per endpoint and phase.
+	Validity []PhaseValidity `json:"validity"`
+	// Valid is true when every entry of Validity is valid.
+	Valid bool `json:"valid"`
+	// Startup is the harness overhead of the run: from the start of the
+	// components' launch to the first scheduled request.
+	Startup time.Duration `json:"startup_ns,omitempty"`
+	// Error is the harness error that ended the run, if any.
+	Error string `json:"error,omitempty"`
+}
+
+// EndpointInfo describes one loaded endpoint.
+type EndpointInfo struct {
+	Name       string  `json:"name"`       // "a", "b"
+	Dependency string  `json:"dependency"` // "A", "B"
+	Pool       string  `json:"pool"`       // the pool it draws from
+	Rate       float64 `json:"rate"`       // target requests per second during the fault phase
+	// BaseLatency is the dependency's normal latency.
+	BaseLatency time.Duration `json:"base_latency_ns"`
+}
+
+// PoolInfo describes one pool and the Little's-law prediction for it.
+type PoolInfo struct {
+	Name  string `json:"name"` // "shared", "a", "b"
+	Limit int    `json:"limit"`
+	Queue int    `json:"queue"`
+	// MaxWait is the longest a caller waits in the queue.
+	MaxWait time.Duration `json:"max_wait_ns"`
+	// Endpoints drawing from this pool.
+	Endpoints []string `json:"endpoints"`
+	// PredictedDemand is λ·W summed over the pool's endpoints for each phase
+	// (phase name → permits), per Little's law, with W the expected holding time.
+	PredictedDemand map[string]float64 `json:"predicted_demand,omitempty"`
+	// PredictedExhaustion is the predicted time from fault start until the pool
+	// is exhausted (0 when the pool is never predicted to be exhausted).
+	PredictedExhaustion time.Duration `json:"predicted_exhaustion_ns,omitempty"`
+}
+
+// PhaseSpan is one phase as it actually ran.
+type PhaseSpan struct {
+	Name  string    `json:"name"` // "warmup", "baseline", "fault", "recovery"
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// FaultEvent is a fault switch on a proxy, with the time the proxy acknowledged it.
+type FaultEvent struct {
+	Time       time.Time `json:"time"`
+	Dependency string    `json:"dependency"` // "A"
+	Action     string    `json:"action"`     // "set" or "clear"
+	// Faults is the fault list as sent to the proxy (its JSON form), empty on clear.
+	Faults json.RawMessage `json:"faults,omitempty"`
+}
+
+// PhaseValidity is the load generator's validity verdict for one endpoint and phase.
+type PhaseValidity struct {
+	Endpoint     string        `json:"endpoint"`
+	Phase        string        `json:"phase"`
+	Valid        bool          `json:"valid"`
+	Reasons      []string      `json:"reasons,omitempty"`
+	TargetRate   float64       `json:"target_rate"`
+	AchievedRate float64       `json:"achieved_rate"`
+	LagP99       time.Duration `json:"lag_p99_ns"`
+	// HarnessErrors counts transport errors at the load generator.
+	HarnessErrors int64 `json:"harness_errors"`
+}

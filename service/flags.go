@@ -1,0 +1,238 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// The command-line flags of the service and the dependency stub live here,
+// next to the configs they set, so that their names, defaults and the
+// mapping of config errors to flags have one home: the CLI binds and parses
+// them with ServeFlags and DepFlags, and a launcher that starts the
+// components as processes renders a config back into flags with ServeArgs
+// and DepArgs.
+
+// DefectFlag is the hidden serve flag that sets the deliberate TEST FAULT
+// LayoutConfig.BrokenSharedBulkhead.
+const DefectFlag = "test-defect-shared-semaphore"
+
+// FlagError is a command-line error naming the flag.
+type FlagError struct {
+	Flag string // e.g. "--pool-size"
+	Msg  string
+}
+
+func (e *FlagError) Error() string { return e.Flag + ": " + e.Msg }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *FlagError) Unwrap() error { return ErrInvalidConfig }
+
+// ServeFlags are the flags of the service (`bulkheadlab serve`). Bind them,
+// parse the flag set, then call Config.
+type ServeFlags struct {
+	cfg                     Config
+	mode, poolSizes, queues string
+	depA, depB              string
+	endpoints               []string
+	// origin maps an endpoint name to the flag that gave it.
+	origin map[string]string
+}
+
+// Bind defines the service's flags on fs with this package's defaults.
+func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared or bulkhead")
+	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the endpoints in bulkhead mode")
+	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per endpoint, e.g. a=10,b=10 (bulkhead mode only)")
+	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the endpoints in bulkhead mode")
+	fs.StringVar(&f.queues, "queues", "", "explicit bulkhead queue lengths per endpoint, e.g. a=10,b=10 (bulkhead mode only)")
+	fs.DurationVar(&f.cfg.Layout.MaxWait, "max-wait", DefaultTimeout, "longest wait in a pool's queue")
+	fs.DurationVar(&f.cfg.Timeout, "timeout", DefaultTimeout, "T: timeout of each dependency call")
+	fs.IntVar(&f.cfg.Conns, "conns", DefaultConns, "connection pool size per dependency")
+	fs.StringArrayVar(&f.endpoints, "endpoint", nil, "an endpoint and its dependency's URL, NAME=URL (repeatable; GET /NAME calls URL)")
+	fs.StringVar(&f.depA, "dep-a", "", "URL of dependency A: shorthand for --endpoint a=URL")
+	fs.StringVar(&f.depB, "dep-b", "", "URL of dependency B: shorthand for --endpoint b=URL")
+	fs.BoolVar(&f.cfg.Layout.BrokenSharedBulkhead, DefectFlag, false,
+		"TEST FAULT: in bulkhead mode route every endpoint to one semaphore (proves the CI check can fail)")
+	_ = fs.MarkHidden(DefectFlag)
+}
+
+// Config returns the validated configuration the parsed flags describe.
+// Errors are *FlagError naming the flag.
+func (f *ServeFlags) Config() (Config, error) {
+	c := f.cfg
+	m, err := ParseMode(f.mode)
+	if err != nil {
+		return Config{}, &FlagError{Flag: "--mode", Msg: configMsg(err)}
+	}
+	c.Layout.Mode = m
+	if c.Layout.PoolSizes, err = ParseSizes(f.poolSizes); err != nil {
+		return Config{}, &FlagError{Flag: "--pool-sizes", Msg: err.Error()}
+	}
+	if c.Layout.Queues, err = ParseSizes(f.queues); err != nil {
+		return Config{}, &FlagError{Flag: "--queues", Msg: err.Error()}
+	}
+	if c.Conns < 1 {
+		return Config{}, &FlagError{Flag: "--conns", Msg: fmt.Sprintf("must be at least 1, got %d", c.Conns)}
+	}
+	f.origin = map[string]string{}
+	if f.depA != "" || f.depB != "" || len(f.endpoints) == 0 {
+		c.Endpoints = TwoEndpoints(f.depA, f.depB)
+		f.origin[EndpointA], f.origin[EndpointB] = "--dep-a", "--dep-b"
+	}
+	for _, e := range f.endpoints {
+		name, u, ok := strings.Cut(e, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return Config{}, &FlagError{Flag: "--endpoint", Msg: fmt.Sprintf("%q is not NAME=URL (example: a=http://127.0.0.1:9001)", e)}
+		}
+		c.Endpoints = append(c.Endpoints, Endpoint{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)})
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, f.flagError(err)
+	}
+	return c, nil
+}
+
+// serveFlagOf maps Config field names (before any ".name" suffix) to flags.
+var serveFlagOf = map[string]string{
+	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
+	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns",
+	"endpoints": "--endpoint",
+}
+
+// flagError maps a *ConfigError to the flag that sets its field.
+func (f *ServeFlags) flagError(err error) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field, sub, _ := strings.Cut(ce.Field, ".")
+	flag, ok := serveFlagOf[field]
+	if !ok {
+		flag = "--" + strings.ReplaceAll(field, "_", "-")
+	}
+	switch {
+	case field == "endpoints" && f.origin[sub] != "":
+		return &FlagError{Flag: f.origin[sub], Msg: ce.Msg}
+	case field == "endpoints" && sub != "":
+		return &FlagError{Flag: flag, Msg: sub + ": " + ce.Msg}
+	case sub != "":
+		return &FlagError{Flag: flag, Msg: "pool " + sub + ": " + ce.Msg}
+	}
+	return &FlagError{Flag: flag, Msg: ce.Msg}
+}
+
+func configMsg(err error) string {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return ce.Msg
+	}
+	return err.Error()
+}
+
+// ServeArgs renders c as the service's flags (without --listen): Bind,
+// parse and Config of the result give back c.
+func ServeArgs(c Config) []string {
+	l := c.Layout
+	args := []string{
+		"--mode", string(l.Mode),
+		"--pool-size", strconv.Itoa(l.PoolSize),
+		"--queue", strconv.Itoa(l.Queue),
+		"--max-wait", l.MaxWait.String(),
+		"--timeout", c.Timeout.String(),
+		"--conns", strconv.Itoa(c.Conns),
+	}
+	names := c.EndpointNames()
+	if l.PoolSizes != nil {
+		args = append(args, "--pool-sizes", FormatSizes(l.PoolSizes, names))
+	}
+	if l.Queues != nil {
+		args = append(args, "--queues", FormatSizes(l.Queues, names))
+	}
+	for _, e := range c.Endpoints {
+		args = append(args, "--endpoint", e.Name+"="+e.URL)
+	}
+	if l.BrokenSharedBulkhead {
+		args = append(args, "--"+DefectFlag)
+	}
+	return args
+}
+
+// ParseSizes parses a per-pool list such as "a=10,b=10" into a map. An
+// empty string gives a nil map. Values must be non-negative integers; names
+// must be unique. Which names are allowed is the layout's business.
+func ParseSizes(s string) (map[string]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !ok || name == "" || val == "" {
+			return nil, fmt.Errorf("entry %q is not name=value (example: a=10,b=10)", part)
+		}
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("entry %q: value must be a non-negative integer", part)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// FormatSizes renders m as ParseSizes reads it, in the order of names.
+func FormatSizes(m map[string]int, names []string) string {
+	parts := make([]string, 0, len(m))
+	for _, n := range names {
+		if v, ok := m[n]; ok {
+			parts = append(parts, n+"="+strconv.Itoa(v))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Defaults of the dependency stub (DESIGN §5).
+const (
+	DefaultDepLatency = 10 * time.Millisecond
+	DefaultDepJitter  = 2 * time.Millisecond
+	DefaultDepSize    = 64
+)
+
+// DepFlags are the flags of the dependency stub (`bulkheadlab dep`).
+type DepFlags struct{ cfg DepConfig }
+
+// Bind defines the stub's flags on fs with this package's defaults.
+func (f *DepFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cfg.Name, "name", "A", "name of this dependency (in the announcement)")
+	fs.DurationVar(&f.cfg.Latency, "latency", DefaultDepLatency, "base latency of every response")
+	fs.DurationVar(&f.cfg.Jitter, "jitter", DefaultDepJitter, "uniform jitter around the latency")
+	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the jitter's random source")
+	fs.IntVar(&f.cfg.Size, "size", DefaultDepSize, "response body size in bytes")
+}
+
+// Config returns the validated configuration the parsed flags describe.
+// Errors are *FlagError naming the flag.
+func (f *DepFlags) Config() (DepConfig, error) {
+	if err := f.cfg.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return DepConfig{}, &FlagError{Flag: "--" + ce.Field, Msg: ce.Msg}
+		}
+		return DepConfig{}, err
+	}
+	return f.cfg, nil
+}
+
+// DepArgs renders c as the stub's flags (without --listen).
+func DepArgs(c DepConfig) []string {
+	return []string{"--name", c.Name, "--latency", c.Latency.String(), "--jitter", c.Jitter.String(),
+		"--seed", strconv.FormatUint(c.Seed, 10), "--size", strconv.Itoa(c.Size)}
+}
