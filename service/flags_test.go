@@ -3,6 +3,9 @@ package service
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -45,4 +48,39 @@ func FuzzParseSizes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServeArgsRoundTrip: a config rendered as flags and parsed back is the
+// same config, for any number of endpoints.
+func TestServeArgsRoundTrip(t *testing.T) {
+	want := Config{
+		Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 9, Queue: 3, MaxWait: 40 * time.Millisecond,
+			PoolSizes: map[string]int{"a": 2, "b": 3, "c": 4}, Queues: map[string]int{"a": 0, "b": 1, "c": 2},
+			BrokenSharedBulkhead: true},
+		Timeout: 120 * time.Millisecond, Conns: 7,
+		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"}},
+	}
+	var f ServeFlags
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse(ServeArgs(want)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Config()
+	if err != nil {
+		t.Fatalf("Config of %v: %v", ServeArgs(want), err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip of %v:\n got %+v\nwant %+v", ServeArgs(want), got, want)
+	}
+	d := DepConfig{Name: "C", Latency: 3 * time.Millisecond, Jitter: time.Millisecond, Seed: 1 << 62, Size: 9}
+	var df DepFlags
+	dfs := pflag.NewFlagSet("dep", pflag.ContinueOnError)
+	df.Bind(dfs)
+	if err := dfs.Parse(DepArgs(d)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := df.Config(); err != nil || got != d {
+		t.Errorf("dep round trip = %+v, %v; want %+v", got, err, d)
+	}
 }

@@ -53,6 +53,18 @@ func TwoEndpoints(depA, depB string) []Endpoint {
 // a pool name and a metric label value.
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
+// ValidateEndpointName reports whether name can name an endpoint: it is a
+// URL path segment, a pool name and a metric label value.
+func ValidateEndpointName(name string) error {
+	switch {
+	case !endpointNameRE.MatchString(name):
+		return fmt.Errorf("endpoint name %q: use 1–32 of a-z, 0-9, '_', '-', starting with a letter or digit", name)
+	case name == "healthz" || name == "metrics":
+		return fmt.Errorf("endpoint name %q is reserved", name)
+	}
+	return nil
+}
+
 // Config configures the service. Errors from New and Validate are
 // *ConfigError naming the field.
 type Config struct {
@@ -96,13 +108,11 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for _, e := range c.Endpoints {
 		field := "endpoints." + e.Name
-		switch {
-		case !endpointNameRE.MatchString(e.Name):
-			return fieldErrorf("endpoints", "endpoint name %q: use 1–32 of a-z, 0-9, '_', '-'", e.Name)
-		case seen[e.Name]:
+		if err := ValidateEndpointName(e.Name); err != nil {
+			return fieldErrorf("endpoints", "%v", err)
+		}
+		if seen[e.Name] {
 			return fieldErrorf(field, "duplicate endpoint")
-		case e.Name == "healthz" || e.Name == "metrics":
-			return fieldErrorf(field, "reserved name")
 		}
 		seen[e.Name] = true
 		if err := ValidateURL(e.URL); err != nil {

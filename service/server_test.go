@@ -212,7 +212,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			c.Endpoints = TwoEndpoints("http://x", "http://y")[:1]
 			c.Endpoints = append(c.Endpoints, c.Endpoints[0])
 		}},
-		{"endpoints.metrics", func(c *Config) {
+		{"endpoints", func(c *Config) {
 			c.Endpoints = []Endpoint{{Name: "metrics", URL: "http://x"}, {Name: "b", URL: "http://x"}}
 		}},
 		{"mode", func(c *Config) { c.Layout.Mode = "pooled" }},

@@ -189,3 +189,43 @@ func TestRunnerFailedFaultSwitchStopsTheRun(t *testing.T) {
 		t.Errorf("meta status %q error %q, want failed with the switch error", meta.Status, meta.Error)
 	}
 }
+
+// TestRunnerThreeEndpoints: a third endpoint is a change of the spec only;
+// the runner starts its dependency and proxy, loads it and records it.
+func TestRunnerThreeEndpoints(t *testing.T) {
+	text := strings.Replace(shortSpec, "load: {rates: {a: 40, b: 40}, window: 250ms}",
+		"load: {rates: {a: 40, b: 40, c: 20}, window: 250ms}\nendpoints: [{name: a, dependency: A}, {name: b, dependency: B}, {name: c, dependency: C}]", 1)
+	text = strings.Replace(text, "modes: [shared, bulkhead]", "modes: [bulkhead]", 1)
+	text = strings.Replace(text, "pool_size: 6", "pool_size: 9", 1)
+	p := testPlan(t, text, func(s *spec.Spec) {
+		s.Phases = spec.Phases{Baseline: spec.Abs(500 * time.Millisecond), Fault: spec.Abs(500 * time.Millisecond)}
+	})
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rd := dir.RunDir("slow-bulkhead-r1")
+	var phases []rundata.PhaseStats
+	readJSON(t, filepath.Join(rd, rundata.PhasesFile), &phases)
+	seen := map[string]int64{}
+	for _, ph := range phases {
+		seen[ph.Endpoint] += ph.Counts[rundata.ClassOK]
+	}
+	if seen["c"] == 0 || len(seen) != 3 {
+		t.Errorf("ok results per endpoint %v, want a, b and c", seen)
+	}
+	if st, err := os.Stat(filepath.Join(rd, rundata.RawFilePrefix+"c.bin")); err != nil || st.Size() == 0 {
+		t.Errorf("raw results of /c: %v", err)
+	}
+	var meta rundata.RunMeta
+	readJSON(t, filepath.Join(rd, rundata.MetaFile), &meta)
+	if len(meta.Pools) != 3 || len(meta.Endpoints) != 3 {
+		t.Errorf("meta pools %+v endpoints %+v", meta.Pools, meta.Endpoints)
+	}
+	b, _ := os.ReadFile(filepath.Join(rd, rundata.MetricsFile))
+	for _, c := range []string{`"dep-C"`, `"proxy-C"`, `bulkhead_pool_in_use{pool=\"c\"}`} {
+		if !strings.Contains(string(b), c) {
+			t.Errorf("metrics.jsonl has no %s", c)
+		}
+	}
+}

@@ -187,6 +187,9 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 		}
 	case CondBusy:
 		culprit := s.Expectations.Culprit
+		if s.DependencyOf(culprit) == "" {
+			return // validateExpectations reports the missing culprit
+		}
 		rate, extra := s.Busy()
 		c.Rates = Rates{culprit: rate}
 		if extra > 0 {

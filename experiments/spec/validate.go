@@ -65,14 +65,12 @@ func (s *Spec) validateEndpoints(p *problems) bool {
 	seen := map[string]bool{}
 	for i, e := range s.Endpoints {
 		path := fmt.Sprintf("endpoints[%d]", i)
-		c := service.Config{Endpoints: []service.Endpoint{{Name: e.Name, URL: "http://127.0.0.1:1"}}}
-		var ce *service.ConfigError
-		switch err := c.Validate(); {
+		switch err := service.ValidateEndpointName(e.Name); {
+		case err != nil:
+			p.add(path+".name", "%v", err)
+			ok = false
 		case seen[e.Name]:
 			p.add(path+".name", "duplicate endpoint %q", e.Name)
-			ok = false
-		case errors.As(err, &ce) && strings.HasPrefix(ce.Field, "endpoints"):
-			p.add(path+".name", "%s", ce.Msg)
 			ok = false
 		}
 		seen[e.Name] = true
@@ -236,7 +234,9 @@ func (s *Spec) validateConditions(p *problems) {
 			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults or rates", c.Name, BuiltinConditions)
 		}
 		seen[c.Name] = true
-		if _, ok := s.Dependencies[c.Dependency]; !ok {
+		// An empty dependency is the culprit's, which validateExpectations
+		// reports when it does not exist.
+		if _, ok := s.Dependencies[c.Dependency]; !ok && c.Dependency != "" {
 			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.dependencyNames(), ", "), c.Dependency)
 		}
 		for j, f := range c.Faults {

@@ -1,0 +1,103 @@
+package spec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+)
+
+// threeEndpoints is a spec with a third endpoint: a plan change, not a code
+// change.
+const threeEndpoints = `name: three
+endpoints:
+  - {name: a, dependency: A}
+  - {name: b, dependency: B}
+  - {name: search, dependency: Catalog}
+dependencies:
+  Catalog: {latency: 5ms, jitter: 1ms}
+service: {pool_size: 9, queue: 3}
+load:
+  rates: {search: 50}
+conditions: [slow]
+modes:
+  - shared
+  - name: bulkhead
+    pool_sizes: {a: 3, b: 3, search: 3}
+expectations: {victim: search}
+`
+
+func TestPlanThreeEndpoints(t *testing.T) {
+	s, err := Parse("three.yaml", []byte(threeEndpoints))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 2 || p.Experiment != "three" || !strings.Contains(string(p.Spec), "search") {
+		t.Fatalf("plan: %d runs of %q", len(p.Runs), p.Experiment)
+	}
+	r := p.Runs[1] // slow-bulkhead-r1
+	var names []string
+	for _, c := range r.Components {
+		names = append(names, c.Name)
+	}
+	want := []string{"dep-A", "dep-B", "dep-Catalog", "proxy-A", "proxy-B", "proxy-Catalog", "service"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("components %v, want %v", names, want)
+	}
+	svc := r.Components[len(r.Components)-1].Service
+	if got := svc.Config.EndpointNames(); !reflect.DeepEqual(got, []string{"a", "b", "search"}) {
+		t.Errorf("service endpoints %v", got)
+	}
+	if u := svc.Upstreams["search"]; u != plan.Of("proxy-Catalog", "") {
+		t.Errorf("search calls %+v, want proxy-Catalog", u)
+	}
+	resolved, err := r.Components[len(r.Components)-1].Resolve(map[string]string{
+		"proxy-A": "http://127.0.0.1:1", "proxy-B": "http://127.0.0.1:2", "proxy-Catalog": "http://127.0.0.1:3"})
+	if err != nil || resolved.Service.Config.Endpoints[2].URL != "http://127.0.0.1:3" || svc.Config.Endpoints[2].URL != "" {
+		t.Errorf("resolve: %v, %+v (original %+v)", err, resolved.Service.Config.Endpoints, svc.Config.Endpoints)
+	}
+	if err := resolved.Service.Config.Validate(); err != nil {
+		t.Errorf("resolved service config: %v", err)
+	}
+	if len(r.Meta.Pools) != 3 || r.Meta.Pools[2].Name != "search" || r.Meta.Pools[2].Limit != 3 {
+		t.Errorf("bulkhead pools %+v", r.Meta.Pools)
+	}
+	if len(r.Faults) != 1 || r.Faults[0].Component != "proxy-A" {
+		t.Errorf("faults %+v, want on proxy-A (the culprit a's dependency)", r.Faults)
+	}
+	rates := map[string]float64{}
+	for _, e := range r.Load.Endpoints {
+		rates[e.Name] = e.Rate
+	}
+	if !reflect.DeepEqual(rates, map[string]float64{"a": 200, "b": 200, "search": 50}) {
+		t.Errorf("rates %v", rates)
+	}
+	if sh := p.Runs[0].Meta.Pools; len(sh) != 1 || sh[0].Limit != 9 || len(sh[0].Endpoints) != 3 {
+		t.Errorf("shared pools %+v", sh)
+	}
+}
+
+func TestEndpointKeysValidated(t *testing.T) {
+	cases := []struct{ edit, want string }{
+		{"load:\n  rates: {c: 5}\n", "load.rates.c: no endpoint"},
+		{"dependencies:\n  C: {latency: 1ms}\n", "dependencies.C: no endpoint calls C"},
+		{"modes:\n  - name: bulkhead\n    pool_sizes: {a: 2, c: 2}\n", "modes[0].pool_sizes: unknown pool(s) c"},
+		{"modes:\n  - name: bulkhead\n    pool_sizes: {a: 2}\n", "modes[0].pool_sizes.b: missing"},
+		{"endpoints:\n  - {name: a, dependency: A}\n  - {name: a, dependency: B}\n", `endpoints[1].name: duplicate endpoint "a"`},
+		{"endpoints:\n  - {name: 'A/x', dependency: A}\n", "endpoints[0].name:"},
+		{"endpoints:\n  - {name: a, dependency: 'x y'}\n", "endpoints[0].dependency:"},
+		{"expectations: {victim: c}\n", "expectations: victim and culprit must be two different endpoints"},
+		{"conditions:\n  - {name: x, dependency: C, rates: {a: 1}}\n", `conditions[0].dependency: must be one of A, B, got "C"`},
+	}
+	for _, c := range cases {
+		_, err := Parse("t.yaml", []byte("name: t\n"+c.edit))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("spec with\n%s: error %v, want %q", c.edit, err, c.want)
+		}
+	}
+}
