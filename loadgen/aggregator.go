@@ -14,6 +14,7 @@ type sample struct {
 	actual   int64 // actual send offset: Result.Timestamp - t0
 	latency  int64 // Result.Latency
 	ep       int32 // endpoint index
+	code     uint16
 	class    Class
 	harness  bool
 }
@@ -70,6 +71,7 @@ type phaseAgg struct {
 	harness int64
 	h       *winHists
 	byClass [NumClasses]*hist
+	other   map[uint16]int64 // status codes of results no rule classified
 }
 
 // epAgg is the per-endpoint state.
@@ -132,6 +134,12 @@ func (a *aggregator) add(s sample) {
 		p.counts[s.class]++
 		if s.harness {
 			p.harness++
+		}
+		if s.class == ClassOther {
+			if p.other == nil {
+				p.other = map[uint16]int64{}
+			}
+			p.other[s.code]++
 		}
 		recordInto(p.h, s, lag)
 		if p.byClass[s.class] == nil {

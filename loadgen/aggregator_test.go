@@ -68,7 +68,7 @@ func TestAggregatorOutOfOrderAndLag(t *testing.T) {
 	if got := w1.LatencyIntended.Max; got != 51*time.Millisecond {
 		t.Errorf("intended latency max = %v, want 51ms", got)
 	}
-	ps := a.phaseStats(int64(2*time.Second), []int64{20}, nil)
+	ps := a.phaseStats(int64(2*time.Second), []int64{20}, Config{})
 	if len(ps) != 2 || !ps[0].Valid || ps[1].Valid || !strings.Contains(strings.Join(ps[1].Reasons, ";"), "lag") {
 		t.Errorf("phase stats = %+v", ps)
 	}
@@ -91,7 +91,7 @@ func TestAggregatorPartialAndDropped(t *testing.T) {
 	if !a.windows[0].Partial || a.windows[1].Partial || !a.windows[19].Partial {
 		t.Errorf("partial flags: w0 %v w1 %v w19 %v", a.windows[0].Partial, a.windows[1].Partial, a.windows[19].Partial)
 	}
-	ps := a.phaseStats(int64(2*time.Second), []int64{150}, nil)[0]
+	ps := a.phaseStats(int64(2*time.Second), []int64{150}, Config{})[0]
 	if ps.Dropped != 50 || ps.Valid || ps.Sent != 149 {
 		t.Errorf("phase = dropped %d sent %d valid %v reasons %v", ps.Dropped, ps.Sent, ps.Valid, ps.Reasons)
 	}
@@ -113,7 +113,7 @@ func TestAggregatorHarnessErrors(t *testing.T) {
 			a.add(sample{intended: s.at(n), actual: s.at(n), latency: 1000, class: c, harness: h})
 		}
 		a.flush(int64(10 * time.Second))
-		ps := a.phaseStats(int64(10*time.Second), []int64{1000}, nil)[0]
+		ps := a.phaseStats(int64(10*time.Second), []int64{1000}, Config{})[0]
 		if ps.Valid != tt.valid || ps.HarnessErrors != int64(tt.harness) {
 			t.Errorf("%d harness errors in 1000: valid %v reasons %v", tt.harness, ps.Valid, ps.Reasons)
 		}
@@ -136,7 +136,7 @@ func TestAggregatorForcedClose(t *testing.T) {
 	if a.eps[0].late != 1 || !a.windows[0].Partial || len(a.windows) != 50 {
 		t.Errorf("late %d, w0 partial %v, windows %d", a.eps[0].late, a.windows[0].Partial, len(a.windows))
 	}
-	if ps := a.phaseStats(int64(5*time.Second), []int64{500}, nil)[0]; ps.Counts[ClassOK] != 400 {
+	if ps := a.phaseStats(int64(5*time.Second), []int64{500}, Config{})[0]; ps.Counts[ClassOK] != 400 {
 		t.Errorf("phase ok = %d, want 400 (late result kept)", ps.Counts[ClassOK])
 	}
 }

@@ -69,7 +69,7 @@ func BenchmarkTenMinuteRun(b *testing.B) {
 			}
 		}
 		a.flush(int64(10 * time.Minute))
-		_ = a.phaseStats(int64(10*time.Minute), []int64{300000, 300000}, nil)
+		_ = a.phaseStats(int64(10*time.Minute), []int64{300000, 300000}, Config{})
 		b.ReportMetric(float64(first)/(1<<20), "MB-heap-1min")
 		b.ReportMetric(float64(peak)/(1<<20), "MB-heap-peak")
 		b.ReportMetric(float64(len(a.windows)), "windows")

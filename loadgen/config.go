@@ -39,6 +39,14 @@ type Target struct {
 	Rate float64
 	// Rules classify results; nil means DefaultRules (the built-in service).
 	Rules *Rules
+	// Canary marks a target that measures the noise floor of the system
+	// under test rather than its behaviour: a request path that does no
+	// work (such as /healthz), sent at a low rate. Its latency p99 in every
+	// judged phase must stay under Config.CanaryMaxP99, or the run is
+	// invalid: the service itself, or the machine, was too slow to answer.
+	// (Its few requests make its lag p99 close to its maximum, so the lag
+	// limit applies to the other targets only.)
+	Canary bool
 }
 
 // Phase is a labelled stretch of the run. Phases run back to back.
@@ -93,6 +101,24 @@ type Config struct {
 	// ExcludeFromValidity names phases (e.g. "warmup") whose verdict does not
 	// count towards Report.Valid.
 	ExcludeFromValidity []string
+	// CanaryMaxP99 is the validity limit on a canary target's latency p99
+	// in each judged phase; 0 means no limit.
+	CanaryMaxP99 time.Duration
+	// Health, if set, requires every target to be healthy in the phases it
+	// names (typically the baseline): a run whose target did not answer is
+	// invalid, not evidence.
+	Health *Health
+}
+
+// Health is the validity rule that a target answered normally in a phase.
+type Health struct {
+	// Phases are the phases the rule applies to.
+	Phases []string
+	// MinSuccess is the smallest share of ok results, in [0, 1].
+	MinSuccess float64
+	// MaxUnreachable is the largest share of results that never got an
+	// answer (transport errors and client timeouts), in [0, 1].
+	MaxUnreachable float64
 }
 
 // plan is a validated Config with derived values.
@@ -134,6 +160,11 @@ func (cfg Config) validate() (*plan, error) {
 		return nil, invalid("targets", "at least one target is required")
 	case len(cfg.Phases) == 0:
 		return nil, invalid("phases", "at least one phase is required")
+	case cfg.CanaryMaxP99 < 0:
+		return nil, invalid("canary max p99", "%v is negative", cfg.CanaryMaxP99)
+	}
+	if h := cfg.Health; h != nil && (!(h.MinSuccess >= 0 && h.MinSuccess <= 1) || !(h.MaxUnreachable >= 0 && h.MaxUnreachable <= 1)) {
+		return nil, invalid("health", "shares must be within [0, 1], got min success %v, max unreachable %v", h.MinSuccess, h.MaxUnreachable)
 	}
 	names := map[string]bool{}
 	for i, t := range cfg.Targets {

@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"math"
 	"slices"
 	"time"
@@ -39,6 +41,12 @@ type Report struct {
 type verdictInput struct {
 	span, planned time.Duration
 	lagThreshold  time.Duration
+	// canary is set for a canary target, whose lag is not judged and whose
+	// latency p99 must stay under canaryMaxP99 (0: no limit).
+	canary       bool
+	canaryMaxP99 time.Duration
+	// health is the health rule when it applies to this phase, else nil.
+	health *Health
 }
 
 // judge sets Valid and Reasons on ps.
@@ -51,7 +59,9 @@ func judge(ps *PhaseStats, in verdictInput) {
 		rs = append(rs, fmt.Sprintf("achieved rate %.2f/s vs target %.2f/s: %d sends where the schedule had %d (tolerance %.0f)",
 			ps.AchievedRate, ps.TargetRate, ps.Sent, ps.Expected, tol))
 	}
-	if ps.LagP99 >= in.lagThreshold {
+	// A canary's few requests make its lag p99 nearly its maximum: the
+	// load generator's lag is judged on the endpoints, not on it.
+	if ps.LagP99 >= in.lagThreshold && !in.canary {
 		rs = append(rs, fmt.Sprintf("schedule lag p99 %v is not under the %v threshold (max %v)",
 			ps.LagP99, in.lagThreshold, ps.LagMax))
 	}
@@ -62,13 +72,43 @@ func judge(ps *PhaseStats, in verdictInput) {
 	if ps.Dropped > 0 {
 		rs = append(rs, fmt.Sprintf("%d scheduled requests were never sent", ps.Dropped))
 	}
+	if in.canary && in.canaryMaxP99 > 0 && ps.Latency.Count > 0 && ps.Latency.P99 > in.canaryMaxP99 {
+		rs = append(rs, fmt.Sprintf("canary p99 %v exceeds %v: the service (or the machine) was too slow to answer a request that does no work",
+			ps.Latency.P99.Round(10*time.Microsecond), in.canaryMaxP99))
+	}
+	if in.health != nil {
+		rs = append(rs, unhealthy(ps, *in.health)...)
+	}
 	ps.Valid, ps.Reasons = len(rs) == 0, rs
+}
+
+// unhealthy returns the reasons ps breaks the health rule h, each naming
+// the failure classes that dominate, e.g. "baseline unhealthy: 100 %
+// transport_error on /a".
+func unhealthy(ps *PhaseStats, h Health) []string {
+	tot := ps.Counts.Total()
+	if tot == 0 {
+		return []string{fmt.Sprintf("%s unhealthy: no results from /%s", ps.Phase, ps.Endpoint)}
+	}
+	ok := float64(ps.Counts[ClassOK]) / float64(tot)
+	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]) / float64(tot)
+	if ok >= h.MinSuccess && unreachable <= h.MaxUnreachable {
+		return nil
+	}
+	var parts []string
+	for c := ClassRejected; c < NumClasses; c++ {
+		if n := ps.Counts[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%.3g %% %s", 100*float64(n)/float64(tot), c))
+		}
+	}
+	return []string{fmt.Sprintf("%s unhealthy: %s on /%s (success %.3g %%, needs ≥ %.3g %%; no answer %.3g %%, needs ≤ %.3g %%)",
+		ps.Phase, strings.Join(parts, ", "), ps.Endpoint, 100*ok, 100*h.MinSuccess, 100*unreachable, 100*h.MaxUnreachable)}
 }
 
 // phaseStats builds the per-phase statistics after the last sample. stop is
 // the offset at which the run ended (the planned duration unless
 // interrupted); sent[i] is how many requests endpoint i's pacer released.
-func (a *aggregator) phaseStats(stop int64, sent []int64, excluded []string) []PhaseStats {
+func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseStats {
 	var out []PhaseStats
 	for pi, sp := range a.cfg.phases {
 		if sp.start >= stop {
@@ -90,7 +130,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, excluded []string) []P
 				Expected:        e.sched.countIn(sp.start, end),
 				Sent:            p.sent,
 				HarnessErrors:   p.harness,
-				Excluded:        slices.Contains(excluded, sp.name),
+				Excluded:        slices.Contains(cfg.ExcludeFromValidity, sp.name),
 			}
 			if stop >= a.cfg.duration && ei < len(sent) {
 				// requests sent[ei].. were never released by the pacer
@@ -106,10 +146,32 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, excluded []string) []P
 					ps.ByClass[Class(c).String()] = h.quantiles()
 				}
 			}
-			judge(&ps, verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
-				lagThreshold: time.Duration(a.cfg.lagThreshold)})
+			if len(p.other) > 0 {
+				ps.Unclassified = map[string]int64{}
+				for code, n := range p.other {
+					ps.Unclassified[statusKey(code)] = n
+				}
+			}
+			in := verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
+				lagThreshold: time.Duration(a.cfg.lagThreshold)}
+			if ei < len(cfg.Targets) && cfg.Targets[ei].Canary {
+				in.canary, in.canaryMaxP99 = true, cfg.CanaryMaxP99
+			}
+			if h := cfg.Health; h != nil && slices.Contains(h.Phases, sp.name) {
+				in.health = h
+			}
+			judge(&ps, in)
 			out = append(out, ps)
 		}
 	}
 	return out
+}
+
+// statusKey names a status code in PhaseStats.Unclassified: the code, or
+// "no response" for 0.
+func statusKey(code uint16) string {
+	if code == 0 {
+		return "no response"
+	}
+	return strconv.Itoa(int(code))
 }

@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sent[i] = pc.released.Load()
 	}
 	rep := &Report{Start: t0, End: time.Now(), Windows: agg.windows,
-		Phases: agg.phaseStats(stop, sent, cfg.ExcludeFromValidity), Interrupted: interrupted}
+		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted}
 	rep.Valid = !rep.Interrupted
 	for _, ps := range rep.Phases {
 		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
@@ -229,6 +229,7 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 			actual:   int64(r.Timestamp.Sub(f.t0)),
 			latency:  int64(r.Latency),
 			ep:       f.ep,
+			code:     r.Code,
 			class:    f.cl.Classify(r.Code, r.Headers, r.Error),
 			harness:  IsHarnessError(r.Code, r.Error),
 		}

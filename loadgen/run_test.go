@@ -301,3 +301,65 @@ func TestRunPerPhaseRates(t *testing.T) {
 		}
 	}
 }
+
+// TestRunValidityRules: a canary slower than its limit, a target that does
+// not answer and one that answers only what no rule classifies each make
+// their phase invalid with a reason naming them; the unclassified statuses
+// are counted.
+func TestRunValidityRules(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow-canary":
+			time.Sleep(20 * time.Millisecond)
+		case "/limited":
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/"
+	ln.Close() // nothing listens there now
+	cfg := Config{
+		Targets: []Target{
+			{Name: "canary", URL: srv.URL + "/slow-canary", Rate: 20, Canary: true},
+			{Name: "dead", URL: dead, Rate: 20},
+			{Name: "limited", URL: srv.URL + "/limited", Rate: 20},
+			{Name: "fine", URL: srv.URL + "/", Rate: 20},
+		},
+		Phases:       []Phase{{Name: "baseline", Duration: 500 * time.Millisecond}, {Name: "fault", Duration: 300 * time.Millisecond}},
+		Window:       100 * time.Millisecond, Timeout: time.Second, LagThreshold: time.Second,
+		CanaryMaxP99: 5 * time.Millisecond,
+		Health:       &Health{Phases: []string{"baseline"}, MinSuccess: 0.99, MaxUnreachable: 0.01},
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Valid {
+		t.Error("report valid despite a slow canary and a dead target")
+	}
+	reasons := map[string]string{}
+	for _, ps := range rep.Phases {
+		reasons[ps.Endpoint+"/"+ps.Phase] = strings.Join(ps.Reasons, "; ")
+	}
+	for key, want := range map[string]string{
+		"canary/baseline":  "canary p99",
+		"canary/fault":     "canary p99",
+		"dead/baseline":    "baseline unhealthy: 100 % transport_error on /dead",
+		"limited/baseline": "baseline unhealthy: 100 % other on /limited",
+		"fine/baseline":    "",
+		"dead/fault":       "", // health applies to the baseline only
+	} {
+		if got := reasons[key]; (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s: reasons %q, want %q", key, got, want)
+		}
+	}
+	for _, ps := range rep.Phases {
+		if ps.Endpoint == "limited" && ps.Unclassified["429"] != ps.Counts.Total() {
+			t.Errorf("limited/%s: unclassified %v, want every result as 429", ps.Phase, ps.Unclassified)
+		}
+	}
+}

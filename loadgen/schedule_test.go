@@ -207,7 +207,7 @@ func TestAggregatorPerPhaseRates(t *testing.T) {
 			t.Errorf("window %d: expected %d total %d target %v partial %v, want %+v", i, w.Expected, w.Counts.Total(), w.TargetRate, w.Partial, wantWin[i])
 		}
 	}
-	ps := a.phaseStats(int64(2500*time.Millisecond), []int64{s.total}, nil)
+	ps := a.phaseStats(int64(2500*time.Millisecond), []int64{s.total}, Config{})
 	wantPh := []struct {
 		n    int64
 		rate float64

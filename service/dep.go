@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
 // DepConfig configures a dependency stub. Errors from NewDep are
@@ -76,7 +78,7 @@ func NewDep(cfg DepConfig) (*Dep, error) {
 			Name: "bulkheadlab_dep_inflight_requests", Help: "Requests being served by the stub."}),
 	}
 	d.registry.MustRegister(d.requests, d.inflight,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
 // Response headers of the service (DESIGN §4).
@@ -182,7 +184,7 @@ func New(cfg Config) (*Service, error) {
 	for _, e := range cfg.Endpoints {
 		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns)
 	}
-	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	s.metrics.register(s.registry, cfg.EndpointNames())
 	for _, p := range layout.Pools() {
 		s.registry.MustRegister(p)

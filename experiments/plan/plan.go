@@ -46,16 +46,25 @@ type Run struct {
 	// endpoints and pools with their predictions. The runner fills in the
 	// rest.
 	Meta rundata.RunMeta
+	// Retries is how many more times the run is run when it is INVALID.
+	Retries int
 }
 
 // Load is the open-model load of a run.
 type Load struct {
 	Endpoints []Endpoint
+	// Canary, if set, is loaded in every phase beside the endpoints as the
+	// run's noise floor (its Name is rundata.CanaryEndpoint).
+	Canary *Endpoint
 	// Phases run back to back; a phase's Rates override Endpoint.Rate.
 	Phases              []loadgen.Phase
 	ClientTimeout       time.Duration
 	Window              time.Duration
 	ExcludeFromValidity []string
+	// Validity limits: schedule lag p99, canary p99, baseline health.
+	MaxLagP99    time.Duration
+	CanaryMaxP99 time.Duration
+	Health       *loadgen.Health
 }
 
 // Duration is the length of the load: the sum of its phases.

@@ -14,7 +14,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // measure loads the stack through the phases, flips the condition's fault
@@ -29,7 +32,10 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	defer files.close()
 
 	sctx, stopSampler := context.WithCancel(ctx)
-	sampler := &Sampler{Targets: st.Samples, Out: files.metrics, Interval: r.SampleInterval}
+	targets := append(append([]SampleTarget(nil), st.Samples...),
+		SampleTarget{Component: rundata.LoadgenComponent, Gatherer: selfMetrics(), PID: os.Getpid()},
+		SampleTarget{Component: rundata.MachineComponent, Machine: true})
+	sampler := &Sampler{Targets: targets, Out: files.metrics, Interval: r.SampleInterval}
 	if r.Progress != nil {
 		sampler.OnSample = func(s []rundata.MetricSample) { r.Progress.Pools(run, s) }
 	}
@@ -67,35 +73,60 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	return rep, runErr
 }
 
+// selfMetrics is the registry of the runner's own process (the load
+// generator): Go runtime statistics, scheduling latency and GC pauses.
+var selfMetrics = sync.OnceValue(func() prometheus.Gatherer {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), runtimestats.NewCollector())
+	return reg
+})
+
 // loadConfig builds the load generator's configuration for one run.
 func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultSwitcher) (loadgen.Config, error) {
 	var targets []loadgen.Target
-	for _, e := range run.Load.Endpoints {
+	eps := run.Load.Endpoints
+	if c := run.Load.Canary; c != nil {
+		eps = append(append([]plan.Endpoint(nil), eps...), *c)
+	}
+	for _, e := range eps {
 		u, err := e.Target.Resolve(st.URLs)
 		if err != nil {
 			return loadgen.Config{}, fmt.Errorf("endpoint %s: %w", e.Name, err)
 		}
-		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules})
+		canary := run.Load.Canary != nil && e.Name == run.Load.Canary.Name
+		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules, Canary: canary})
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{
-		Targets:             targets,
-		Phases:              run.Load.Phases,
-		Timeout:             run.Load.ClientTimeout,
-		Window:              run.Load.Window,
-		Raw:                 files.raw,
-		HdrLog:              files.hdr,
-		OnPhase:             sw.onPhase,
-		OnWindow:            func(w loadgen.Window) { _ = enc.Encode(w) },
+		Targets: targets,
+		Phases:  run.Load.Phases,
+		Timeout: run.Load.ClientTimeout,
+		Window:  run.Load.Window,
+		Raw:     files.raw,
+		HdrLog:  files.hdr,
+		OnPhase: sw.onPhase,
+		OnWindow: func(w loadgen.Window) {
+			_ = enc.Encode(w)
+			if r.Progress != nil {
+				r.Progress.Window(run, w)
+			}
+		},
 		Progress:            r.progressFunc(run),
 		ExcludeFromValidity: run.Load.ExcludeFromValidity,
+		LagThreshold:        run.Load.MaxLagP99,
+		CanaryMaxP99:        run.Load.CanaryMaxP99,
+		Health:              run.Load.Health,
 	}, nil
 }
 
+// endpointNames are the loaded endpoints, the canary last.
 func endpointNames(l plan.Load) []string {
-	out := make([]string, len(l.Endpoints))
-	for i, e := range l.Endpoints {
-		out[i] = e.Name
+	var out []string
+	for _, e := range l.Endpoints {
+		out = append(out, e.Name)
+	}
+	if l.Canary != nil {
+		out = append(out, l.Canary.Name)
 	}
 	return out
 }

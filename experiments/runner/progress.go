@@ -13,43 +13,63 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
-// Progress receives the runner's live progress. Snapshot and Pools are
-// called from the load generator's and the sampler's goroutines; an
+// Progress receives the runner's live progress. Snapshot, Window and Pools
+// are called from the load generator's and the sampler's goroutines; an
 // implementation must be safe for concurrent use and quick.
 type Progress interface {
-	RunStarted(run plan.Run, n, total int)
+	// RunStarted: attempt is 1, or 2 and up when an INVALID run is run again.
+	RunStarted(run plan.Run, n, total, attempt int)
 	Snapshot(run plan.Run, s loadgen.Snapshot)
+	Window(run plan.Run, w loadgen.Window)
 	Pools(run plan.Run, samples []rundata.MetricSample)
 	RunEnded(run plan.Run, meta rundata.RunMeta, err error)
 }
 
 // TextProgress writes progress as text. On a terminal it redraws one status
-// line a second (run, phase, elapsed/total, success % and p99 of the last
-// window per endpoint, pool use); otherwise it prints one plain line per run.
-// It is safe for concurrent use.
+// line a second (run, phase, elapsed/total, the current phase's success %
+// and the last window's p99 per endpoint, pool use); otherwise it prints
+// one plain line per run: status, validity (with the reasons of an INVALID
+// run) and each endpoint's success in the fault phase. It is safe for
+// concurrent use.
 type TextProgress struct {
 	W        io.Writer
 	Terminal bool
 	// Total is one run's load duration, for "elapsed/total".
 	Total time.Duration
 
-	mu    sync.Mutex
-	n, of int
-	pools string
-	last  loadgen.Snapshot
-	start time.Time
+	mu      sync.Mutex
+	n, of   int
+	attempt int
+	pools   string
+	last    loadgen.Snapshot
+	phase   string                    // phase of the latest window
+	byPhase map[[2]string]*phaseCount // endpoint, phase → counts
+	start   time.Time
+}
+
+type phaseCount struct {
+	counts loadgen.Counts
+	p99    time.Duration // of the latest window
 }
 
 var _ Progress = (*TextProgress)(nil)
 
 // RunStarted implements Progress.
-func (p *TextProgress) RunStarted(run plan.Run, n, total int) {
+func (p *TextProgress) RunStarted(run plan.Run, n, total, attempt int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.n, p.of, p.pools, p.last, p.start = n, total, "", loadgen.Snapshot{}, time.Now()
+	p.n, p.of, p.attempt, p.pools, p.last, p.start = n, total, attempt, "", loadgen.Snapshot{}, time.Now()
+	p.phase, p.byPhase = "", map[[2]string]*phaseCount{}
 	if p.Terminal {
-		fmt.Fprintf(p.W, "\r\033[K[%d/%d] %s: starting components", n, total, run.ID)
+		fmt.Fprintf(p.W, "\r\033[K[%d/%d] %s%s: starting components", n, total, run.ID, retryNote(attempt))
 	}
+}
+
+func retryNote(attempt int) string {
+	if attempt <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (run again: attempt %d)", attempt)
 }
 
 // Snapshot implements Progress.
@@ -61,7 +81,27 @@ func (p *TextProgress) Snapshot(run plan.Run, s loadgen.Snapshot) {
 		return
 	}
 	fmt.Fprintf(p.W, "\r\033[K[%d/%d] %s %-8s %4.0fs/%.0fs %s%s", p.n, p.of, run.ID, s.Phase,
-		s.Elapsed.Seconds(), p.Total.Seconds(), endpointsLine(s, true), p.pools)
+		s.Elapsed.Seconds(), p.Total.Seconds(), p.endpointsLine(p.phase, "now"), p.pools)
+}
+
+// Window implements Progress: it accounts the window to its phase.
+func (p *TextProgress) Window(_ plan.Run, w loadgen.Window) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byPhase == nil {
+		p.byPhase = map[[2]string]*phaseCount{}
+	}
+	k := [2]string{w.Endpoint, w.Phase}
+	pc := p.byPhase[k]
+	if pc == nil {
+		pc = &phaseCount{}
+		p.byPhase[k] = pc
+	}
+	for i, c := range w.Counts {
+		pc.counts[i] += c
+	}
+	pc.p99 = w.Latency.P99
+	p.phase = w.Phase
 }
 
 // Pools implements Progress: it keeps the service's pool use for the line.
@@ -99,32 +139,58 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 	case !meta.Valid:
 		validity = "INVALID"
 	}
+	phase := rundata.PhaseFault
+	if !p.hasPhase(phase) {
+		phase = p.phase
+	}
 	line := fmt.Sprintf("[%d/%d] %-24s %-11s %-7s %5.1fs %s", p.n, p.of, run.ID, meta.Status, validity,
-		time.Since(p.start).Seconds(), endpointsLine(p.last, false))
+		time.Since(p.start).Seconds(), p.endpointsLine(phase, phase))
+	if p.attempt > 1 {
+		line += fmt.Sprintf("  (attempt %d)", p.attempt)
+	}
 	if err != nil {
 		line += "  error: " + err.Error()
 	}
 	fmt.Fprintln(p.W, line)
+	if meta.Status == rundata.StatusComplete && !meta.Valid {
+		reasons := attemptOf(meta).Reasons
+		if len(reasons) > 3 {
+			reasons = append(reasons[:3], fmt.Sprintf("and %d more", len(reasons)-3))
+		}
+		note := "excluded from every verdict"
+		if p.attempt <= run.Retries {
+			note = "it runs again at the end of this round"
+		}
+		fmt.Fprintf(p.W, "      INVALID (%s): %s\n", note, strings.Join(reasons, "; "))
+	}
 }
 
-// endpointsLine summarises each endpoint: success % of the last window when
-// live, of the whole run otherwise, and the p99 of the last window.
-func endpointsLine(s loadgen.Snapshot, live bool) string {
+func (p *TextProgress) hasPhase(phase string) bool {
+	for k := range p.byPhase {
+		if k[1] == phase {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointsLine summarises each endpoint of the last snapshot: its success
+// % over the given phase and its latest window's p99; label names the phase.
+func (p *TextProgress) endpointsLine(phase, label string) string {
 	var b strings.Builder
-	for _, e := range s.Endpoints {
-		c, p99 := e.Counts, e.Last.Latency.P99
-		if live {
-			c = e.Last.Counts
+	for _, e := range p.last.Endpoints {
+		if e.Name == rundata.CanaryEndpoint {
+			continue
 		}
-		ok := 0.0
-		if t := c.Total(); t > 0 {
-			ok = 100 * float64(c[loadgen.ClassOK]) / float64(t)
+		pc := p.byPhase[[2]string{e.Name, phase}]
+		if pc == nil {
+			pc = &phaseCount{}
 		}
-		label := "p99"
-		if !live {
-			label = "last p99"
+		ok := "  —  "
+		if t := pc.counts.Total(); t > 0 {
+			ok = fmt.Sprintf("%5.1f%%", 100*float64(pc.counts[loadgen.ClassOK])/float64(t))
 		}
-		fmt.Fprintf(&b, "  /%s ok %5.1f%% %s %s", e.Name, ok, label, p99.Round(time.Millisecond))
+		fmt.Fprintf(&b, "  /%s %s ok %s p99 %s", e.Name, label, ok, pc.p99.Round(time.Millisecond))
 	}
 	return b.String()
 }

@@ -204,7 +204,7 @@ func (d *ResultsDir) ResumePlan() (skip, redo []string, err error) {
 			continue
 		}
 		redo = append(redo, e.ID)
-		if err := moveAside(d.RunDir(e.ID)); err != nil {
+		if _, err := moveAside(d.RunDir(e.ID), "interrupted"); err != nil {
 			return nil, nil, err
 		}
 		e.Status = rundata.StatusPending
@@ -213,21 +213,33 @@ func (d *ResultsDir) ResumePlan() (skip, redo []string, err error) {
 	return skip, redo, d.saveIndexLocked()
 }
 
-// moveAside renames dir to dir.interrupted-N; a missing dir is fine.
-func moveAside(dir string) error {
+// MoveAside renames run id's folder to runs/<id>.<why>-N (the first free N),
+// sets the run pending in the index and returns the new folder's name. No
+// data is deleted.
+func (d *ResultsDir) MoveAside(id, why string) (string, error) {
+	to, err := moveAside(d.RunDir(id), why)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(to), d.SetStatus(id, rundata.StatusPending)
+}
+
+// moveAside renames dir to dir.<why>-N and returns the new path; a missing
+// dir is fine (and returns "").
+func moveAside(dir, why string) (string, error) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	for n := 1; n <= 10000; n++ {
-		to := fmt.Sprintf("%s.interrupted-%d", dir, n)
+		to := fmt.Sprintf("%s.%s-%d", dir, why, n)
 		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
 			if err := os.Rename(dir, to); err != nil {
-				return fmt.Errorf("results: %w", err)
+				return "", fmt.Errorf("results: %w", err)
 			}
-			return nil
+			return to, nil
 		}
 	}
-	return fmt.Errorf("results: no free name to move %s aside", dir)
+	return "", fmt.Errorf("results: no free name to move %s aside", dir)
 }
 
 func writeJSONAtomic(path string, v any) error {

@@ -47,9 +47,13 @@ type Runner struct {
 	Now func() time.Time
 }
 
-// Run runs every pending run of the matrix in order. It returns the results
-// folder (also on error, once the folder exists). When ctx is cancelled the
-// current run is stopped, marked interrupted, and Run returns ctx.Err().
+// Run runs every pending run of the matrix in order. A run that comes out
+// INVALID is run again at the end of its round (the runs of one repeat),
+// up to its plan's Retries times, so that drift stays interleaved; the
+// earlier attempt's folder is kept as runs/<id>.invalid-<n>. Run returns
+// the results folder (also on error, once the folder exists). When ctx is
+// cancelled the current run is stopped, marked interrupted, and Run returns
+// ctx.Err().
 func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 	dir, skip, err := r.prepare()
 	if err != nil {
@@ -57,22 +61,31 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 	}
 	runs := r.Plan.Runs
 	var failed []string
-	for i, run := range runs {
-		if slices.Contains(skip, run.ID) {
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	var invalid []invalidRun // this round's
+	do := func(run plan.Run, n int, attempts []rundata.Attempt) {
 		if r.Progress != nil {
-			r.Progress.RunStarted(run, i+1, len(runs))
+			r.Progress.RunStarted(run, n, len(runs), len(attempts)+1)
 		}
-		meta, err := r.runOne(ctx, dir, run)
+		meta, err := r.runOne(ctx, dir, run, attempts)
 		if r.Progress != nil {
 			r.Progress.RunEnded(run, meta, err)
 		}
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err != nil && ctx.Err() == nil:
 			failed = append(failed, fmt.Sprintf("%s: %v", run.ID, err))
+		case err == nil && meta.Status == rundata.StatusComplete && !meta.Valid:
+			invalid = append(invalid, invalidRun{run: run, n: n, attempts: append(attempts, attemptOf(meta))})
+		}
+	}
+	for i, run := range runs {
+		if ctx.Err() != nil {
+			break
+		}
+		if !slices.Contains(skip, run.ID) {
+			do(run, i+1, nil)
+		}
+		if i+1 == len(runs) || runs[i+1].Repeat != run.Repeat {
+			failed = append(failed, r.retry(ctx, dir, &invalid, do)...)
 		}
 	}
 	if ctx.Err() != nil {
@@ -86,6 +99,50 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		return dir, fmt.Errorf("%w: %v", ErrRunsFailed, failed)
 	}
 	return dir, nil
+}
+
+// invalidRun is a run whose latest attempt was INVALID.
+type invalidRun struct {
+	run      plan.Run
+	n        int // position in the matrix, for progress
+	attempts []rundata.Attempt
+}
+
+// retry re-runs the round's INVALID runs, each up to its Retries times,
+// moving every earlier attempt's folder aside first. It returns harness
+// failures of moving folders.
+func (r *Runner) retry(ctx context.Context, dir *ResultsDir, invalid *[]invalidRun, do func(plan.Run, int, []rundata.Attempt)) []string {
+	var failed []string
+	for len(*invalid) > 0 && ctx.Err() == nil {
+		todo := *invalid
+		*invalid = nil
+		for _, iv := range todo {
+			if len(iv.attempts) > iv.run.Retries || ctx.Err() != nil {
+				continue // out of retries: the run stays INVALID
+			}
+			folder, err := dir.MoveAside(iv.run.ID, "invalid")
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", iv.run.ID, err))
+				continue
+			}
+			iv.attempts[len(iv.attempts)-1].Folder = folder
+			do(iv.run, iv.n, iv.attempts)
+		}
+	}
+	return failed
+}
+
+// attemptOf records an INVALID attempt: why it was invalid.
+func attemptOf(meta rundata.RunMeta) rundata.Attempt {
+	a := rundata.Attempt{Started: meta.Started}
+	for _, v := range meta.Validity {
+		if !v.Valid {
+			for _, reason := range v.Reasons {
+				a.Reasons = append(a.Reasons, v.Endpoint+"/"+v.Phase+": "+reason)
+			}
+		}
+	}
+	return a
 }
 
 // prepare creates (or, with Resume, reopens) the results folder and returns
@@ -126,8 +183,9 @@ func (r *Runner) launcher() Launcher {
 
 // runOne runs one cell: start the stack, load it through the phases while
 // flipping faults, then write the run data. The returned meta is final.
-func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run) (rundata.RunMeta, error) {
+func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, attempts []rundata.Attempt) (rundata.RunMeta, error) {
 	meta := run.Meta
+	meta.Attempts = attempts
 	meta.Started = r.now().UTC()
 	meta.Versions = r.versions()
 	rundir, err := dir.StartRun(meta, r.Plan.Spec)

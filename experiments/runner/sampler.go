@@ -1,21 +1,32 @@
 package runner
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
 // DefaultSampleInterval is the Sampler's default scrape interval.
@@ -27,14 +38,21 @@ var SampledPrefixes = []string{"bulkhead_", "bulkheadlab_", "faultproxy_", "go_g
 // maxScrapeBytes bounds one /metrics body.
 const maxScrapeBytes = 8 << 20
 
-// SampleTarget is one component to sample.
+// SampleTarget is one component to sample. Set any of MetricsURL,
+// Gatherer, PID and Machine.
 type SampleTarget struct {
 	// Component labels the samples, e.g. "service", "proxy-A", "dep-A".
 	Component string
-	// MetricsURL is the full /metrics URL; empty skips the scrape.
+	// MetricsURL is the full /metrics URL to scrape.
 	MetricsURL string
-	// PID, when > 0, adds the process's CPU seconds and RSS from /proc.
+	// Gatherer is read in this process instead of a scrape (the runner's
+	// own metrics).
+	Gatherer prometheus.Gatherer
+	// PID, when > 0, adds the process's CPU seconds, RSS and run-queue
+	// wait from /proc.
 	PID int
+	// Machine adds the machine's CPU time from /proc/stat.
+	Machine bool
 }
 
 // Sampler scrapes every target's /metrics at a fixed interval and writes
@@ -51,6 +69,10 @@ type Sampler struct {
 	// OnSample, if set, is called on the Run goroutine with each tick's
 	// samples after they are written (for live progress); it must be quick.
 	OnSample func([]rundata.MetricSample)
+
+	// prev holds, per target, the cumulative buckets of the quantile
+	// histograms at the previous tick (touched by one goroutine per tick).
+	prev []map[string]float64
 }
 
 // Run samples until ctx is done, then returns nil; it returns early only
@@ -67,6 +89,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	if now == nil {
 		now = time.Now
 	}
+	s.prev = make([]map[string]float64, len(s.Targets))
 	enc := json.NewEncoder(s.Out)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -92,20 +115,27 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 	out := make([]rundata.MetricSample, len(s.Targets))
 	var wg sync.WaitGroup
 	for i, tg := range s.Targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			vals := map[string]float64{}
-			if tg.MetricsURL != "" {
+			switch {
+			case tg.MetricsURL != "":
 				if v, err := Scrape(ctx, hc, tg.MetricsURL); err == nil {
 					vals = v
 				}
+			case tg.Gatherer != nil:
+				if fams, err := tg.Gatherer.Gather(); err == nil {
+					vals = keptSeries(fams)
+				}
 			}
+			s.prev[i] = intervalQuantiles(vals, s.prev[i])
 			if tg.PID > 0 {
 				addProcStats(vals, tg.PID)
 			}
+			if tg.Machine {
+				addMachineStats(vals)
+			}
 			out[i] = rundata.MetricSample{Time: t, Component: tg.Component, Values: vals}
-		}()
+		})
 	}
 	wg.Wait()
 	kept := out[:0]
@@ -117,8 +147,58 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 	return kept
 }
 
-// addProcStats adds process_cpu_seconds_total and
-// process_resident_memory_bytes of pid from /proc, if readable.
+// quantileHistograms are the histograms whose p99 over each sampling
+// interval the sampler derives from their buckets (written as
+// <name>_p99, in the histogram's unit); their buckets are not kept.
+var quantileHistograms = []string{runtimestats.SchedLatency, runtimestats.GCPause}
+
+// intervalQuantiles replaces the bucket series of quantileHistograms in
+// vals by the p99 of the observations since prev (the buckets of the
+// previous tick), and returns the buckets of this tick.
+func intervalQuantiles(vals, prev map[string]float64) map[string]float64 {
+	cur := map[string]float64{}
+	for k, v := range vals {
+		if strings.Contains(k, "_bucket{") {
+			cur[k] = v
+			delete(vals, k)
+		}
+	}
+	for _, name := range quantileHistograms {
+		type bucket struct{ le, delta float64 }
+		var bs []bucket
+		for k, v := range cur {
+			n, labels, ok := rundata.ParseKey(k)
+			if !ok || n != name+"_bucket" {
+				continue
+			}
+			le, err := strconv.ParseFloat(labels["le"], 64)
+			if err != nil {
+				continue
+			}
+			bs = append(bs, bucket{le, v - prev[k]})
+		}
+		sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+		if len(bs) == 0 || bs[len(bs)-1].delta <= 0 {
+			continue // no observation in the interval
+		}
+		total := bs[len(bs)-1].delta
+		for _, b := range bs {
+			if b.delta >= 0.99*total {
+				p99 := b.le
+				if math.IsInf(p99, 1) && len(bs) > 1 {
+					p99 = bs[len(bs)-2].le // beyond the last bound: report the bound
+				}
+				vals[name+"_p99"] = p99
+				break
+			}
+		}
+	}
+	return cur
+}
+
+// addProcStats adds the CPU seconds, resident memory and run-queue wait
+// (the time its threads were runnable but not running) of pid from /proc,
+// if readable.
 func addProcStats(vals map[string]float64, pid int) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
@@ -130,6 +210,52 @@ func addProcStats(vals map[string]float64, pid int) {
 	}
 	vals[rundata.MetricCPUSeconds] = st.CPUTime()
 	vals[rundata.MetricResidentBytes] = float64(st.ResidentMemory())
+	if w, ok := runqueueWait(pid); ok {
+		vals[rundata.MetricRunqueueWait] = w
+	}
+}
+
+// runqueueWait sums the run-queue wait of every thread of pid
+// (/proc/<pid>/task/*/schedstat, second field, nanoseconds) in seconds.
+func runqueueWait(pid int) (float64, bool) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var ns float64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			ns += v
+		}
+	}
+	return ns / 1e9, true
+}
+
+// addMachineStats adds the machine's CPU time from /proc/stat: the total
+// and the busy part (all but idle and iowait), in CPU-seconds, and the CPU
+// count.
+func addMachineStats(vals map[string]float64) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return
+	}
+	c := st.CPUTotal
+	total := c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
+	vals[rundata.MetricMachineCPUSeconds] = total
+	vals[rundata.MetricMachineBusySeconds] = total - c.Idle - c.Iowait
+	vals[rundata.MetricMachineCPUs] = float64(len(st.CPU))
 }
 
 // Scrape fetches url and returns the kept series (SampledPrefixes) by
@@ -152,16 +278,58 @@ func Scrape(ctx context.Context, hc *http.Client, url string) (map[string]float6
 	return ParseMetrics(io.LimitReader(resp.Body, maxScrapeBytes))
 }
 
+// keptLines copies the lines of a Prometheus text body that belong to kept
+// metric families (sample lines and their # HELP / # TYPE lines), so that
+// the parser does not spend the load generator's CPU on the rest.
+func keptLines(r io.Reader) (io.Reader, error) {
+	var buf bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		name := line
+		if bytes.HasPrefix(line, []byte("# ")) {
+			f := bytes.Fields(line)
+			if len(f) < 3 {
+				continue
+			}
+			name = f[2]
+		} else if i := bytes.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		if kept(string(name)) {
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+	}
+	return &buf, sc.Err()
+}
+
 // ParseMetrics parses the Prometheus text format and keeps the series of
 // SampledPrefixes; see Scrape.
 func ParseMetrics(r io.Reader) (map[string]float64, error) {
+	r, err := keptLines(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
+	list := make([]*dto.MetricFamily, 0, len(fams))
+	for _, f := range fams {
+		list = append(list, f)
+	}
+	return keptSeries(list), nil
+}
+
+// keptSeries flattens the kept families into series keys; histograms give
+// their _sum and _count (and, for quantileHistograms, their buckets).
+func keptSeries(fams []*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
-	for name, fam := range fams {
+	for _, fam := range fams {
+		name := fam.GetName()
 		if !kept(name) {
 			continue
 		}
@@ -171,6 +339,13 @@ func ParseMetrics(r io.Reader) (map[string]float64, error) {
 				h := m.GetHistogram()
 				out[series(name+"_sum", m.GetLabel())] = h.GetSampleSum()
 				out[series(name+"_count", m.GetLabel())] = float64(h.GetSampleCount())
+				if slices.Contains(quantileHistograms, name) {
+					for _, b := range h.GetBucket() {
+						le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
+						out[series(name+"_bucket", append(m.GetLabel(), &dto.LabelPair{Name: proto.String("le"), Value: &le}))] = float64(b.GetCumulativeCount())
+					}
+					out[series(name+"_bucket", append(m.GetLabel(), &dto.LabelPair{Name: proto.String("le"), Value: proto.String("+Inf")}))] = float64(h.GetSampleCount())
+				}
 			case m.GetSummary() != nil:
 				sm := m.GetSummary()
 				out[series(name+"_sum", m.GetLabel())] = sm.GetSampleSum()
@@ -184,7 +359,7 @@ func ParseMetrics(r io.Reader) (map[string]float64, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 func kept(name string) bool {

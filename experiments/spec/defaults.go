@@ -24,6 +24,13 @@ const (
 	DefaultSlowJitter = 10 * time.Millisecond
 	// DefaultFailStatus is the failing fault's status.
 	DefaultFailStatus = 503
+	// Validity defaults; see Validity.
+	DefaultCanaryRate             = 20.0
+	DefaultCanaryMaxP99T          = 0.1
+	DefaultMaxLagP99              = 5 * time.Millisecond
+	DefaultBaselineMinSuccess     = 0.99
+	DefaultBaselineMaxUnreachable = 0.01
+	DefaultRetries                = 2
 	// BusyDemandFactor: the busy condition raises the culprit's demand to
 	// this many times its bulkhead (P/N), while keeping the shared pool
 	// below P.
@@ -114,6 +121,25 @@ func (s *Spec) applyDefaults() {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
 	s.Expectations = s.Expectations.WithDefaults()
+	v := &s.Validity
+	setF := func(p **float64, def float64) {
+		if *p == nil {
+			*p = &def
+		}
+	}
+	setF(&v.CanaryRate, DefaultCanaryRate)
+	setF(&v.BaselineMinSuccess, DefaultBaselineMinSuccess)
+	setF(&v.BaselineMaxUnreachable, DefaultBaselineMaxUnreachable)
+	if v.Retries == nil {
+		n := DefaultRetries
+		v.Retries = &n
+	}
+	if v.CanaryMaxP99.IsZero() {
+		v.CanaryMaxP99 = RelT(DefaultCanaryMaxP99T)
+	}
+	if v.MaxLagP99.IsZero() {
+		v.MaxLagP99 = Abs(DefaultMaxLagP99)
+	}
 }
 
 // resolveDurations makes every Duration absolute, given T.
@@ -131,6 +157,8 @@ func (s *Spec) resolveDurations() {
 	abs(&s.Phases.Baseline)
 	abs(&s.Phases.Fault)
 	abs(&s.Phases.Recovery)
+	abs(&s.Validity.CanaryMaxP99)
+	abs(&s.Validity.MaxLagP99)
 	if s.Load.ClientTimeout.IsZero() {
 		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
 	}

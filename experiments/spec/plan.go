@@ -213,6 +213,15 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D
 	pr.Load.Window = s.Load.Window.D
 	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup}
+	v := s.Validity
+	pr.Load.MaxLagP99 = v.MaxLagP99.D
+	pr.Load.Health = &loadgen.Health{Phases: []string{rundata.PhaseBaseline},
+		MinSuccess: *v.BaselineMinSuccess, MaxUnreachable: *v.BaselineMaxUnreachable}
+	if c := s.canary(); c != nil {
+		pr.Load.Canary = c
+		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
+	}
+	pr.Retries = *v.Retries
 	if c := r.Condition; len(c.Faults) > 0 {
 		fs := make([]faultproxy.Fault, len(c.Faults))
 		for i, f := range c.Faults {
@@ -221,7 +230,30 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Faults = []plan.Faults{{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}}
 	}
 	pr.Meta = s.meta(r)
+	if c := pr.Load.Canary; c != nil {
+		pr.Meta.Canary = &rundata.CanaryInfo{URL: c.Target.URL, Rate: c.Rate, MaxP99: pr.Load.CanaryMaxP99}
+		if c.Target.Component != "" {
+			pr.Meta.Canary.URL = c.Target.Path // resolved when the service runs
+		}
+	}
 	return pr
+}
+
+// canary is the run's canary: the service's /healthz, or the external
+// service's canary URL; nil when off or when an external spec names none.
+func (s *Spec) canary() *plan.Endpoint {
+	rate := *s.Validity.CanaryRate
+	if rate == 0 {
+		return nil
+	}
+	target := plan.Of(rundata.ServiceComponent, "/healthz")
+	if x := s.External; x != nil {
+		if x.Canary == "" {
+			return nil
+		}
+		target = plan.At(x.Canary)
+	}
+	return &plan.Endpoint{Name: rundata.CanaryEndpoint, Target: target, Rate: rate}
 }
 
 // meta returns the run metadata known before the run starts: identity,
@@ -291,6 +323,11 @@ func (s *Spec) RemoteTargets() []string {
 	}
 	var out []string
 	x := s.External
+	if x.Canary != "" {
+		if u, err := url.Parse(x.Canary); err != nil || !isLoopback(u.Hostname()) {
+			out = append(out, x.Canary)
+		}
+	}
 	for _, m := range []map[string]string{x.Targets, x.Upstreams} {
 		for _, k := range sortedKeys(m) {
 			u, err := url.Parse(m[k])

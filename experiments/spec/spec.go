@@ -34,11 +34,38 @@ type Spec struct {
 	// Modes default to shared, bulkhead.
 	Modes        []Mode               `yaml:"modes"`
 	Expectations rundata.Expectations `yaml:"expectations"`
+	// Validity holds the rules a run must pass to count as evidence.
+	Validity Validity `yaml:"validity"`
 	// External, when set, points the load at the user's own service.
 	External *External `yaml:"external,omitempty"`
 
 	file  string         // the file name used in error messages
 	lines map[string]int // field path → line, from decoding
+}
+
+// Validity holds the rules that make a run valid: the harness must show
+// that it measured the system under test and not the machine. A run that
+// fails one is INVALID, no verdict uses it, and it is run again.
+type Validity struct {
+	// CanaryRate is the rate, per second, of the canary: a request that
+	// does no work (the service's /healthz, or external.canary), sent in
+	// every phase. Its latency is the run's noise floor. 0 turns it off.
+	CanaryRate *float64 `yaml:"canary_rate"`
+	// CanaryMaxP99 is the largest canary p99 a judged phase may have
+	// (default 0.1T: a tenth of the smallest effect the verdicts judge in
+	// units of T is 0.25 T).
+	CanaryMaxP99 Duration `yaml:"canary_max_p99"`
+	// MaxLagP99 is the largest schedule-lag p99 of the load generator in a
+	// judged phase.
+	MaxLagP99 Duration `yaml:"max_lag_p99"`
+	// BaselineMinSuccess is the smallest share of ok results every endpoint
+	// needs in the baseline phase; BaselineMaxUnreachable the largest share
+	// of results that got no answer (transport errors, client timeouts).
+	BaselineMinSuccess     *float64 `yaml:"baseline_min_success"`
+	BaselineMaxUnreachable *float64 `yaml:"baseline_max_unreachable"`
+	// Retries is how many more times an INVALID run is run, at the end of
+	// its round.
+	Retries *int `yaml:"retries"`
 }
 
 // Service is the service under test (DESIGN §1, §4).
@@ -145,6 +172,9 @@ type External struct {
 	// Rules classify responses (status/header → result class); kept opaque
 	// here and decoded by the load generator.
 	Rules *yaml.Node `yaml:"rules,omitempty"`
+	// Canary is a URL of the user's service that does no work (a health
+	// check), loaded at validity.canary_rate as the run's noise floor.
+	Canary string `yaml:"canary,omitempty"`
 }
 
 // Built-in condition and mode names.

@@ -49,6 +49,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateConditions(p)
 	s.validateModes(p)
 	s.validateExpectations(p)
+	s.validateValidity(p)
 	if s.External != nil {
 		s.validateExternal(p)
 	}
@@ -312,6 +313,28 @@ func (s *Spec) validateExpectations(p *problems) {
 	}
 }
 
+func (s *Spec) validateValidity(p *problems) {
+	v := s.Validity
+	if r := *v.CanaryRate; r < 0 || r > 1000 {
+		p.add("validity.canary_rate", "must be between 0 (off) and 1000 requests per second, got %g", r)
+	}
+	t := s.Service.Timeout.D
+	if d := v.CanaryMaxP99.D; d <= 0 || d > t {
+		p.add("validity.canary_max_p99", "must be > 0 and at most T (%s), got %s", t, d)
+	}
+	if d := v.MaxLagP99.D; d <= 0 || d > s.Load.Window.D {
+		p.add("validity.max_lag_p99", "must be > 0 and at most the window (%s), got %s", s.Load.Window.D, d)
+	}
+	for name, x := range map[string]float64{"baseline_min_success": *v.BaselineMinSuccess, "baseline_max_unreachable": *v.BaselineMaxUnreachable} {
+		if x < 0 || x > 1 {
+			p.add("validity."+name, "must be a share between 0 and 1, got %g", x)
+		}
+	}
+	if n := *v.Retries; n < 0 || n > 10 {
+		p.add("validity.retries", "must be between 0 and 10, got %d", n)
+	}
+}
+
 func (s *Spec) validateExternal(p *problems) {
 	x := s.External
 	checkURL := func(path, raw string) {
@@ -346,6 +369,9 @@ func (s *Spec) validateExternal(p *problems) {
 	}
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
+	}
+	if x.Canary != "" {
+		checkURL("external.canary", x.Canary)
 	}
 	if len(s.Modes) != 1 {
 		p.add("modes", "external mode runs the one service it is given: list exactly the mode it is configured with, and run the other mode as a second experiment")

@@ -42,6 +42,10 @@ const (
 	PhaseRecovery = "recovery"
 )
 
+// CanaryEndpoint is the endpoint name of the canary in windows and phase
+// records; no endpoint of a service can have it.
+const CanaryEndpoint = "_canary"
+
 // Run status values, in Index and RunMeta.
 const (
 	StatusPending     = "pending"     // not started

@@ -18,8 +18,14 @@ type MetricSample struct {
 	Values    map[string]float64 `json:"values"`
 }
 
-// ServiceComponent is the MetricSample.Component of the service under test.
-const ServiceComponent = "service"
+// Components of the samples that are not processes of the run: the
+// service under test, the runner's own process (the load generator), and
+// the machine.
+const (
+	ServiceComponent = "service"
+	LoadgenComponent = "loadgen"
+	MachineComponent = "machine"
+)
 
 // Metric names the analysis reads from the service's samples.
 const (
@@ -36,6 +42,19 @@ const (
 	MetricGoMaxProcs         = "go_sched_gomaxprocs_threads"
 	MetricCPUSeconds         = "process_cpu_seconds_total"
 	MetricResidentBytes      = "process_resident_memory_bytes"
+	// MetricRunqueueWait is the time a process's threads were runnable but
+	// not running (Linux /proc/<pid>/task/*/schedstat), in seconds.
+	MetricRunqueueWait = "process_runqueue_wait_seconds_total"
+	// The p99 over each sampling interval of the Go runtime's scheduling
+	// latency and GC pauses of a process, in seconds (derived by the
+	// sampler from the component's histograms).
+	MetricSchedLatencyP99 = "bulkheadlab_go_sched_latency_seconds_p99"
+	MetricGCPauseP99      = "bulkheadlab_go_gc_pause_seconds_p99"
+	// The machine's CPU time (MachineComponent, from /proc/stat): in all,
+	// and busy (all but idle and iowait), in CPU-seconds; and its CPUs.
+	MetricMachineCPUSeconds  = "machine_cpu_seconds_total"
+	MetricMachineBusySeconds = "machine_cpu_busy_seconds_total"
+	MetricMachineCPUs        = "machine_cpus"
 )
 
 // Label is one label of a series key.

@@ -17,6 +17,9 @@ type PhaseStats struct {
 	Latency         Quantiles `json:"latency"`
 	LatencyOK       Quantiles `json:"latency_ok"`
 	LatencyIntended Quantiles `json:"latency_intended"`
+	// Unclassified counts the results that no classification rule matched
+	// (class other) by status code ("429"; "no response" without one).
+	Unclassified map[string]int64 `json:"unclassified,omitempty"`
 	// ByClass holds latency quantiles per non-empty class name.
 	ByClass map[string]Quantiles `json:"latency_by_class,omitempty"`
 	// TargetRate is the phase's configured rate (phase rates or

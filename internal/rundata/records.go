@@ -44,6 +44,9 @@ type RunMeta struct {
 	Window time.Duration `json:"window_ns"`
 	// Endpoints describes each loaded endpoint.
 	Endpoints []EndpointInfo `json:"endpoints"`
+	// Canary describes the canary (CanaryEndpoint in the windows and
+	// phases), if the run had one.
+	Canary *CanaryInfo `json:"canary,omitempty"`
 	// Pools describes each pool of the service (one in shared mode).
 	Pools []PoolInfo `json:"pools"`
 	// Phases are the actual phase spans, in order.
@@ -59,6 +62,19 @@ type RunMeta struct {
 	Startup time.Duration `json:"startup_ns,omitempty"`
 	// Error is the harness error that ended the run, if any.
 	Error string `json:"error,omitempty"`
+	// Attempts are the earlier attempts of this run that were INVALID and
+	// were run again, oldest first.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is an earlier, INVALID attempt of a run.
+type Attempt struct {
+	Started time.Time `json:"started"`
+	// Folder is where its data were kept, under runs/ (e.g.
+	// "slow-shared-r1.invalid-1").
+	Folder string `json:"folder,omitempty"`
+	// Reasons are the validity checks it failed, "endpoint/phase: reason".
+	Reasons []string `json:"reasons"`
 }
 
 // EndpointInfo describes one loaded endpoint.
@@ -69,6 +85,15 @@ type EndpointInfo struct {
 	Rate       float64 `json:"rate"`       // target requests per second during the fault phase
 	// BaseLatency is the dependency's normal latency.
 	BaseLatency time.Duration `json:"base_latency_ns"`
+}
+
+// CanaryInfo describes a run's canary: a request that does no work, sent
+// beside the endpoints in every phase; its latency is the noise floor.
+type CanaryInfo struct {
+	URL  string  `json:"url"`
+	Rate float64 `json:"rate"`
+	// MaxP99 is the validity limit on its p99 in each judged phase.
+	MaxP99 time.Duration `json:"max_p99_ns"`
 }
 
 // PoolInfo describes one pool and the Little's-law prediction for it.
