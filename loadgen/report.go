@@ -2,10 +2,10 @@ package loadgen
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 

@@ -329,8 +329,8 @@ func TestRunValidityRules(t *testing.T) {
 			{Name: "limited", URL: srv.URL + "/limited", Rate: 20},
 			{Name: "fine", URL: srv.URL + "/", Rate: 20},
 		},
-		Phases:       []Phase{{Name: "baseline", Duration: 500 * time.Millisecond}, {Name: "fault", Duration: 300 * time.Millisecond}},
-		Window:       100 * time.Millisecond, Timeout: time.Second, LagThreshold: time.Second,
+		Phases: []Phase{{Name: "baseline", Duration: 500 * time.Millisecond}, {Name: "fault", Duration: 300 * time.Millisecond}},
+		Window: 100 * time.Millisecond, Timeout: time.Second, LagThreshold: time.Second,
 		CanaryMaxP99: 5 * time.Millisecond,
 		Health:       &Health{Phases: []string{"baseline"}, MinSuccess: 0.99, MaxUnreachable: 0.01},
 	}
