@@ -26,23 +26,46 @@ func PrintVerdicts(w io.Writer, s *Summary) error {
 	return tw.Flush()
 }
 
-// Check judges the named verdicts (e.g. Expectations.Check): failed lists the
-// names whose outcome is NOT SUPPORTED, INCONCLUSIVE, SKIPPED or unknown;
-// invalid is true when any of them is INVALID (those are not in failed).
-// Names are matched case-insensitively.
-func (s *Summary) Check(names []string) (failed []string, invalid bool) {
+// CheckResult sorts the checked verdicts by what their outcomes let a CI
+// job conclude.
+type CheckResult struct {
+	// NotSupported lists the checked predictions that definitely failed on
+	// valid runs: the claim does not hold (a regression).
+	NotSupported []string
+	// Undecided lists those that are INVALID or INCONCLUSIVE: nothing can
+	// be concluded, so they must never count as a regression.
+	Undecided []string
+	// Skipped lists those the matrix could not judge (no complete run, or
+	// no such prediction).
+	Skipped []string
+	// Damaged is set when a run's data are damaged: the results folder
+	// itself cannot be trusted.
+	Damaged bool
+}
+
+// OK reports whether every checked prediction is SUPPORTED on sound data.
+func (c CheckResult) OK() bool {
+	return len(c.NotSupported)+len(c.Undecided)+len(c.Skipped) == 0 && !c.Damaged
+}
+
+// Check judges the named verdicts (e.g. Expectations.Check), matching names
+// case-insensitively.
+func (s *Summary) Check(names []string) CheckResult {
+	c := CheckResult{Damaged: len(s.Damaged) > 0}
 	for _, n := range names {
 		v, ok := s.verdict(n)
 		switch {
 		case !ok:
-			failed = append(failed, n)
-		case v.Outcome == Invalid:
-			invalid = true
+			c.Skipped = append(c.Skipped, n+" (no such prediction)")
+		case v.Outcome == Invalid || v.Outcome == Inconclusive:
+			c.Undecided = append(c.Undecided, v.Name+" "+string(v.Outcome))
+		case v.Outcome == Skipped:
+			c.Skipped = append(c.Skipped, v.Name)
 		case v.Outcome != Supported:
-			failed = append(failed, v.Name)
+			c.NotSupported = append(c.NotSupported, v.Name)
 		}
 	}
-	return failed, invalid
+	return c
 }
 
 func (s *Summary) verdict(name string) (Verdict, bool) {
@@ -80,8 +103,9 @@ type junitMsg struct {
 }
 
 // WriteJUnit writes one JUnit test case per named verdict (all verdicts when
-// names is empty): SUPPORTED passes, INVALID is an error, SKIPPED is skipped,
-// anything else is a failure. The measures go into the message text.
+// names is empty): SUPPORTED passes, INVALID and INCONCLUSIVE are errors
+// (nothing could be concluded), SKIPPED is skipped, NOT SUPPORTED is a
+// failure. The measures, the runs left out and why go into the text.
 func WriteJUnit(w io.Writer, s *Summary, names []string) error {
 	if len(names) == 0 {
 		for _, v := range s.Verdicts {
@@ -100,7 +124,7 @@ func WriteJUnit(w io.Writer, s *Summary, names []string) error {
 			switch v.Outcome {
 			case Supported:
 				c.SystemOut = body
-			case Invalid:
+			case Invalid, Inconclusive:
 				c.Error = &junitMsg{Message: v.Reason, Type: string(v.Outcome), Text: body}
 			case Skipped:
 				c.Skipped = &junitMsg{Message: v.Reason}
@@ -140,6 +164,9 @@ func verdictText(v Verdict) string {
 			fmt.Fprintf(&b, " (needs %s %s: %s)", m.Op, fmt3(float64(*m.Threshold)), m.Result)
 		}
 		b.WriteString("\n")
+	}
+	for _, e := range v.Excluded {
+		fmt.Fprintf(&b, "left out: %s: %s\n", e.Run, e.Why)
 	}
 	return b.String()
 }

@@ -2,16 +2,19 @@ package analysis
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gopkg.in/yaml.v3"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // ErrNotResults is returned (wrapped, naming the file) by Load and
@@ -34,7 +37,8 @@ type Experiment struct {
 }
 
 // Run is one run's data. Partial runs are kept: Problems says what is
-// missing or damaged, and Usable says whether verdicts may use the run.
+// missing or incomplete, Damaged what is wrong with the data of a run that
+// says it completed, and Complete whether verdicts may use the run.
 type Run struct {
 	Entry   rundata.IndexEntry
 	Meta    rundata.RunMeta
@@ -44,19 +48,25 @@ type Run struct {
 	// Problems lists what could not be read or is incomplete, e.g.
 	// "meta.json: missing" or "status interrupted".
 	Problems []string
+	// Damaged lists, as "file:line: what", the data of a complete run that
+	// cannot be trusted: an undecodable line, a count or time that cannot
+	// be, a duplicate record. A damaged run is not evidence.
+	Damaged []string
 }
 
-// Complete reports whether the run finished and all its data files were read.
+// Complete reports whether the run finished and all its data files were read
+// and are sound.
 func (r *Run) Complete() bool {
-	return len(r.Problems) == 0 && r.Meta.Status == rundata.StatusComplete
+	return len(r.Problems) == 0 && len(r.Damaged) == 0 && r.Meta.Status == rundata.StatusComplete
 }
 
 // Load reads a results folder: index.json, the spec's expectations and every
 // run listed in the index. A run whose folder or files are missing or
-// truncated (an interrupted run) is returned with its Problems set rather
-// than failing the load; a damaged final line of a .jsonl file is dropped.
-// Load fails, wrapping ErrNotResults, only when the folder itself is not
-// usable.
+// truncated (an interrupted run) is returned with its Problems set; a run
+// that completed but whose data are damaged is returned with Damaged set.
+// Every data file may also be stored gzip-compressed, with ".gz" appended
+// to its name. Load fails, wrapping ErrNotResults, only when the folder
+// itself is not usable.
 func Load(dir string) (*Experiment, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -70,6 +80,9 @@ func Load(dir string) (*Experiment, error) {
 	if err := readJSON(idxPath, &exp.Index); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
 	}
+	if err := checkIndex(exp.Index); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
+	}
 	exp.Expectations, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
 	if err != nil {
 		return nil, err
@@ -80,21 +93,37 @@ func Load(dir string) (*Experiment, error) {
 	return exp, nil
 }
 
+// checkIndex refuses an index whose runs cannot name folders: an empty or
+// duplicate ID, or one that is not a plain name.
+func checkIndex(ix rundata.Index) error {
+	seen := map[string]bool{}
+	for i, e := range ix.Runs {
+		switch {
+		case !rundata.ValidRunID(e.ID):
+			return fmt.Errorf("runs[%d].id %q is not a run ID (condition-mode-rN, letters, digits, '_', '-', '.')", i, e.ID)
+		case seen[e.ID]:
+			return fmt.Errorf("runs[%d].id %q appears twice", i, e.ID)
+		}
+		seen[e.ID] = true
+	}
+	return nil
+}
+
 // readExpectations reads only the `expectations:` key of a spec file. A
 // missing file gives the defaults; a malformed one is an ErrNotResults error.
-func readExpectations(path string) (rundata.Expectations, error) {
-	b, err := os.ReadFile(path)
+func readExpectations(path string) (Expectations, error) {
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rundata.DefaultExpectations(), nil
 	}
 	if err != nil {
-		return rundata.Expectations{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
+		return Expectations{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
 	}
 	var doc struct {
-		Expectations rundata.Expectations `yaml:"expectations"`
+		Expectations Expectations `yaml:"expectations"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return rundata.Expectations{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
+		return Expectations{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
 	}
 	return doc.Expectations.WithDefaults(), nil
 }
@@ -106,22 +135,35 @@ func loadRun(dir string, e rundata.IndexEntry) *Run {
 		r.Problems = append(r.Problems, "run folder missing")
 		return r
 	}
-	if err := readJSON(filepath.Join(dir, rundata.MetaFile), &r.Meta); err != nil {
-		r.problem(rundata.MetaFile, err)
+	var metaErr, phaseErr, winErr, metErr error
+	if metaErr = readJSON(filepath.Join(dir, rundata.MetaFile), &r.Meta); metaErr != nil {
 		r.Meta.Status = e.Status
 	}
-	if err := readJSON(filepath.Join(dir, rundata.PhasesFile), &r.Phases); err != nil {
-		r.problem(rundata.PhasesFile, err)
-	}
-	var err error
-	if r.Windows, err = readJSONL[rundata.Window](filepath.Join(dir, rundata.WindowsFile)); err != nil {
-		r.problem(rundata.WindowsFile, err)
-	}
-	if r.Metrics, err = readJSONL[rundata.MetricSample](filepath.Join(dir, rundata.MetricsFile)); err != nil {
-		r.problem(rundata.MetricsFile, err)
+	phaseErr = readJSON(filepath.Join(dir, rundata.PhasesFile), &r.Phases)
+	var winLines, metLines []int
+	r.Windows, winLines, winErr = readJSONL[rundata.Window](filepath.Join(dir, rundata.WindowsFile))
+	r.Metrics, metLines, metErr = readJSONL[rundata.MetricSample](filepath.Join(dir, rundata.MetricsFile))
+	// A run that says it completed must have all its data, sound; one that
+	// did not is merely incomplete.
+	complete := e.Status == rundata.StatusComplete || r.Meta.Status == rundata.StatusComplete
+	for _, f := range []struct {
+		file string
+		err  error
+	}{{rundata.MetaFile, metaErr}, {rundata.PhasesFile, phaseErr}, {rundata.WindowsFile, winErr}, {rundata.MetricsFile, metErr}} {
+		if f.err == nil {
+			continue
+		}
+		if complete {
+			r.Damaged = append(r.Damaged, describe(f.file, f.err))
+		} else {
+			r.problem(f.file, f.err)
+		}
 	}
 	if r.Meta.Status != rundata.StatusComplete {
 		r.Problems = append(r.Problems, "status "+r.Meta.Status)
+	}
+	if complete && metaErr == nil {
+		r.Damaged = append(r.Damaged, checkRun(r, winLines, metLines)...)
 	}
 	sort.SliceStable(r.Windows, func(i, j int) bool {
 		if r.Windows[i].Endpoint != r.Windows[j].Endpoint {
@@ -138,30 +180,125 @@ func (r *Run) problem(file string, err error) {
 		r.Problems = append(r.Problems, file+": missing")
 		return
 	}
-	r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", file, err))
+	r.Problems = append(r.Problems, describe(file, err))
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
+// describe renders a read error as "file:line: what" (or "file: what").
+func describe(file string, err error) string {
+	var le *lineError
+	switch {
+	case errors.As(err, &le):
+		return fmt.Sprintf("%s:%d: %v", file, le.line, le.err)
+	case errors.Is(err, fs.ErrNotExist):
+		return file + ": missing"
 	}
-	return json.Unmarshal(b, v)
+	return fmt.Sprintf("%s: %v", file, err)
 }
 
-// errTruncated marks a .jsonl file whose last line is damaged; the lines
-// before it are returned.
-var errTruncated = errors.New("damaged line, rest of file ignored")
+// maxDataFile bounds one data file as read (after decompression): a
+// results folder is data written by the runner, but it may have been
+// damaged or replaced by anything.
+const maxDataFile = 1 << 30
 
-// readJSONL decodes one T per line. It stops at the first undecodable line
-// and returns what it read with errTruncated (line number included).
-func readJSONL[T any](path string) ([]T, error) {
-	f, err := os.Open(path)
+// openData opens path, or path+".gz" decompressed, as a regular file.
+func openData(path string) (io.ReadCloser, error) {
+	f, err := openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		gz, gerr := openRegular(path + ".gz")
+		if gerr != nil {
+			return nil, err // report the plain name as missing
+		}
+		zr, zerr := gzip.NewReader(gz)
+		if zerr != nil {
+			gz.Close()
+			return nil, fmt.Errorf("%s.gz: %w", filepath.Base(path), zerr)
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(zr, maxDataFile), gz}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, maxDataFile), f}, nil
+}
+
+// openRegular opens path only if it is a regular file (not a device, pipe
+// or directory, which could block or never end).
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return os.Open(path)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := openData(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func readJSON(path string, v any) error {
+	b, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &lineError{line: lineOf(b, se.Offset), err: err}
+		}
+		return err
+	}
+	return nil
+}
+
+// lineOf is the 1-based line of byte offset off in b.
+func lineOf(b []byte, off int64) int {
+	n := 1
+	for i := int64(0); i < off && i < int64(len(b)); i++ {
+		if b[i] == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
+// lineError is an error at a line of a file.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
+
+// errTruncated marks a .jsonl file with an undecodable line; the lines
+// before it are returned.
+var errTruncated = errors.New("undecodable line, rest of file ignored")
+
+// readJSONL decodes one T per line, and returns each one's line number. It
+// stops at the first undecodable line and returns what it read with a
+// *lineError wrapping errTruncated.
+func readJSONL[T any](path string) ([]T, []int, error) {
+	f, err := openData(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
 	var out []T
+	var lines []int
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	line := 0
@@ -173,12 +310,13 @@ func readJSONL[T any](path string) ([]T, error) {
 		}
 		var v T
 		if err := json.Unmarshal(b, &v); err != nil {
-			return out, fmt.Errorf("line %d: %w", line, errTruncated)
+			return out, lines, &lineError{line: line, err: fmt.Errorf("%w (%v)", errTruncated, err)}
 		}
 		out = append(out, v)
+		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("line %d: %w", line+1, err)
+		return out, lines, &lineError{line: line + 1, err: err}
 	}
-	return out, nil
+	return out, lines, nil
 }

@@ -50,7 +50,7 @@ func TestLoadPartialRun(t *testing.T) {
 		t.Fatalf("truncated run: complete=%t windows=%d problems=%v", r.Complete(), len(r.Windows), r.Problems)
 	}
 	got := strings.Join(r.Problems, "; ")
-	for _, want := range []string{"windows.jsonl: line", "phases.json: missing", "status interrupted"} {
+	for _, want := range []string{"windows.jsonl:30: undecodable line", "phases.json: missing", "status interrupted"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems %q lack %q", got, want)
 		}
@@ -124,19 +124,25 @@ func TestCheckAndJUnit(t *testing.T) {
 		{Name: "P3", Outcome: Invalid}, {Name: "P4", Outcome: Skipped}, {Name: "EXHAUSTED", Outcome: Inconclusive},
 	}}
 	for _, tc := range []struct {
-		names   []string
-		failed  string
-		invalid bool
+		names                         []string
+		notSupported, undecided, skip string
+		damaged, ok                   bool
 	}{
-		{[]string{"P1"}, "", false},
-		{[]string{"p1", "P2"}, "P2", false},
-		{[]string{"P3", "P4", "EXHAUSTED", "P9"}, "P4,EXHAUSTED,P9", true},
+		{names: []string{"P1"}, ok: true},
+		{names: []string{"p1", "P2"}, notSupported: "P2"},
+		{names: []string{"P3", "P4", "EXHAUSTED", "P9"}, undecided: "P3 INVALID,EXHAUSTED INCONCLUSIVE", skip: "P4,P9 (no such prediction)"},
 	} {
-		f, inv := s.Check(tc.names)
-		if strings.Join(f, ",") != tc.failed || inv != tc.invalid {
-			t.Errorf("Check(%v) = %v, %t; want %s, %t", tc.names, f, inv, tc.failed, tc.invalid)
+		c := s.Check(tc.names)
+		if strings.Join(c.NotSupported, ",") != tc.notSupported || strings.Join(c.Undecided, ",") != tc.undecided ||
+			strings.Join(c.Skipped, ",") != tc.skip || c.OK() != tc.ok {
+			t.Errorf("Check(%v) = %+v", tc.names, c)
 		}
 	}
+	s.Damaged = []string{"slow-shared-r1: windows.jsonl:3: bad"}
+	if c := s.Check([]string{"P1"}); !c.Damaged || c.OK() {
+		t.Errorf("Check with damaged data = %+v", c)
+	}
+	s.Damaged = nil
 	var buf bytes.Buffer
 	if err := WriteJUnit(&buf, s, nil); err != nil {
 		t.Fatal(err)
@@ -145,7 +151,7 @@ func TestCheckAndJUnit(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &suite); err != nil {
 		t.Fatalf("junit does not parse: %v\n%s", err, buf.String())
 	}
-	if suite.Tests != 5 || suite.Failures != 2 || suite.Errors != 1 || suite.Skipped != 1 {
+	if suite.Tests != 5 || suite.Failures != 1 || suite.Errors != 2 || suite.Skipped != 1 {
 		t.Errorf("suite counts = %d/%d/%d/%d\n%s", suite.Tests, suite.Failures, suite.Errors, suite.Skipped, buf.String())
 	}
 	buf.Reset()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // FormatEstimate renders e as "mean [lo, hi]" (or "mean" without an interval,
@@ -58,6 +60,13 @@ func renderMarkdown(s *Summary) []byte {
 	p("Victim endpoint /%s (healthy dependency), culprit /%s (faulted dependency). "+
 		"Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
 		s.Expectations.Victim, s.Expectations.Culprit, MinRepeatsForCI)
+	if len(s.Notices) > 0 {
+		p("## Read this first\n")
+		for _, n := range s.Notices {
+			p("- %s", mdEscape(n))
+		}
+		p("")
+	}
 	p("## Verdicts\n")
 	p("| prediction | outcome | reason |")
 	p("|---|---|---|")
@@ -74,8 +83,15 @@ func renderMarkdown(s *Summary) []byte {
 			p("%s", measureLine(m))
 		}
 		p("\nRuns: %s\n", strings.Join(orNone(v.Runs), ", "))
+		for _, e := range v.Excluded {
+			p("- left out %s: %s", e.Run, mdEscape(e.Why))
+		}
+		if len(v.Excluded) > 0 {
+			p("")
+		}
 	}
 	writeCellsMD(&b, s)
+	writePhasesMD(&b, s)
 	writeLittleMD(&b, s)
 	writeRunsMD(&b, s)
 	if len(s.Images) > 0 {
@@ -95,7 +111,7 @@ func writeCellsMD(b *bytes.Buffer, s *Summary) {
 	for _, x := range s.Cells {
 		runs := fmt.Sprint(len(x.Runs))
 		if len(x.Excluded) > 0 {
-			runs += fmt.Sprintf(" (+%d incomplete)", len(x.Excluded))
+			runs += fmt.Sprintf(" (+%d left out)", len(x.Excluded))
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Condition, x.Mode, runs,
 			FormatEstimate(x.VictimP99Ms), FormatEstimate(x.VictimErrorRate), FormatEstimate(x.CulpritP99Ms),
@@ -117,19 +133,83 @@ func writeLittleMD(b *bytes.Buffer, s *Summary) {
 	fmt.Fprintln(b)
 }
 
+// writePhasesMD writes each endpoint's p50 and p99 per phase and cell.
+func writePhasesMD(b *bytes.Buffer, s *Summary) {
+	var phases []string
+	seen := map[string]bool{}
+	for _, c := range s.Cells {
+		for _, p := range c.Phases {
+			if !seen[p.Phase] {
+				seen[p.Phase] = true
+				phases = append(phases, p.Phase)
+			}
+		}
+	}
+	if len(phases) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Latency by endpoint and phase\n\np50 / p99 in ms, means over the cell's runs; errors in the fault phase.\n\n")
+	fmt.Fprintf(b, "| condition | mode | endpoint | %s | fault errors |\n", strings.Join(phases, " | "))
+	fmt.Fprintf(b, "|---|---|---|%s---|\n", strings.Repeat("---|", len(phases)))
+	for _, c := range s.Cells {
+		var eps []string
+		by := map[[2]string]CellPhase{}
+		for _, p := range c.Phases {
+			if _, ok := by[[2]string{p.Endpoint, ""}]; !ok {
+				eps = append(eps, p.Endpoint)
+				by[[2]string{p.Endpoint, ""}] = p
+			}
+			by[[2]string{p.Endpoint, p.Phase}] = p
+		}
+		for _, ep := range eps {
+			cols := make([]string, len(phases))
+			for i, ph := range phases {
+				if p, ok := by[[2]string{ep, ph}]; ok {
+					cols[i] = FormatEstimate(p.P50Ms) + " / " + FormatEstimate(p.P99Ms)
+				}
+			}
+			fmt.Fprintf(b, "| %s | %s | /%s | %s | %s |\n", c.Condition, c.Mode, ep, strings.Join(cols, " | "),
+				FormatEstimate(by[[2]string{ep, rundata.PhaseFault}].ErrorRate))
+		}
+	}
+	fmt.Fprintln(b)
+}
+
 func writeRunsMD(b *bytes.Buffer, s *Summary) {
-	fmt.Fprintf(b, "## Runs and the resource that ran out first\n\n")
-	fmt.Fprintf(b, "| run | status | valid | time to degrade (T) | exhausted first | after fault s | detail | problems |\n")
-	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "## Runs: validity and noise floor\n\n")
+	fmt.Fprintf(b, "A run is valid when the load generator kept the open model (rate, schedule lag), the canary (a request that does no work) stayed fast, and every endpoint answered in the baseline. The noise floor is the largest value over the judged phases; scheduling latency is the Go runtime's p99 over a sampling interval.\n\n")
+	fmt.Fprintf(b, "| run | status | valid | why not / run again | canary p99 ms (limit) | lag p99 ms | service sched p99 ms | load generator sched p99 ms | machine CPU busy |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(b, "| %s | %s | %t | %s | %s | %s | %s | %s |\n", r.ID, r.Status, r.Valid, numStr(r.TimeToDegradeT),
-			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail), mdEscape(strings.Join(r.Problems, "; ")))
+		why := strings.Join(append(append(append([]string(nil), r.Damaged...), r.Invalid...), r.Problems...), "; ")
+		for _, a := range r.Retried {
+			why += fmt.Sprintf("; run again after: %s", strings.Join(firstN(a.Reasons, 2), "; "))
+		}
+		n := r.Noise
+		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s |\n", r.ID, r.Status, r.Valid, mdEscape(strings.TrimPrefix(why, "; ")),
+			numStr(n.CanaryP99Ms), numStr(n.CanaryLimitMs), numStr(n.LagP99Ms), numStr(n.SchedP99Ms[rundata.ServiceComponent]),
+			numStr(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
+	}
+	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")
+	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|\n")
+	for _, r := range s.Runs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
+			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail))
 	}
 	fmt.Fprintf(b, "\nRules, checked from fault start to fault end; the earliest wins:\n\n")
 	for _, rule := range s.ExhaustionRules {
 		fmt.Fprintf(b, "- %s\n", rule)
 	}
 	fmt.Fprintln(b)
+}
+
+// pct renders a share as a percentage, "—" when undefined.
+func pct(n Num) string {
+	if math.IsNaN(float64(n)) {
+		return "—"
+	}
+	return fmt3(100*float64(n)) + " %"
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

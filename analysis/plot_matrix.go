@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -43,7 +42,7 @@ func (f *gridFig) draw(dc draw.Canvas) {
 }
 
 // matrixAxes returns the conditions (role order) and modes of exp's runs.
-func matrixAxes(exp *Experiment, ex rundata.Expectations) (conds, modes []string) {
+func matrixAxes(exp *Experiment, ex Expectations) (conds, modes []string) {
 	cs, ms := map[string]bool{}, map[string]bool{}
 	for _, r := range exp.Runs {
 		if len(r.Windows) > 0 {
@@ -59,7 +58,7 @@ func matrixAxes(exp *Experiment, ex rundata.Expectations) (conds, modes []string
 // comparisonFigure draws conditions × modes small multiples of one metric
 // for the victim and the culprit, every repeat, on identical axes; nil when
 // no run has windows.
-func comparisonFigure(exp *Experiment, ex rundata.Expectations, m matrixMetric) figure {
+func comparisonFigure(exp *Experiment, ex Expectations, m matrixMetric) figure {
 	conds, modes := matrixAxes(exp, ex)
 	if len(conds) == 0 {
 		return nil

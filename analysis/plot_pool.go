@@ -13,7 +13,7 @@ import (
 // poolPanel plots, per pool, permits in use (solid), callers waiting
 // (dotted), the limit (thin) and the Little's-law predicted demand per phase
 // (dashed steps).
-func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex rundata.Expectations) {
+func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expectations) {
 	var all [][]float64
 	pools := r.poolNames()
 	for _, pool := range pools {

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"time"
 
@@ -12,22 +13,30 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// runFig is the four-panel figure of one run.
+// runPanels is the number of panels of a run's figure.
+const runPanels = 5
+
+// runFig is the figure of one run: latency, failures, success, pool
+// occupancy and the noise floor, on one time axis.
 type runFig struct {
 	title  string
-	panels [4]*plot.Plot
-	legs   [4]plot.Legend
+	panels [runPanels]*plot.Plot
+	legs   [runPanels]plot.Legend
 }
 
 const legendWidth = 190 // points reserved right of the panels for legends
 
-func (f *runFig) size() (vg.Length, vg.Length) { return 14 * vg.Inch, 15 * vg.Inch }
+func (f *runFig) size() (vg.Length, vg.Length) { return 14 * vg.Inch, 18 * vg.Inch }
 
 func (f *runFig) draw(dc draw.Canvas) {
 	titleText(dc, f.title, 15)
-	tiles := draw.Tiles{Rows: 4, Cols: 1, PadTop: vg.Points(34), PadBottom: vg.Points(6), PadLeft: vg.Points(6),
+	tiles := draw.Tiles{Rows: runPanels, Cols: 1, PadTop: vg.Points(34), PadBottom: vg.Points(6), PadLeft: vg.Points(6),
 		PadRight: vg.Points(legendWidth), PadY: vg.Points(14)}
-	cs := plot.Align([][]*plot.Plot{{f.panels[0]}, {f.panels[1]}, {f.panels[2]}, {f.panels[3]}}, tiles, dc)
+	var rows [][]*plot.Plot
+	for _, p := range f.panels {
+		rows = append(rows, []*plot.Plot{p})
+	}
+	cs := plot.Align(rows, tiles, dc)
 	for i, p := range f.panels {
 		p.Draw(cs[i][0])
 		drawSideLegend(dc, cs[i][0], &f.legs[i])
@@ -75,7 +84,7 @@ func seriesOf(r *Run, ep string, origin time.Time) runSeries {
 }
 
 // runFigure builds the figure of one run.
-func runFigure(r *Run, ex rundata.Expectations) figure {
+func runFigure(r *Run, ex Expectations) figure {
 	origin := r.origin()
 	end := r.end().Sub(origin).Seconds()
 	f := &runFig{title: fmt.Sprintf("%s — mode %s, condition %s, repeat %d, T = %s",
@@ -85,11 +94,15 @@ func runFigure(r *Run, ex rundata.Expectations) figure {
 	} else if !r.Meta.Valid {
 		f.title += " (INVALID RUN)"
 	}
-	titles := [4][2]string{
+	titles := [runPanels][2]string{
 		{"Latency per endpoint, p99 solid, p50 dashed (log scale)", "latency (ms)"},
 		{"Failures per endpoint by class", "failures (req/s)"},
 		{"Success rate per endpoint", "successful (%)"},
 		{"Pool occupancy: in use, waiting, limit; Little's-law demand dashed", "permits"},
+		{"Noise floor: canary p99 (a request that does no work), Go scheduling latency p99 per process (log scale)", "latency (ms)"},
+	}
+	if len(r.poolNames()) == 0 {
+		titles[3][0] = "Pool occupancy: not observable (the service exports no pool metrics); Little's-law demand dashed"
 	}
 	for i := range f.panels {
 		f.panels[i] = newPanel(titles[i][0], titles[i][1])
@@ -105,6 +118,7 @@ func runFigure(r *Run, ex rundata.Expectations) figure {
 	failurePanel(f.panels[1], &f.legs[1], eps, series, ex)
 	successPanel(f.panels[2], &f.legs[2], eps, series, ex)
 	poolPanel(f.panels[3], &f.legs[3], r, origin, ex)
+	noisePanel(f.panels[4], &f.legs[4], r, origin)
 	decorate(f.panels[:], &f.legs[0], r, origin, end)
 	return f
 }
@@ -137,7 +151,7 @@ func decorate(panels []*plot.Plot, leg *plot.Legend, r *Run, origin time.Time, e
 	panels[len(panels)-1].X.Label.Text = "time since load start (s)"
 }
 
-func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, r *Run, ex rundata.Expectations) {
+func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, r *Run, ex Expectations) {
 	var all [][]float64
 	for _, ep := range eps {
 		s := series[ep]
@@ -156,7 +170,7 @@ func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[strin
 	setLogY(p, lo, hi, ok)
 }
 
-func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex rundata.Expectations) {
+func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
 	any := false
 	for _, ep := range eps {
 		s := series[ep]
@@ -187,7 +201,7 @@ func failMaxes(eps []string, series map[string]runSeries) [][]float64 {
 	return out
 }
 
-func successPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex rundata.Expectations) {
+func successPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[string]runSeries, ex Expectations) {
 	for _, ep := range eps {
 		s := series[ep]
 		addSeries(p, leg, "/"+ep+" success", s.x, s.success, lineStyle(nameColor(ep, ex), 0, 2), false)
@@ -207,4 +221,50 @@ func (h hline) Plot(c draw.Canvas, p *plot.Plot) {
 	if c.ContainsY(y) {
 		c.StrokeLine2(h.Style, c.Min.X, y, c.Max.X, y)
 	}
+}
+
+// noisePanel draws the run's noise floor: the canary's p99 per window, its
+// validity limit, and each process's Go scheduling latency p99 per sample.
+func noisePanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time) {
+	var all [][]float64
+	if s := seriesOf(r, rundata.CanaryEndpoint, origin); len(s.x) > 0 {
+		addSeries(p, leg, "canary p99", s.x, s.p99, lineStyle(color.Black, 0, 2), true)
+		all = append(all, s.p99)
+		if c := r.Meta.Canary; c != nil && c.MaxP99 > 0 {
+			sty := lineStyle(color.Black, 3, 1)
+			p.Add(hline{Y: ms(c.MaxP99), Style: sty})
+			leg.Add(fmt.Sprintf("canary limit %s", c.MaxP99), &plotter.Line{LineStyle: sty})
+			all = append(all, []float64{ms(c.MaxP99)})
+		}
+	}
+	for i, comp := range r.components() {
+		xs, ys := metricXY(r.metric(comp, rundata.MetricSchedLatencyP99), origin)
+		if len(xs) == 0 {
+			continue
+		}
+		for j := range ys {
+			ys[j] *= 1000
+		}
+		addSeries(p, leg, comp+" sched p99", xs, ys, lineStyle(componentColor(comp, i), 1+i%4, 1.2), true)
+		all = append(all, ys)
+	}
+	if busy := r.noiseFloor().MachineBusy; !math.IsNaN(float64(busy)) {
+		leg.Add(fmt.Sprintf("machine CPU busy %.0f %%", 100*float64(busy)))
+	}
+	if len(all) == 0 {
+		leg.Add("no canary, no runtime metrics")
+	}
+	lo, hi, ok := yRange(true, all...)
+	setLogY(p, lo, hi, ok)
+}
+
+// componentColor colours a component of the noise panel.
+func componentColor(comp string, i int) color.Color {
+	switch {
+	case comp == rundata.ServiceComponent:
+		return colorShared
+	case comp == rundata.LoadgenComponent:
+		return colorGrey
+	}
+	return extraColors[i%len(extraColors)]
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -60,7 +59,7 @@ var (
 )
 
 // nameColor returns the colour of an endpoint or pool name.
-func nameColor(name string, ex rundata.Expectations) color.Color {
+func nameColor(name string, ex Expectations) color.Color {
 	switch name {
 	case ex.Culprit:
 		return colorA

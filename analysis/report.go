@@ -20,7 +20,7 @@ type Options struct {
 	OutDir string
 	// Expectations, when non-nil, replace the spec's (zero fields still take
 	// defaults).
-	Expectations *rundata.Expectations
+	Expectations *Expectations
 	// NoImages skips the PNGs (summary.json, report.md and index.html only).
 	NoImages bool
 	// RunFigureRepeats, when > 0, draws per-run figures only for repeats

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -30,13 +31,25 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 
 // RunSummary holds the per-run numbers the verdicts are built from.
 type RunSummary struct {
-	ID        string   `json:"id"`
-	Mode      string   `json:"mode"`
-	Condition string   `json:"condition"`
-	Repeat    int      `json:"repeat"`
-	Status    string   `json:"status"`
-	Valid     bool     `json:"valid"`
-	Problems  []string `json:"problems,omitempty"`
+	ID        string `json:"id"`
+	Mode      string `json:"mode"`
+	Condition string `json:"condition"`
+	Repeat    int    `json:"repeat"`
+	Status    string `json:"status"`
+	Valid     bool   `json:"valid"`
+	// Invalid lists why the run is INVALID: the validity checks it failed,
+	// "endpoint/phase: reason".
+	Invalid []string `json:"invalid,omitempty"`
+	// Retried lists the earlier, INVALID attempts of the run that were run
+	// again, with their reasons.
+	Retried  []rundata.Attempt `json:"retried,omitempty"`
+	Problems []string          `json:"problems,omitempty"`
+	// Damaged lists, "file:line: what", why the data of a run that completed
+	// cannot be trusted.
+	Damaged []string `json:"damaged,omitempty"`
+	// Noise is the run's noise floor: how much of what was measured the
+	// machine and the harness could have caused.
+	Noise NoiseFloor `json:"noise"`
 	// TimeoutMs is T.
 	TimeoutMs Num `json:"timeout_ms"`
 	// Endpoints are sorted by name.
@@ -52,13 +65,33 @@ type RunSummary struct {
 	Image string `json:"image,omitempty"`
 }
 
-// usable reports whether verdicts may use the run's numbers.
-func (s RunSummary) usable() bool { return len(s.Problems) == 0 && s.Status == rundata.StatusComplete }
+// usable reports whether verdicts may use the run's numbers: it completed,
+// its data are sound, and it is valid.
+func (s RunSummary) usable() bool {
+	return len(s.Problems) == 0 && len(s.Damaged) == 0 && s.Status == rundata.StatusComplete && s.Valid
+}
+
+// exclusion says why a run is not used by the verdicts ("" when it is).
+func (s RunSummary) exclusion() string {
+	switch {
+	case len(s.Damaged) > 0:
+		return "damaged data: " + strings.Join(s.Damaged, "; ")
+	case len(s.Problems) > 0:
+		return "incomplete: " + strings.Join(s.Problems, "; ")
+	case s.Status != rundata.StatusComplete:
+		return "incomplete: status " + s.Status
+	case !s.Valid:
+		return "INVALID: " + strings.Join(s.Invalid, "; ")
+	}
+	return ""
+}
 
 // EndpointStats are one endpoint's numbers in one run.
 type EndpointStats struct {
 	Endpoint      string `json:"endpoint"`
+	BaselineP50Ms Num    `json:"baseline_p50_ms"`
 	BaselineP99Ms Num    `json:"baseline_p99_ms"`
+	FaultP50Ms    Num    `json:"fault_p50_ms"`
 	// Fault-phase numbers (the whole run after warmup when there is no
 	// fault phase).
 	FaultP99Ms     Num            `json:"fault_p99_ms"`
@@ -70,6 +103,25 @@ type EndpointStats struct {
 	// than P2FastRejectMaxT·T (estimated from the rejected-latency
 	// quantiles); null without failures.
 	FastRejectShare Num `json:"fast_reject_share"`
+	// UnclassifiedShare is the share of the fault phase's results that no
+	// classification rule matched (class other); Unclassified counts them
+	// by status code.
+	UnclassifiedShare Num              `json:"unclassified_share"`
+	Unclassified      map[string]int64 `json:"unclassified,omitempty"`
+	// Phases are the endpoint's numbers in every phase, in order.
+	Phases []PhaseNumbers `json:"phases"`
+}
+
+// PhaseNumbers are one endpoint's numbers in one phase.
+type PhaseNumbers struct {
+	Phase     string `json:"phase"`
+	Results   int64  `json:"results"`
+	P50Ms     Num    `json:"p50_ms"`
+	P99Ms     Num    `json:"p99_ms"`
+	ErrorRate Num    `json:"error_rate"`
+	OKPerS    Num    `json:"ok_per_s"`
+	// Unclassified counts results no rule matched, by status code.
+	Unclassified map[string]int64 `json:"unclassified,omitempty"`
 }
 
 // PoolStats compares Little's-law predictions with the measurement for one
@@ -94,12 +146,23 @@ type PoolStats struct {
 var nan = Num(math.NaN())
 
 // summarizeRun computes a run's numbers under the expectations ex.
-func summarizeRun(r *Run, ex rundata.Expectations) RunSummary {
+func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s := RunSummary{
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
-		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems,
-		TimeoutMs: Num(ms(r.Meta.Timeout)), TimeToDegradeT: nan,
+		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
+		Retried: r.Meta.Attempts, TimeoutMs: Num(ms(r.Meta.Timeout)), TimeToDegradeT: nan,
 	}
+	for _, v := range r.Meta.Validity {
+		if !v.Valid {
+			for _, reason := range v.Reasons {
+				s.Invalid = append(s.Invalid, v.Endpoint+"/"+v.Phase+": "+reason)
+			}
+		}
+	}
+	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(s.Invalid) == 0 {
+		s.Invalid = []string{"the load generator did not keep the open model"}
+	}
+	s.Noise = r.noiseFloor()
 	phase := r.mainPhase()
 	for _, ep := range r.endpoints() {
 		s.Endpoints = append(s.Endpoints, r.endpointStats(ep, phase, ex))
@@ -128,9 +191,15 @@ func (r *Run) mainPhase() string {
 	return ""
 }
 
-func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
-	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: nan,
-		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan}
+func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
+	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: nan, BaselineP50Ms: nan,
+		FaultP50Ms: nan, FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan, UnclassifiedShare: nan}
+	if ps, ok := r.phaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+		st.BaselineP50Ms = Num(ms(ps.Latency.P50))
+	}
+	for _, p := range r.Meta.Phases {
+		st.Phases = append(st.Phases, r.phaseNumbers(ep, p.Name))
+	}
 	ps, ok := r.phaseSummary(ep, phase)
 	if !ok {
 		ps = r.mergeWindows(ep, phase)
@@ -141,8 +210,11 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 	}
 	st.FaultCounts = ps.Counts
 	if tot := ps.Counts.Total(); tot > 0 {
+		st.FaultP50Ms = Num(ms(ps.Latency.P50))
 		st.FaultP99Ms = Num(ms(ps.Latency.P99))
 		st.FaultErrorRate = Num(float64(ps.Counts.Failed()) / float64(tot))
+		st.UnclassifiedShare = Num(float64(ps.Counts[rundata.ClassOther]) / float64(tot))
+		st.Unclassified = ps.Unclassified
 	}
 	if secs > 0 {
 		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
@@ -157,6 +229,26 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 		st.FastRejectShare = Num(fast / float64(failed))
 	}
 	return st
+}
+
+// phaseNumbers are ep's numbers over one phase (undefined when it had no
+// results).
+func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
+	n := PhaseNumbers{Phase: phase, P50Ms: nan, P99Ms: nan, ErrorRate: nan, OKPerS: nan}
+	ps, ok := r.phaseSummary(ep, phase)
+	if !ok {
+		ps = r.mergeWindows(ep, phase)
+	}
+	n.Results = ps.Counts.Total()
+	n.Unclassified = ps.Unclassified
+	if n.Results > 0 {
+		n.P50Ms, n.P99Ms = Num(ms(ps.Latency.P50)), Num(ms(ps.Latency.P99))
+		n.ErrorRate = Num(float64(ps.Counts.Failed()) / float64(n.Results))
+	}
+	if secs := r.phaseSeconds(phase); secs > 0 {
+		n.OKPerS = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
+	}
+	return n
 }
 
 // cdfAt estimates the share of a histogram at or below d by interpolating
@@ -229,7 +321,7 @@ func (r *Run) windowSeconds(ep string) float64 {
 }
 
 // degraded reports whether w is degraded against a baseline p99 in ms.
-func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
+func degraded(w rundata.Window, baseP99 float64, ex Expectations) bool {
 	tot := w.Counts.Total()
 	if tot == 0 {
 		return false
@@ -243,7 +335,7 @@ func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
 // timeToDegrade is the time in units of T from fault start to the end of the
 // victim's first degraded window that starts no earlier than half a window
 // before the fault and before the fault ends.
-func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
+func (r *Run) timeToDegrade(ex Expectations) (float64, bool) {
 	fs, ok := r.faultStart()
 	if !ok || r.Meta.Timeout <= 0 {
 		return 0, false

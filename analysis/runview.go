@@ -128,6 +128,7 @@ func (r *Run) endpoints() []string {
 	for _, w := range r.Windows {
 		set[w.Endpoint] = true
 	}
+	delete(set, rundata.CanaryEndpoint) // the noise floor, not an endpoint of the service
 	return sortedKeys(set)
 }
 

@@ -38,23 +38,49 @@ type Summary struct {
 	ExhaustionRules []string `json:"exhaustion_rules"`
 	// Images lists the figures written next to the summary, relative paths.
 	Images []string `json:"images,omitempty"`
+	// Damaged lists the runs whose data are damaged ("run: file:line: what");
+	// they are not evidence, and `--check` fails as a harness error.
+	Damaged []string `json:"damaged,omitempty"`
+	// Notices are what a reader must know before trusting the verdicts
+	// (see Summary.Notices).
+	Notices []string `json:"notices,omitempty"`
 }
 
-// Cell is one condition × mode of the matrix, aggregated over its complete
-// repeats (incomplete runs are listed in Excluded).
+// Cell is one condition × mode of the matrix, aggregated over its usable
+// repeats: complete, sound and valid. The others are listed in Excluded with
+// the reason.
 type Cell struct {
-	Condition        string   `json:"condition"`
-	Mode             string   `json:"mode"`
-	Runs             []string `json:"runs"`
-	Excluded         []string `json:"excluded,omitempty"`
-	VictimP99Ms      Estimate `json:"victim_fault_p99_ms"`
-	VictimErrorRate  Estimate `json:"victim_fault_error_rate"`
-	CulpritP99Ms     Estimate `json:"culprit_fault_p99_ms"`
-	CulpritErrorRate Estimate `json:"culprit_fault_error_rate"`
-	CulpritOKRate    Estimate `json:"culprit_fault_ok_per_s"`
-	TimeToDegradeT   Estimate `json:"time_to_degrade_t"`
+	Condition        string      `json:"condition"`
+	Mode             string      `json:"mode"`
+	Runs             []string    `json:"runs"`
+	Excluded         []Exclusion `json:"excluded,omitempty"`
+	VictimP99Ms      Estimate    `json:"victim_fault_p99_ms"`
+	VictimErrorRate  Estimate    `json:"victim_fault_error_rate"`
+	CulpritP99Ms     Estimate    `json:"culprit_fault_p99_ms"`
+	CulpritErrorRate Estimate    `json:"culprit_fault_error_rate"`
+	CulpritOKRate    Estimate    `json:"culprit_fault_ok_per_s"`
+	TimeToDegradeT   Estimate    `json:"time_to_degrade_t"`
+	// Phases are each endpoint's p50 and p99 in each phase, means over the
+	// cell's runs.
+	Phases []CellPhase `json:"phases"`
 
-	runs []RunSummary
+	runs     []RunSummary
+	excluded []RunSummary
+}
+
+// CellPhase is one endpoint's numbers in one phase of a cell.
+type CellPhase struct {
+	Endpoint  string   `json:"endpoint"`
+	Phase     string   `json:"phase"`
+	P50Ms     Estimate `json:"p50_ms"`
+	P99Ms     Estimate `json:"p99_ms"`
+	ErrorRate Estimate `json:"error_rate"`
+}
+
+// Exclusion is a run a cell does not use, and why.
+type Exclusion struct {
+	Run string `json:"run"`
+	Why string `json:"why"`
 }
 
 // Measure is one number a verdict reports.
@@ -78,7 +104,10 @@ type Verdict struct {
 	Outcome  Outcome   `json:"outcome"`
 	Reason   string    `json:"reason"`
 	Measures []Measure `json:"measures"`
-	Runs     []string  `json:"runs"`
+	// Runs are the runs the verdict used; Excluded those of its cells it
+	// could not use, with the reason.
+	Runs     []string    `json:"runs"`
+	Excluded []Exclusion `json:"excluded,omitempty"`
 }
 
 // LittleRow is the Little's-law comparison for one pool of one cell.
@@ -106,7 +135,13 @@ func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	}
 	s.Cells = buildCells(s.Runs, ex)
 	s.Little = buildLittle(s.Cells)
-	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
+	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), failFast(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
+	for _, r := range s.Runs {
+		for _, d := range r.Damaged {
+			s.Damaged = append(s.Damaged, r.ID+": "+d)
+		}
+	}
+	s.Notices = s.notices()
 	return s
 }
 
@@ -145,7 +180,8 @@ func buildCells(runs []RunSummary, ex rundata.Expectations) []Cell {
 			cells[i].Runs = append(cells[i].Runs, r.ID)
 			cells[i].runs = append(cells[i].runs, r)
 		} else {
-			cells[i].Excluded = append(cells[i].Excluded, r.ID)
+			cells[i].Excluded = append(cells[i].Excluded, Exclusion{Run: r.ID, Why: r.exclusion()})
+			cells[i].excluded = append(cells[i].excluded, r)
 		}
 	}
 	sort.SliceStable(cells, func(i, j int) bool {
@@ -169,6 +205,7 @@ func buildCells(runs []RunSummary, ex rundata.Expectations) []Cell {
 		c.CulpritErrorRate = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultErrorRate }))
 		c.CulpritOKRate = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }))
 		c.TimeToDegradeT = estimate(c.vals(func(r RunSummary) Num { return r.TimeToDegradeT }))
+		c.Phases = cellPhases(c)
 	}
 	return cells
 }
@@ -190,8 +227,8 @@ func (s RunSummary) ep(name string) EndpointStats {
 			return e
 		}
 	}
-	return EndpointStats{Endpoint: name, BaselineP99Ms: nan, FaultP99Ms: nan, FaultErrorRate: nan,
-		FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan}
+	return EndpointStats{Endpoint: name, BaselineP50Ms: nan, BaselineP99Ms: nan, FaultP50Ms: nan, FaultP99Ms: nan,
+		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan, UnclassifiedShare: nan}
 }
 
 func buildLittle(cells []Cell) []LittleRow {
@@ -237,4 +274,36 @@ func cell(cells []Cell, cond, mode string) *Cell {
 		}
 	}
 	return nil
+}
+
+// Expectations are the thresholds and condition roles the verdicts use; the
+// type is the run-data contract's (it lives in the spec).
+type Expectations = rundata.Expectations
+
+// cellPhases aggregates each endpoint's phase numbers over the cell's runs,
+// in the order of the first run.
+func cellPhases(c *Cell) []CellPhase {
+	if len(c.runs) == 0 {
+		return nil
+	}
+	var out []CellPhase
+	for _, e := range c.runs[0].Endpoints {
+		for _, ph := range e.Phases {
+			get := func(f func(PhaseNumbers) Num) Estimate {
+				return estimate(c.vals(func(r RunSummary) Num {
+					for _, p := range r.ep(e.Endpoint).Phases {
+						if p.Phase == ph.Phase {
+							return f(p)
+						}
+					}
+					return nan
+				}))
+			}
+			out = append(out, CellPhase{Endpoint: e.Endpoint, Phase: ph.Phase,
+				P50Ms:     get(func(p PhaseNumbers) Num { return p.P50Ms }),
+				P99Ms:     get(func(p PhaseNumbers) Num { return p.P99Ms }),
+				ErrorRate: get(func(p PhaseNumbers) Num { return p.ErrorRate })})
+		}
+	}
+	return out
 }

@@ -3,37 +3,47 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
-
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // builder assembles one verdict: the cells it needs, its measures, and the
 // outcome rules common to every prediction (see decide).
 type builder struct {
 	v       Verdict
-	ex      rundata.Expectations
+	ex      Expectations
 	cells   []*Cell
-	missing []string
-	invalid []string
+	missing []string // cells without any run
+	invalid []string // cells whose runs are all excluded as INVALID or damaged: why
 	notes   []string
+	unsure  []string // reasons the data cannot decide, besides the measures
 }
 
-func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ...[2]string) *builder {
+func newBuilder(name, claim string, all []Cell, ex Expectations, need ...[2]string) *builder {
 	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
 	for _, k := range need {
 		c := cell(all, k[0], k[1])
-		if c == nil || len(c.runs) == 0 {
+		if c == nil {
 			b.missing = append(b.missing, k[0]+"/"+k[1])
 			b.cells = append(b.cells, &Cell{Condition: k[0], Mode: k[1]})
 			continue
 		}
 		b.cells = append(b.cells, c)
-		for _, r := range c.runs {
-			b.v.Runs = append(b.v.Runs, r.ID)
-			if !r.Valid {
-				b.invalid = append(b.invalid, r.ID)
+		b.v.Runs = append(b.v.Runs, c.Runs...)
+		b.v.Excluded = append(b.v.Excluded, c.Excluded...)
+		if len(c.runs) > 0 {
+			continue
+		}
+		var why []string
+		for _, r := range c.excluded {
+			if !r.Valid || len(r.Damaged) > 0 {
+				why = append(why, r.ID+" ("+r.exclusion()+")")
 			}
+		}
+		if len(why) > 0 {
+			b.invalid = append(b.invalid, why...)
+		} else {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
 		}
 	}
 	return b
@@ -80,13 +90,16 @@ func judge(e Estimate, op string, thr, maxSpread float64) string {
 	return "fail"
 }
 
-// decide sets the outcome: SKIPPED when a needed cell has no complete run,
-// INVALID when a used run failed validity, NOT SUPPORTED when a deciding
-// number definitely fails, INCONCLUSIVE when one is uncertain or undefined,
-// else SUPPORTED.
+// decide sets the outcome: SKIPPED when a needed cell has no complete run
+// at all, INVALID when a needed cell has no usable run but INVALID or
+// damaged ones (no verdict is computed from them), NOT SUPPORTED when a
+// deciding number definitely fails, INCONCLUSIVE when one is uncertain or
+// undefined or the data cannot tell (unsure), else SUPPORTED. Runs of its
+// cells that it could not use are named in the reason.
 func (b *builder) decide() Verdict {
 	v := b.v
-	var failed, unsure []string
+	var failed []string
+	unsure := append([]string(nil), b.unsure...)
 	for _, m := range v.Measures {
 		switch m.Result {
 		case "fail":
@@ -101,7 +114,7 @@ func (b *builder) decide() Verdict {
 	case len(b.missing) > 0:
 		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
 	case len(b.invalid) > 0:
-		v.Outcome, v.Reason = Invalid, "run failed its validity check: "+strings.Join(b.invalid, ", ")
+		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")
 	case len(failed) > 0:
 		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
 	case len(unsure) > 0:
@@ -109,13 +122,21 @@ func (b *builder) decide() Verdict {
 	default:
 		v.Outcome, v.Reason = Supported, "every deciding number met its threshold"
 	}
-	if len(b.notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
-		v.Reason += " (" + strings.Join(b.notes, "; ") + ")"
+	notes := b.notes
+	if v.Outcome != Invalid && len(v.Excluded) > 0 {
+		var ids []string
+		for _, e := range v.Excluded {
+			ids = append(ids, e.Run)
+		}
+		notes = append(notes, "judged without "+strings.Join(ids, ", ")+": see why in the runs")
+	}
+	if len(notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
+		v.Reason += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return v
 }
 
-func p1(cells []Cell, ex rundata.Expectations) Verdict {
+func p1(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
 		ex.Slow, ex.Victim, ex.Culprit, fmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, "shared"})
 	c := b.cells[0]
@@ -135,9 +156,10 @@ func p1(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-func p2(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at baseline and /%s's failures are fast rejections",
-		ex.Slow, ex.Victim, ex.Culprit), cells, ex, [2]string{ex.Slow, "bulkhead"})
+// p2 is isolation: under bulkheads the victim stays at its baseline.
+func p2(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)",
+		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, "bulkhead"})
 	c := b.cells[0]
 	rise := estimate(c.vals(func(r RunSummary) Num {
 		e := r.ep(ex.Victim)
@@ -149,15 +171,58 @@ func p2(cells []Cell, ex rundata.Expectations) Verdict {
 		return Num(ratio(float64(e.FaultP99Ms), float64(e.BaselineP99Ms)))
 	})))
 	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	return b.decide()
+}
+
+// failFast is the second half of DESIGN's P2, judged on its own: under
+// bulkheads the culprit's failures are quick rejections, not timeouts. It
+// depends on how results are classified, so it cannot be decided while
+// more than MaxUnclassified of the culprit's results matched no rule.
+func failFast(cells []Cell, ex Expectations) Verdict {
+	b := newBuilder(FailFast, fmt.Sprintf("bulkhead + %s: /%s's failures are fast rejections (503 from its bulkhead, < %s·T)",
+		ex.Slow, ex.Culprit, fmtG(ex.P2FastRejectMaxT)), cells, ex, [2]string{ex.Slow, "bulkhead"})
+	c := b.cells[0]
 	share := estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FastRejectShare }))
 	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
 	b.info("/"+ex.Culprit+" rejection p99", "ms", estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).RejectedP99Ms })))
+	unclassified := estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).UnclassifiedShare }))
+	b.info("/"+ex.Culprit+" results no rule classified", "share", unclassified)
+	if unclassified.Defined() && unclassified.Mean > MaxUnclassified {
+		b.unsure = append(b.unsure, fmt.Sprintf("%.3g %% of /%s's results matched no classification rule (%s): add a rule for them",
+			100*unclassified.Mean, ex.Culprit, unclassifiedStatuses(c.runs, ex.Culprit)))
+	}
 	t := estimate(c.vals(func(r RunSummary) Num { return r.TimeoutMs }))
 	b.notes = append(b.notes, fmt.Sprintf("fast = latency < %s·T = %s ms", fmtG(ex.P2FastRejectMaxT), fmtG(ex.P2FastRejectMaxT*t.Mean)))
 	return b.decide()
 }
 
-func p3(cells []Cell, ex rundata.Expectations) Verdict {
+// FailFast is the name of the fail-fast verdict.
+const FailFast = "FAILFAST"
+
+// MaxUnclassified is the largest share of an endpoint's results that may
+// match no classification rule before a verdict that depends on the
+// classes becomes INCONCLUSIVE.
+const MaxUnclassified = 0.01
+
+// unclassifiedStatuses names the status codes of ep's unclassified results
+// over runs, most frequent first: "429 ×2000, 418 ×3".
+func unclassifiedStatuses(runs []RunSummary, ep string) string {
+	total := map[string]int64{}
+	for _, r := range runs {
+		for k, n := range r.ep(ep).Unclassified {
+			total[k] += n
+		}
+	}
+	keys := sortedKeys(total)
+	sort.SliceStable(keys, func(i, j int) bool { return total[keys[i]] > total[keys[j]] })
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, total[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func p3(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
 		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, "shared"}, [2]string{ex.Busy, "bulkhead"})
 	sh, bh := b.cells[0], b.cells[1]
@@ -171,7 +236,7 @@ func p3(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-func p4(cells []Cell, ex rundata.Expectations) Verdict {
+func p4(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
 		ex.Victim, ex.Failing, ex.Slow), cells, ex,
 		[2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"}, [2]string{ex.Failing, "shared"}, [2]string{ex.Failing, "bulkhead"})
@@ -211,7 +276,7 @@ func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
+func exhausted(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
 		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
 	var first []string

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -46,7 +47,7 @@ SUPPORTED and 3 when one is INVALID.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if err := analysis.PrintVerdicts(w, sum); err != nil {
+			if err := printVerdicts(w, sum); err != nil {
 				return err
 			}
 			dest := out
@@ -85,12 +86,51 @@ func finishCheck(sum *analysis.Summary, check bool, junit string) error {
 	if !check {
 		return nil
 	}
-	failed, invalid := sum.Check(names)
+	c := sum.Check(names)
 	switch {
-	case invalid:
-		return withCode(ExitInvalid, fmt.Errorf("check: a checked prediction is INVALID (the harness could not hold the load)"))
-	case len(failed) > 0:
-		return withCode(ExitFailed, fmt.Errorf("check: not supported: %s", strings.Join(failed, ", ")))
+	case c.Damaged:
+		return withCode(ExitError, fmt.Errorf("check: the results folder holds damaged run data, which is not evidence: %s", strings.Join(sum.Damaged, "; ")))
+	case len(c.Undecided) > 0:
+		return withCode(ExitInvalid, fmt.Errorf("check: nothing can be concluded about %s (INVALID: the harness could not measure the system; INCONCLUSIVE: the data cannot decide); rerun",
+			strings.Join(c.Undecided, ", ")))
+	case len(c.NotSupported) > 0:
+		return withCode(ExitFailed, fmt.Errorf("check: not supported: %s", strings.Join(c.NotSupported, ", ")))
+	case len(c.Skipped) > 0:
+		return withCode(ExitError, fmt.Errorf("check: could not judge %s: no complete run of the cells they need (see the runs' errors)", strings.Join(c.Skipped, ", ")))
+	}
+	return nil
+}
+
+// printVerdicts prints the verdict table and, after it, what the reader
+// must know before trusting it (damaged data, INVALID runs, runs run again,
+// unclassified responses), ending with a warning line when any run was
+// left INVALID or damaged.
+func printVerdicts(w io.Writer, sum *analysis.Summary) error {
+	if err := analysis.PrintVerdicts(w, sum); err != nil {
+		return err
+	}
+	for _, n := range sum.Notices {
+		fmt.Fprintf(w, "NOTE: %s\n", n)
+	}
+	bad := 0
+	for _, r := range sum.Runs {
+		if !r.Valid || len(r.Damaged) > 0 {
+			bad++
+		}
+	}
+	if bad > 0 {
+		var undecided []string
+		for _, v := range sum.Verdicts {
+			if v.Outcome == analysis.Invalid {
+				undecided = append(undecided, v.Name)
+			}
+		}
+		msg := "the verdicts were judged without them"
+		if len(undecided) > 0 {
+			msg = strings.Join(undecided, ", ") + " could not be judged"
+		}
+		fmt.Fprintf(w, "WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. Rerun the experiment on a quieter machine.\n",
+			bad, len(sum.Runs), msg)
 	}
 	return nil
 }

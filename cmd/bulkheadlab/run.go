@@ -127,7 +127,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if rerr != nil {
 		return errors.Join(runErr, rerr)
 	}
-	if err := analysis.PrintVerdicts(w, sum); err != nil {
+	if err := printVerdicts(w, sum); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+rundata.HTMLFile)

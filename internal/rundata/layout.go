@@ -1,5 +1,10 @@
 package rundata
 
+import (
+	"regexp"
+	"strings"
+)
+
 // The layout of a results folder. The runner writes it with these names and
 // types; the analysis reads it.
 //
@@ -54,3 +59,11 @@ const (
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or a crash; data partial
 	StatusFailed      = "failed"      // the harness failed (a child died, ...)
 )
+
+// runIDRE is what a run ID may be: it names a folder under runs/.
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,190}$`)
+
+// ValidRunID reports whether id can be a run ID: a plain folder name of
+// letters, digits, '_', '-' and '.', not starting with '.', so that no ID
+// can name a path outside runs/.
+func ValidRunID(id string) bool { return runIDRE.MatchString(id) && !strings.Contains(id, "..") }
