@@ -7,10 +7,10 @@ import (
 )
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"est": FormatEstimate,
-	"num": numStr,
-	"pct": pct,
-	"join": func(v []string) string { return strings.Join(v, "; ") },
+	"est":   FormatEstimate,
+	"num":   numStr,
+	"pct":   pct,
+	"join":  func(v []string) string { return strings.Join(v, "; ") },
 	"sched": func(n NoiseFloor, c string) string { return numStr(n.SchedP99Ms[c]) },
 	"measure": func(m Measure) string {
 		if m.Op == "" {
