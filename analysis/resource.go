@@ -18,6 +18,9 @@ const (
 	ResourceCPU         = "cpu"
 	ResourceMemory      = "goroutines/memory"
 	ResourceNone        = "none"
+	// ResourceNotObservable: a user's service whose pools the harness
+	// cannot see (no external.metrics).
+	ResourceNotObservable = "not observable"
 )
 
 // ExhaustionRules documents how the exhausted resource is decided; the
@@ -30,6 +33,7 @@ var ExhaustionRules = []string{
 	"cpu: process_cpu_seconds_total rose at ≥ 90 % of the service's GOMAXPROCS (go_sched_gomaxprocs_threads, else meta versions num_cpu)",
 	"goroutines/memory: go_goroutines ≥ 10× its pre-fault median and ≥ 1000, or resident memory ≥ 3× its pre-fault median",
 	"none: no rule held",
+	"not observable: a user's service that exports no pool metrics (external.metrics names them)",
 }
 
 // Exhaustion names the bounded resource that ran out first in a run.
@@ -48,6 +52,10 @@ type hit struct {
 
 // exhaustion applies ExhaustionRules to the run.
 func (r *Run) exhaustion() Exhaustion {
+	if r.Meta.External && !r.observesPools() {
+		return Exhaustion{Resource: ResourceNotObservable, AfterFaultS: nan,
+			Detail: "the service's pools are invisible to the harness: name its pool metrics under external.metrics"}
+	}
 	from, ok := r.faultStart()
 	if !ok {
 		from = r.origin()
@@ -288,4 +296,14 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 		total += lambda * w
 	}
 	return total
+}
+
+// observesPools reports whether the service's samples hold pool metrics.
+func (r *Run) observesPools() bool {
+	for _, s := range r.Metrics {
+		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, rundata.MetricPoolInUse, "pool")) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -280,7 +280,13 @@ func exhausted(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
 		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
 	var first []string
+	unseen := 0
 	for _, c := range b.cells {
+		for _, r := range c.runs {
+			if r.Exhausted.Resource == ResourceNotObservable {
+				unseen++
+			}
+		}
 		share := estimate(c.vals(func(r RunSummary) Num {
 			first = append(first, r.ID+": "+r.Exhausted.Resource)
 			if r.Exhausted.Resource == ResourcePool {
@@ -289,6 +295,9 @@ func exhausted(cells []Cell, ex Expectations) Verdict {
 			return 0
 		}))
 		b.check("runs of "+c.Mode+" where the pool ran out first", "share", share, ">=", 1)
+	}
+	if unseen > 0 {
+		b.unsure = append(b.unsure, fmt.Sprintf("the pools of %d runs are not observable: name the service's pool metrics under external.metrics", unseen))
 	}
 	if len(first) > 0 {
 		b.notes = append(b.notes, strings.Join(first, ", "))

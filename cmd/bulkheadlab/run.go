@@ -109,6 +109,9 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if o.resume == "" {
 		fmt.Fprintf(w, "%s: %d runs × %s of load\n", sp.Name, len(p.Runs), sp.RunDuration())
 	}
+	for _, warning := range sp.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {
 		fmt.Fprintf(w, "results: %s\n", dir.Path)

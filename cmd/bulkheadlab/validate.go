@@ -52,6 +52,7 @@ It exits 2 if any spec is invalid.`,
 
 // printSpecPreview prints the matrix and the Little's-law preview of s.
 func printSpecPreview(w io.Writer, s *spec.Spec) {
+	out := w
 	runs := s.Expand()
 	t := s.Service.Timeout.D
 	fmt.Fprintf(w, "%s: ok — %s\n", s.File(), s.Name)
@@ -66,6 +67,9 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 		ids[i] = r.ID
 	}
 	fmt.Fprintf(w, "  order: %s\n", strings.Join(ids, ", "))
+	for _, warning := range s.Warnings() {
+		fmt.Fprintf(out, "  warning: %s\n", warning)
+	}
 	if s.External != nil {
 		var ts []string
 		for _, e := range s.Endpoints {
@@ -75,6 +79,11 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 		if rt := s.RemoteTargets(); len(rt) > 0 {
 			fmt.Fprintf(w, "  note: not loopback, needs --allow-remote to run: %s\n", strings.Join(rt, ", "))
 		}
+	}
+	if s.External != nil {
+		fmt.Fprintf(w, "  Little's law: your service's dependency latency and pools are unknown before the run; the report predicts\n"+
+			"  from the latency the proxies measure in the baseline, for the pools declared under external.pools.\n")
+		return
 	}
 	fmt.Fprintf(w, "  Little's law preview (T=%s; permits in flight = Σ rate × holding time, fault phase):\n", t)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

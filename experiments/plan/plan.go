@@ -48,6 +48,16 @@ type Run struct {
 	Meta rundata.RunMeta
 	// Retries is how many more times the run is run when it is INVALID.
 	Retries int
+	// ServiceMetrics, if set, is a user's service's Prometheus endpoint,
+	// sampled as the service (rundata.ServiceComponent).
+	ServiceMetrics *ServiceMetrics
+}
+
+// ServiceMetrics is where a user's service exports its metrics, and under
+// which names.
+type ServiceMetrics struct {
+	URL string
+	Map *MetricMap
 }
 
 // Load is the open-model load of a run.
@@ -222,4 +232,42 @@ func (p *Plan) InjectSharedSemaphoreDefect() {
 			}
 		}
 	}
+}
+
+// MetricMap tells the runner under which names a user's service exports
+// its bulkheads, so that its samples carry the harness's metric names
+// (rundata.MetricPool*) and the same exhaustion rules apply to it. Every
+// name is optional; PoolLabel is the label whose value names the pool.
+type MetricMap struct {
+	InUse, Available, Limit, Waiting, QueueLimit, Rejected string
+	PoolLabel                                              string
+}
+
+// AvailableMetric is the canonical name MetricMap.Canonical gives free
+// permits; the sampler turns them into permits in use.
+const AvailableMetric = "available"
+
+// Names are the user's metric names that m maps.
+func (m *MetricMap) Names() []string {
+	var out []string
+	for _, n := range []string{m.InUse, m.Available, m.Limit, m.Waiting, m.QueueLimit, m.Rejected} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Canonical returns the harness's name for a user's metric (a counter may
+// carry the _total suffix).
+func (m *MetricMap) Canonical(name string) (string, bool) {
+	for _, p := range []struct{ user, canon string }{
+		{m.InUse, rundata.MetricPoolInUse}, {m.Available, AvailableMetric}, {m.Limit, rundata.MetricPoolLimit},
+		{m.Waiting, rundata.MetricPoolWaiting}, {m.QueueLimit, rundata.MetricPoolQueueLimit}, {m.Rejected, rundata.MetricPoolRejected},
+	} {
+		if p.user != "" && (name == p.user || name == p.user+"_total") {
+			return p.canon, true
+		}
+	}
+	return "", false
 }

@@ -32,7 +32,11 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	defer files.close()
 
 	sctx, stopSampler := context.WithCancel(ctx)
-	targets := append(append([]SampleTarget(nil), st.Samples...),
+	targets := append([]SampleTarget(nil), st.Samples...)
+	if m := run.ServiceMetrics; m != nil {
+		targets = append(targets, SampleTarget{Component: rundata.ServiceComponent, MetricsURL: m.URL, Map: m.Map})
+	}
+	targets = append(targets,
 		SampleTarget{Component: rundata.LoadgenComponent, Gatherer: selfMetrics(), PID: os.Getpid()},
 		SampleTarget{Component: rundata.MachineComponent, Machine: true})
 	sampler := &Sampler{Targets: targets, Out: files.metrics, Interval: r.SampleInterval}

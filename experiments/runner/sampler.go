@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/procfs"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
@@ -53,6 +54,9 @@ type SampleTarget struct {
 	PID int
 	// Machine adds the machine's CPU time from /proc/stat.
 	Machine bool
+	// Map, if set, renames the target's own metrics to the harness's (a
+	// user's service that exports its bulkheads under other names).
+	Map *plan.MetricMap
 }
 
 // Sampler scrapes every target's /metrics at a fixed interval and writes
@@ -118,13 +122,17 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 		wg.Go(func() {
 			vals := map[string]float64{}
 			switch {
+			case tg.MetricsURL != "" && tg.Map != nil:
+				if v, err := scrape(ctx, hc, tg.MetricsURL, mapKeep(tg.Map)); err == nil {
+					vals = applyMap(v, tg.Map)
+				}
 			case tg.MetricsURL != "":
 				if v, err := Scrape(ctx, hc, tg.MetricsURL); err == nil {
 					vals = v
 				}
 			case tg.Gatherer != nil:
 				if fams, err := tg.Gatherer.Gather(); err == nil {
-					vals = keptSeries(fams)
+					vals = keptSeries(fams, kept)
 				}
 			}
 			s.prev[i] = intervalQuantiles(vals, s.prev[i])
@@ -262,6 +270,10 @@ func addMachineStats(vals map[string]float64) {
 // their text form, e.g. `bulkhead_pool_in_use{pool="a"}`. Histograms and
 // summaries contribute their _sum and _count series.
 func Scrape(ctx context.Context, hc *http.Client, url string) (map[string]float64, error) {
+	return scrape(ctx, hc, url, kept)
+}
+
+func scrape(ctx context.Context, hc *http.Client, url string, keep func(string) bool) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -275,13 +287,13 @@ func Scrape(ctx context.Context, hc *http.Client, url string) (map[string]float6
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
 	}
-	return ParseMetrics(io.LimitReader(resp.Body, maxScrapeBytes))
+	return parseMetrics(io.LimitReader(resp.Body, maxScrapeBytes), keep)
 }
 
 // keptLines copies the lines of a Prometheus text body that belong to kept
 // metric families (sample lines and their # HELP / # TYPE lines), so that
 // the parser does not spend the load generator's CPU on the rest.
-func keptLines(r io.Reader) (io.Reader, error) {
+func keptLines(r io.Reader, keep func(string) bool) (io.Reader, error) {
 	var buf bytes.Buffer
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -297,7 +309,7 @@ func keptLines(r io.Reader) (io.Reader, error) {
 		} else if i := bytes.IndexAny(line, "{ "); i >= 0 {
 			name = line[:i]
 		}
-		if kept(string(name)) {
+		if keep(string(name)) {
 			buf.Write(line)
 			buf.WriteByte('\n')
 		}
@@ -307,8 +319,10 @@ func keptLines(r io.Reader) (io.Reader, error) {
 
 // ParseMetrics parses the Prometheus text format and keeps the series of
 // SampledPrefixes; see Scrape.
-func ParseMetrics(r io.Reader) (map[string]float64, error) {
-	r, err := keptLines(r)
+func ParseMetrics(r io.Reader) (map[string]float64, error) { return parseMetrics(r, kept) }
+
+func parseMetrics(r io.Reader, keep func(string) bool) (map[string]float64, error) {
+	r, err := keptLines(r, keep)
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
@@ -321,16 +335,16 @@ func ParseMetrics(r io.Reader) (map[string]float64, error) {
 	for _, f := range fams {
 		list = append(list, f)
 	}
-	return keptSeries(list), nil
+	return keptSeries(list, keep), nil
 }
 
 // keptSeries flattens the kept families into series keys; histograms give
 // their _sum and _count (and, for quantileHistograms, their buckets).
-func keptSeries(fams []*dto.MetricFamily) map[string]float64 {
+func keptSeries(fams []*dto.MetricFamily, keep func(string) bool) map[string]float64 {
 	out := map[string]float64{}
 	for _, fam := range fams {
 		name := fam.GetName()
-		if !kept(name) {
+		if !keep(name) {
 			continue
 		}
 		for _, m := range fam.GetMetric() {
@@ -378,4 +392,63 @@ func series(name string, labels []*dto.LabelPair) string {
 		ls[i] = rundata.L(l.GetName(), l.GetValue())
 	}
 	return rundata.Key(name, ls...)
+}
+
+// mapKeep keeps the harness's own series and the ones m renames.
+func mapKeep(m *plan.MetricMap) func(string) bool {
+	return func(name string) bool {
+		if kept(name) {
+			return true
+		}
+		for _, n := range m.Names() {
+			if name == n || name == n+"_total" {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// applyMap renames the series of a user's metrics to the harness's names:
+// each series of a mapped metric becomes the canonical metric with the
+// value of m.PoolLabel as its pool label; free permits (m.Available) become
+// permits in use, limit − available.
+func applyMap(vals map[string]float64, m *plan.MetricMap) map[string]float64 {
+	out := map[string]float64{}
+	avail := map[string]float64{}
+	for k, v := range vals {
+		name, labels, ok := rundata.ParseKey(k)
+		if !ok {
+			continue
+		}
+		canon, mapped := m.Canonical(name)
+		if !mapped {
+			out[k] = v
+			continue
+		}
+		pool := labels[m.PoolLabel]
+		if pool == "" {
+			pool = "service"
+		}
+		ls := []rundata.Label{rundata.L("pool", pool)}
+		if canon == rundata.MetricPoolRejected {
+			if r := labels["reason"]; r != "" {
+				ls = append(ls, rundata.L("reason", r))
+			} else {
+				ls = append(ls, rundata.L("reason", "full"))
+			}
+		}
+		if canon == plan.AvailableMetric {
+			avail[pool] += v
+			continue
+		}
+		out[rundata.Key(canon, ls...)] += v
+	}
+	for pool, a := range avail {
+		limit, ok := out[rundata.Key(rundata.MetricPoolLimit, rundata.L("pool", pool))]
+		if ok {
+			out[rundata.Key(rundata.MetricPoolInUse, rundata.L("pool", pool))] = limit - a
+		}
+	}
+	return out
 }

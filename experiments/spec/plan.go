@@ -222,6 +222,15 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
 	pr.Retries = *v.Retries
+	if x != nil && x.Metrics != nil {
+		m := x.Metrics
+		label := m.PoolLabel
+		if label == "" {
+			label = "pool"
+		}
+		pr.ServiceMetrics = &plan.ServiceMetrics{URL: m.URL, Map: &plan.MetricMap{InUse: m.InUse, Available: m.Available,
+			Limit: m.Limit, Waiting: m.Waiting, QueueLimit: m.QueueLimit, Rejected: m.Rejected, PoolLabel: label}}
+	}
 	if c := r.Condition; len(c.Faults) > 0 {
 		fs := make([]faultproxy.Fault, len(c.Faults))
 		for i, f := range c.Faults {
@@ -257,15 +266,34 @@ func (s *Spec) canary() *plan.Endpoint {
 }
 
 // meta returns the run metadata known before the run starts: identity,
-// seed, status pending, timeouts, endpoints and pools with predictions.
+// seed, status pending, timeouts, endpoints and pools with predictions. A
+// user's service has only the pools it declares, and no prediction: the
+// harness knows neither its dependencies' latency nor its pools (the
+// analysis predicts from the latency the proxies measure).
 func (s *Spec) meta(r Run) rundata.RunMeta {
-	return rundata.RunMeta{
+	m := rundata.RunMeta{
 		Experiment: s.Name, ID: r.ID, Mode: r.Mode.Name, Condition: r.Condition.Name, Repeat: r.Repeat,
 		Seed: r.Seed, Status: rundata.StatusPending,
 		Timeout: s.Service.Timeout.D, ClientTimeout: s.Load.ClientTimeout.D, Window: s.Load.Window.D,
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
 	}
+	if x := s.External; x != nil {
+		m.External = true
+		m.Pools = nil
+		pool := map[string]string{}
+		for _, pl := range x.Pools {
+			m.Pools = append(m.Pools, rundata.PoolInfo{Name: pl.Name, Limit: pl.Size, Queue: pl.Queue, Endpoints: pl.Endpoints})
+			for _, e := range pl.Endpoints {
+				pool[e] = pl.Name
+			}
+		}
+		for i := range m.Endpoints {
+			m.Endpoints[i].Pool = pool[m.Endpoints[i].Name]
+			m.Endpoints[i].BaseLatency = 0
+		}
+	}
+	return m
 }
 
 // runPhases returns the phases of a run of condition c, with c's rate
@@ -323,9 +351,12 @@ func (s *Spec) RemoteTargets() []string {
 	}
 	var out []string
 	x := s.External
-	if x.Canary != "" {
-		if u, err := url.Parse(x.Canary); err != nil || !isLoopback(u.Hostname()) {
-			out = append(out, x.Canary)
+	for _, raw := range []string{x.Canary, metricsURL(x)} {
+		if raw == "" {
+			continue
+		}
+		if u, err := url.Parse(raw); err != nil || !isLoopback(u.Hostname()) {
+			out = append(out, raw)
 		}
 	}
 	for _, m := range []map[string]string{x.Targets, x.Upstreams} {
@@ -372,4 +403,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func metricsURL(x *External) string {
+	if x.Metrics == nil {
+		return ""
+	}
+	return x.Metrics.URL
 }

@@ -175,6 +175,36 @@ type External struct {
 	// Canary is a URL of the user's service that does no work (a health
 	// check), loaded at validity.canary_rate as the run's noise floor.
 	Canary string `yaml:"canary,omitempty"`
+	// Metrics, if set, is the user's service's Prometheus endpoint and the
+	// names of its bulkhead metrics; without it the exhausted resource is
+	// not observable.
+	Metrics *ExternalMetrics `yaml:"metrics,omitempty"`
+	// Pools, if set, declares the service's pools (name, size, the
+	// endpoints that draw from each) for Little's-law predictions; without
+	// them the pool columns say unknown.
+	Pools []ExternalPool `yaml:"pools,omitempty"`
+}
+
+// ExternalMetrics maps a user's bulkhead metrics to the harness's. Each
+// name is optional; give in_use or available (free permits) with limit.
+type ExternalMetrics struct {
+	URL        string `yaml:"url"`
+	InUse      string `yaml:"in_use,omitempty"`
+	Available  string `yaml:"available,omitempty"`
+	Limit      string `yaml:"limit,omitempty"`
+	Waiting    string `yaml:"waiting,omitempty"`
+	QueueLimit string `yaml:"queue_limit,omitempty"`
+	Rejected   string `yaml:"rejected,omitempty"`
+	// PoolLabel is the label that names the pool (default "pool").
+	PoolLabel string `yaml:"pool_label,omitempty"`
+}
+
+// ExternalPool is one pool of a user's service.
+type ExternalPool struct {
+	Name      string   `yaml:"name"`
+	Size      int      `yaml:"size"`
+	Queue     int      `yaml:"queue,omitempty"`
+	Endpoints []string `yaml:"endpoints"`
 }
 
 // Built-in condition and mode names.

@@ -373,6 +373,33 @@ func (s *Spec) validateExternal(p *problems) {
 	if x.Canary != "" {
 		checkURL("external.canary", x.Canary)
 	}
+	if m := x.Metrics; m != nil {
+		checkURL("external.metrics.url", m.URL)
+		if m.InUse == "" && m.Available == "" {
+			p.add("external.metrics", "name in_use (permits in use) or available (free permits, with limit)")
+		}
+		if m.Available != "" && m.Limit == "" {
+			p.add("external.metrics.limit", "required with available: permits in use are limit − available")
+		}
+	}
+	pools := map[string]bool{}
+	for i, pl := range x.Pools {
+		path := fmt.Sprintf("external.pools[%d]", i)
+		switch {
+		case pl.Name == "" || pools[pl.Name]:
+			p.add(path+".name", "required and unique, got %q", pl.Name)
+		case pl.Size < 1:
+			p.add(path+".size", "must be ≥ 1, got %d", pl.Size)
+		case pl.Queue < 0:
+			p.add(path+".queue", "must be ≥ 0, got %d", pl.Queue)
+		}
+		pools[pl.Name] = true
+		for j, e := range pl.Endpoints {
+			if s.DependencyOf(e) == "" {
+				p.add(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint %q", e)
+			}
+		}
+	}
 	if len(s.Modes) != 1 {
 		p.add("modes", "external mode runs the one service it is given: list exactly the mode it is configured with, and run the other mode as a second experiment")
 	}
@@ -395,4 +422,26 @@ func (s *Spec) validateRules(p *problems, n *yaml.Node) {
 			p.addAt(item.Line, fmt.Sprintf("external.rules[%d]", i), "%v", err)
 		}
 	}
+}
+
+// Warnings are things a valid spec may not mean, one sentence each, shown
+// by validate and run: what the harness will not be able to see or judge.
+func (s *Spec) Warnings() []string {
+	var out []string
+	if x := s.External; x != nil {
+		if x.Rules == nil {
+			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
+				"every other response of your service (a 429, a 503 from its bulkhead) counts as unclassified, and FAILFAST "+
+				"becomes INCONCLUSIVE above 1 % of them: add rules (see the README's rule syntax)")
+		}
+		if x.Canary == "" && *s.Validity.CanaryRate > 0 {
+			out = append(out, "external.canary: none given, so a starved service cannot be told from a slow one: "+
+				"name a URL of your service that does no work (its health check)")
+		}
+		if x.Metrics == nil {
+			out = append(out, "external.metrics: none given, so the exhausted resource will read \"not observable\": "+
+				"name your service's Prometheus endpoint and its bulkhead metrics")
+		}
+	}
+	return out
 }

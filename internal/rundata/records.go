@@ -44,6 +44,9 @@ type RunMeta struct {
 	Window time.Duration `json:"window_ns"`
 	// Endpoints describes each loaded endpoint.
 	Endpoints []EndpointInfo `json:"endpoints"`
+	// External is set when the service under test is a user's own: the
+	// harness knows of it only what the spec declares and what it measures.
+	External bool `json:"external,omitempty"`
 	// Canary describes the canary (CanaryEndpoint in the windows and
 	// phases), if the run had one.
 	Canary *CanaryInfo `json:"canary,omitempty"`
