@@ -36,8 +36,11 @@ func newBuilder(name, claim string, all []Cell, ex Expectations, need ...[2]stri
 		}
 		var why []string
 		for _, r := range c.excluded {
-			if !r.Valid || len(r.Damaged) > 0 {
-				why = append(why, r.ID+" ("+r.exclusion()+")")
+			switch {
+			case len(r.Damaged) > 0:
+				why = append(why, r.ID+" (damaged data)")
+			case !r.Valid:
+				why = append(why, r.ID+" (INVALID: "+strings.Join(firstN(r.Invalid, 1), "; ")+")")
 			}
 		}
 		if len(why) > 0 {
@@ -114,7 +117,7 @@ func (b *builder) decide() Verdict {
 	case len(b.missing) > 0:
 		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
 	case len(b.invalid) > 0:
-		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")
+		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")+"; see the runs for every reason"
 	case len(failed) > 0:
 		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
 	case len(unsure) > 0:

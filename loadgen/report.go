@@ -73,7 +73,7 @@ func judge(ps *PhaseStats, in verdictInput) {
 		rs = append(rs, fmt.Sprintf("%d scheduled requests were never sent", ps.Dropped))
 	}
 	if in.canary && in.canaryMaxP99 > 0 && ps.Latency.Count > 0 && ps.Latency.P99 > in.canaryMaxP99 {
-		rs = append(rs, fmt.Sprintf("canary p99 %v exceeds %v: the service (or the machine) was too slow to answer a request that does no work",
+		rs = append(rs, fmt.Sprintf("canary p99 %v exceeds %v (a request that does no work was slow: the service or the machine was starved)",
 			ps.Latency.P99.Round(10*time.Microsecond), in.canaryMaxP99))
 	}
 	if in.health != nil {

@@ -18,8 +18,11 @@ import (
 // and DepArgs.
 
 // DefectFlag is the hidden serve flag that sets the deliberate TEST FAULT
-// LayoutConfig.BrokenSharedBulkhead.
-const DefectFlag = "test-defect-shared-semaphore"
+// LayoutConfig.BrokenSharedBulkhead; BurnFlag sets Config.BurnCPU.
+const (
+	DefectFlag = "test-defect-shared-semaphore"
+	BurnFlag   = "test-defect-burn-cpu"
+)
 
 // FlagError is a command-line error naming the flag.
 type FlagError struct {
@@ -59,6 +62,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.cfg.Layout.BrokenSharedBulkhead, DefectFlag, false,
 		"TEST FAULT: in bulkhead mode route every endpoint to one semaphore (proves the CI check can fail)")
 	_ = fs.MarkHidden(DefectFlag)
+	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
+	_ = fs.MarkHidden(BurnFlag)
 }
 
 // Config returns the validated configuration the parsed flags describe.
@@ -101,7 +106,7 @@ func (f *ServeFlags) Config() (Config, error) {
 var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
 	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns",
-	"endpoints": "--endpoint",
+	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag,
 }
 
 // flagError maps a *ConfigError to the flag that sets its field.
@@ -158,6 +163,9 @@ func ServeArgs(c Config) []string {
 	}
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
+	}
+	if c.BurnCPU > 0 {
+		args = append(args, "--"+BurnFlag, strconv.Itoa(c.BurnCPU))
 	}
 	return args
 }

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,6 +85,11 @@ type Config struct {
 	// MaxBodyBytes caps how much of a dependency's body is relayed; zero
 	// means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// BurnCPU is a deliberate TEST FAULT, never for real use: Serve keeps
+	// this many goroutines spinning, so the service (and the machine) is
+	// starved and a run against it must come out INVALID, not as evidence.
+	BurnCPU int
 }
 
 // EndpointNames returns the names of c's endpoints in order.
@@ -106,6 +113,8 @@ func (c Config) Validate() error {
 		return fieldErrorf("max_body_bytes", "must not be negative, got %d", c.MaxBodyBytes)
 	case len(c.Endpoints) == 0:
 		return fieldErrorf("endpoints", "at least one endpoint is required")
+	case c.BurnCPU < 0 || c.BurnCPU > 64:
+		return fieldErrorf("burn_cpu", "must be between 0 and 64, got %d", c.BurnCPU)
 	}
 	seen := map[string]bool{}
 	for _, e := range c.Endpoints {
@@ -214,7 +223,24 @@ func (s *Service) Registry() *prometheus.Registry { return s.registry }
 // idle connections. It returns nil after a shutdown caused by ctx.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.Close()
+	var burners sync.WaitGroup
+	for range s.cfg.BurnCPU {
+		burners.Go(func() { burn(ctx) })
+	}
+	defer burners.Wait()
 	return serveHTTP(ctx, ln, s.handler)
+}
+
+// burn spins until ctx ends (the BurnCPU test fault).
+func burn(ctx context.Context) {
+	for x := uint64(1); ctx.Err() == nil; {
+		for range 1 << 16 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if x == 0 {
+			runtime.Gosched() // never: keeps x alive
+		}
+	}
 }
 
 // Close releases idle dependency connections. The service stays usable.

@@ -129,7 +129,7 @@ func printVerdicts(w io.Writer, sum *analysis.Summary) error {
 		if len(undecided) > 0 {
 			msg = strings.Join(undecided, ", ") + " could not be judged"
 		}
-		fmt.Fprintf(w, "WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. Rerun the experiment on a quieter machine.\n",
+		fmt.Fprintf(w, "WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. See why above; rerun on a quieter machine.\n",
 			bad, len(sum.Runs), msg)
 	}
 	return nil

@@ -30,6 +30,7 @@ type runOptions struct {
 	outSet      bool // --out was given
 	hdrLogs     bool
 	defect      bool
+	burn        int
 }
 
 // defectFlag is the hidden flag of `run` that breaks isolation on purpose
@@ -81,6 +82,8 @@ hold the load), 130 interrupted.`,
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
 	_ = f.MarkHidden(defectFlag)
+	f.IntVar(&o.burn, service.BurnFlag, 0, "TEST FAULT: start the service with N goroutines spinning (a starved service)")
+	_ = f.MarkHidden(service.BurnFlag)
 	return cmd
 }
 
@@ -95,6 +98,9 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	}
 	if o.defect {
 		p.InjectSharedSemaphoreDefect()
+	}
+	if o.burn > 0 {
+		p.InjectCPUBurn(o.burn)
 	}
 	w := cmd.OutOrStdout()
 	tty := false

@@ -221,6 +221,19 @@ func (c Component) Args() []string {
 	return nil
 }
 
+// InjectCPUBurn turns on the deliberate TEST FAULT service.Config.BurnCPU
+// (n spinning goroutines) in every service component of the plan, so that
+// tests can prove a starved service makes runs INVALID.
+func (p *Plan) InjectCPUBurn(n int) {
+	for i := range p.Runs {
+		for j := range p.Runs[i].Components {
+			if s := p.Runs[i].Components[j].Service; s != nil {
+				s.Config.BurnCPU = n
+			}
+		}
+	}
+}
+
 // InjectSharedSemaphoreDefect turns on the deliberate TEST FAULT
 // service.LayoutConfig.BrokenSharedBulkhead in every service component of
 // the plan, so that tests can prove the regression check fails.
