@@ -17,6 +17,10 @@ type builder struct {
 	invalid []string // cells whose runs are all excluded as INVALID or damaged: why
 	notes   []string
 	unsure  []string // reasons the data cannot decide, besides the measures
+	// undecidable are reasons the measures cannot be trusted at all (the
+	// results they count were not classified): INCONCLUSIVE even when a
+	// measure fails.
+	undecidable []string
 }
 
 func newBuilder(name, claim string, all []Cell, ex Expectations, need ...[2]string) *builder {
@@ -118,6 +122,8 @@ func (b *builder) decide() Verdict {
 		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
 	case len(b.invalid) > 0:
 		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")+"; see the runs for every reason"
+	case len(b.undecidable) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(b.undecidable, "; ")
 	case len(failed) > 0:
 		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
 	case len(unsure) > 0:
@@ -191,7 +197,7 @@ func failFast(cells []Cell, ex Expectations) Verdict {
 	unclassified := estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).UnclassifiedShare }))
 	b.info("/"+ex.Culprit+" results no rule classified", "share", unclassified)
 	if unclassified.Defined() && unclassified.Mean > MaxUnclassified {
-		b.unsure = append(b.unsure, fmt.Sprintf("%.3g %% of /%s's results matched no classification rule (%s): add a rule for them",
+		b.undecidable = append(b.undecidable, fmt.Sprintf("%.3g %% of /%s's results matched no classification rule (%s): add a rule for them",
 			100*unclassified.Mean, ex.Culprit, unclassifiedStatuses(c.runs, ex.Culprit)))
 	}
 	t := estimate(c.vals(func(r RunSummary) Num { return r.TimeoutMs }))

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -307,8 +309,8 @@ func (s *Spec) validateExpectations(p *problems) {
 		}
 	}
 	for i, c := range e.Check {
-		if c != "P1" && c != "P2" && c != "P3" && c != "P4" {
-			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of P1, P2, P3, P4, got %q", c)
+		if !slices.Contains(rundata.Predictions, c) {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(rundata.Predictions, ", "), c)
 		}
 	}
 }

@@ -48,6 +48,11 @@ type Expectations struct {
 	Check []string `yaml:"check" json:"check"`
 }
 
+// Predictions are the names of the verdicts a spec can check: P2 is
+// isolation, FAILFAST the culprit's quick failures (DESIGN's P2 split in two),
+// EXHAUSTED the resource that ran out first.
+var Predictions = []string{"P1", "P2", "FAILFAST", "P3", "P4", "EXHAUSTED"}
+
 // DefaultExpectations returns the defaults used for every zero field.
 func DefaultExpectations() Expectations {
 	return Expectations{

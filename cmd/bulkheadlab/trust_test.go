@@ -1,0 +1,180 @@
+package main
+
+// End-to-end tests that each rule of trust can fail: a dead target, a
+// starved service, a bulkhead that waits before it rejects, responses no
+// rule classifies, and damaged run data each change the exit code of
+// `--check` the way the README promises, never into a false "regressed".
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// trustSpec is a short one-run experiment on the built-in service; %s is
+// replaced by extra YAML.
+const trustSpec = `name: %s
+seed: 5
+service: {timeout: 250ms, pool_size: 6, queue: 2, max_wait: 1T}
+load: {rates: {a: 40, b: 40}}
+phases: {warmup: 300ms, baseline: 1s, fault: 2s, recovery: 500ms}
+conditions: [slow]
+validity: {retries: 0}
+%s
+`
+
+// runSpec writes a spec and runs it with --check; it returns the exit code,
+// the output and the results folder.
+func runSpec(t *testing.T, name, text string, args ...string) (int, string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, name+".yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunner(t, tmp, append([]string{"run", file, "--out", tmp, "--check"}, args...)...)
+	code := r.wait(t, 90*time.Second)
+	return code, r.out.String(), resultsDir(tmp, name)
+}
+
+func readSummary(t *testing.T, dir string) analysis.Summary {
+	t.Helper()
+	var s analysis.Summary
+	b, err := os.ReadFile(filepath.Join(dir, rundata.SummaryFile))
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		t.Fatalf("summary: %v", err)
+	}
+	return s
+}
+
+func outcomeOf(s analysis.Summary, name string) analysis.Outcome {
+	for _, v := range s.Verdicts {
+		if v.Name == name {
+			return v.Outcome
+		}
+	}
+	return ""
+}
+
+// TestDeadTargetIsInvalid: an external service that is not listening gives
+// no evidence — exit 3 with the baseline reason, not a supported P1.
+func TestDeadTargetIsInvalid(t *testing.T) {
+	dead := freeAddr(t)
+	spec := fmt.Sprintf(trustSpec, "dead", fmt.Sprintf(`modes: [shared]
+external:
+  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
+  upstreams: {A: "http://%[1]s", B: "http://%[1]s"}
+  proxies:   {A: "%[2]s", B: "%[3]s"}
+  canary:    "http://%[1]s/healthz"
+expectations: {check: [P1]}`, dead, freeAddr(t), freeAddr(t)))
+	code, out, dir := runSpec(t, "dead", spec)
+	if code != ExitInvalid || !strings.Contains(out, "baseline unhealthy: 100 % transport_error on /a") {
+		t.Fatalf("exit %d, want %d with the baseline reason; output:\n%s", code, ExitInvalid, out)
+	}
+	if s := readSummary(t, dir); outcomeOf(s, "P1") != analysis.Invalid {
+		t.Errorf("P1 = %s, want INVALID", outcomeOf(s, "P1"))
+	}
+}
+
+// TestStarvedServiceIsInvalid: a service whose own CPU is burnt answers
+// even /healthz slowly; the canary makes the run INVALID (exit 3).
+func TestStarvedServiceIsInvalid(t *testing.T) {
+	code, out, dir := runSpec(t, "starved", fmt.Sprintf(trustSpec, "starved", "modes: [bulkhead]\nexpectations: {check: [P2]}"),
+		"--"+service.BurnFlag, "8")
+	if code != ExitInvalid || !strings.Contains(out, "canary p99") {
+		t.Fatalf("exit %d, want %d naming the canary; output:\n%s", code, ExitInvalid, out)
+	}
+	if s := readSummary(t, dir); outcomeOf(s, "P2") != analysis.Invalid || s.Runs[0].Noise.CanaryP99Ms < 25 {
+		t.Errorf("P2 = %s, canary p99 %v ms; want INVALID above the 25 ms limit", outcomeOf(s, "P2"), s.Runs[0].Noise.CanaryP99Ms)
+	}
+}
+
+// TestWaitBeforeRejectFailsFailFastOnly: a bulkhead that queues its
+// callers for 0.6T before it rejects still isolates /b (P2 SUPPORTED), but
+// its failures are not fast (FAILFAST NOT SUPPORTED, exit 1). The same run's
+// data, damaged by one garbage line, make `report --check` a harness error
+// (exit 4) naming the file and line.
+func TestWaitBeforeRejectFailsFailFastOnly(t *testing.T) {
+	spec := fmt.Sprintf(trustSpec, "waits", `modes:
+  - {name: bulkhead, pool_sizes: {a: 3, b: 3}, queues: {a: 30, b: 2}}
+service: {timeout: 250ms, pool_size: 6, queue: 2, max_wait: 0.6T}
+expectations: {check: [P2, FAILFAST]}`)
+	spec = strings.Replace(spec, "service: {timeout: 250ms, pool_size: 6, queue: 2, max_wait: 1T}\n", "", 1)
+	code, out, dir := runSpec(t, "waits", spec)
+	if code != ExitFailed || !strings.Contains(out, "not supported: FAILFAST") {
+		t.Fatalf("exit %d, want %d naming FAILFAST only; output:\n%s", code, ExitFailed, out)
+	}
+	s := readSummary(t, dir)
+	if outcomeOf(s, "P2") != analysis.Supported || outcomeOf(s, analysis.FailFast) != analysis.NotSupported {
+		t.Fatalf("P2 %s, FAILFAST %s; want SUPPORTED and NOT SUPPORTED", outcomeOf(s, "P2"), outcomeOf(s, analysis.FailFast))
+	}
+
+	windows := filepath.Join(dir, rundata.RunsDir, "slow-bulkhead-r1", rundata.WindowsFile)
+	b, err := os.ReadFile(windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	damaged := strings.Join(lines[:5], "") + "{not json\n" + strings.Join(lines[5:], "")
+	if err := os.WriteFile(windows, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, msg := execute(t, "report", dir, "--check", "--no-images")
+	if code != ExitError || !strings.Contains(msg, "windows.jsonl:6") {
+		t.Errorf("report --check on damaged data: exit %d %q, want %d naming windows.jsonl:6", code, msg, ExitError)
+	}
+}
+
+// TestUnclassifiedIsNamedAndInconclusive: a user's service whose bulkhead
+// answers 503s that no rule classifies: the 503s are counted and named, and
+// FAILFAST, which depends on the classes, is INCONCLUSIVE (exit 3).
+func TestUnclassifiedIsNamedAndInconclusive(t *testing.T) {
+	depA := startDep(t, "A")
+	depB := startDep(t, "B")
+	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	svc, err := service.New(service.Config{
+		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 0},
+		Timeout: 250 * time.Millisecond, Endpoints: service.TwoEndpoints("http://"+proxyA, "http://"+proxyB),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, svc.Serve)
+	spec := fmt.Sprintf(trustSpec, "unclassified", fmt.Sprintf(`modes: [bulkhead]
+external:
+  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
+  upstreams: {A: "%[2]s", B: "%[3]s"}
+  proxies:   {A: "%[4]s", B: "%[5]s"}
+  canary:    "http://%[1]s/healthz"
+  rules:
+    - {status: 2xx, class: ok}
+expectations: {check: [FAILFAST]}`, addr, depA, depB, proxyA, proxyB))
+	code, out, dir := runSpec(t, "unclassified", spec)
+	if code != ExitInvalid || !strings.Contains(out, "matched no classification rule: 503 ×") {
+		t.Fatalf("exit %d, want %d naming the unclassified 503s; output:\n%s", code, ExitInvalid, out)
+	}
+	if s := readSummary(t, dir); outcomeOf(s, analysis.FailFast) != analysis.Inconclusive {
+		t.Errorf("FAILFAST = %s, want INCONCLUSIVE", outcomeOf(s, analysis.FailFast))
+	}
+}
+
+// startDep serves a 5 ms dependency stub until the test ends.
+func startDep(t *testing.T, name string) string {
+	t.Helper()
+	dep, err := service.NewDep(service.DepConfig{Name: name, Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + serveOn(t, dep.Serve)
+}
