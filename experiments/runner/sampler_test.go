@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
 // lineWriter counts written lines and cancels after n.
@@ -98,5 +101,59 @@ func TestSampler(t *testing.T) {
 func TestParseMetricsBad(t *testing.T) {
 	if _, err := ParseMetrics(strings.NewReader("bulkhead_x{ 3\n")); err == nil {
 		t.Error("ParseMetrics accepted garbage")
+	}
+}
+
+// TestIntervalQuantiles: the p99 of a histogram over one sampling interval
+// comes from the difference of its cumulative buckets, and the buckets are
+// not kept.
+func TestIntervalQuantiles(t *testing.T) {
+	key := func(le string) string {
+		return rundata.Key(runtimestats.SchedLatency+"_bucket", rundata.L("le", le))
+	}
+	tick := func(c1, c2, c3, inf float64) map[string]float64 {
+		return map[string]float64{key("0.001"): c1, key("0.01"): c2, key("0.1"): c3, key("+Inf"): inf, "other": 1}
+	}
+	vals := tick(100, 100, 100, 100)
+	prev := intervalQuantiles(vals, nil)
+	if got := vals[runtimestats.SchedLatency+"_p99"]; got != 0.001 {
+		t.Errorf("first interval p99 = %g, want 0.001", got)
+	}
+	vals = tick(150, 160, 200, 200) // 100 new: 50 ≤ 1 ms, 10 ≤ 10 ms, 40 ≤ 100 ms
+	intervalQuantiles(vals, prev)
+	if got := vals[runtimestats.SchedLatency+"_p99"]; got != 0.1 {
+		t.Errorf("second interval p99 = %g, want 0.1", got)
+	}
+	for k := range vals {
+		if strings.Contains(k, "_bucket") {
+			t.Errorf("bucket series %s kept", k)
+		}
+	}
+	vals = tick(150, 160, 200, 200) // nothing new
+	intervalQuantiles(vals, tick(150, 160, 200, 200))
+	if _, ok := vals[runtimestats.SchedLatency+"_p99"]; ok {
+		t.Error("p99 written for an interval without observations")
+	}
+}
+
+// TestApplyMap: a user's bulkhead metrics become the harness's, free
+// permits become permits in use.
+func TestApplyMap(t *testing.T) {
+	m := &plan.MetricMap{Available: "bh_available", Limit: "bh_max", Rejected: "bh_rejected", PoolLabel: "name"}
+	in := map[string]float64{
+		`bh_available{name="orders"}`:      2,
+		`bh_max{name="orders"}`:            10,
+		`bh_rejected_total{name="orders"}`: 7,
+		`go_goroutines`:                    30,
+	}
+	got := applyMap(in, m)
+	want := map[string]float64{
+		`bulkhead_pool_in_use{pool="orders"}`:                       8,
+		`bulkhead_pool_limit{pool="orders"}`:                        10,
+		`bulkhead_pool_rejected_total{pool="orders",reason="full"}`: 7,
+		`go_goroutines`: 30,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("applyMap = %v, want %v", got, want)
 	}
 }

@@ -17,26 +17,32 @@ func TestCollectorSeesSchedulingLatency(t *testing.T) {
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
 	before := Read()[0]
-	stop := time.Now().Add(300 * time.Millisecond)
-	done := make(chan struct{})
-	go func() {
-		for time.Now().Before(stop) {
-		}
-		done <- struct{}{}
-	}()
-	for range 8 {
+	after := before
+	slow := uint64(0)
+	// The runtime samples one transition in eight: repeat a few rounds until
+	// the busy goroutine's 10 ms slices have delayed a sampled wake-up.
+	for round := 0; round < 10 && slow == 0; round++ {
+		stop := time.Now().Add(300 * time.Millisecond)
+		done := make(chan struct{})
 		go func() {
 			for time.Now().Before(stop) {
-				time.Sleep(100 * time.Microsecond)
 			}
 			done <- struct{}{}
 		}()
+		for range 32 {
+			go func() {
+				for time.Now().Before(stop) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				done <- struct{}{}
+			}()
+		}
+		for range 33 {
+			<-done
+		}
+		after = Read()[0]
+		slow = (after.Count - after.Cumulative[1e-3]) - (before.Count - before.Cumulative[1e-3])
 	}
-	for range 9 {
-		<-done
-	}
-	after := Read()[0]
-	slow := (after.Count - after.Cumulative[1e-3]) - (before.Count - before.Cumulative[1e-3])
 	if after.Count <= before.Count || slow == 0 {
 		t.Errorf("scheduling latency: %d new observations, %d over 1 ms; want some over 1 ms", after.Count-before.Count, slow)
 	}
