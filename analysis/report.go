@@ -18,7 +18,7 @@ import (
 type Options struct {
 	// OutDir is where the report is written; empty means the results folder.
 	OutDir string
-	// Expectations, when non-nil, replace the spec's (zero fields still take
+	// Expectations, when non-nil, replace the spec's (zero fields take
 	// defaults).
 	Expectations *Expectations
 	// NoImages skips the PNGs (summary.json, report.md and index.html only).
@@ -48,7 +48,7 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 	}
 	ex := exp.Expectations
 	if opts.Expectations != nil {
-		ex = *opts.Expectations
+		ex = opts.Expectations.WithDefaults()
 	}
 	sum := Evaluate(exp, ex)
 	out := opts.OutDir

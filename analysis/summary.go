@@ -125,10 +125,10 @@ type LittleRow struct {
 }
 
 // Evaluate computes per-run numbers, per-cell estimates, Little's-law rows
-// and the verdicts P1–P4 and EXHAUSTED under ex (zero fields take defaults).
-// It does not touch the file system.
+// and the verdicts under ex, which must be complete (a spec's, or
+// WithDefaults of a partial one): a zero threshold is taken as zero. It
+// does not touch the file system.
 func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
-	ex = ex.WithDefaults()
 	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: ExhaustionRules}
 	for _, r := range exp.Runs {
 		s.Runs = append(s.Runs, summarizeRun(r, ex))

@@ -96,7 +96,7 @@ func (d *Dep) Registry() *prometheus.Registry { return d.registry }
 // Serve serves the stub on ln until ctx ends, then shuts down gracefully
 // within ShutdownTimeout. It returns nil after a ctx-driven shutdown.
 func (d *Dep) Serve(ctx context.Context, ln net.Listener) error {
-	return serveHTTP(ctx, ln, d.handler)
+	return serveHTTP(ctx, ln, d.handler, d.cfg.Latency+d.cfg.Jitter+ReadTimeout)
 }
 
 // delay draws the next response delay from the seeded source.

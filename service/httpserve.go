@@ -12,13 +12,30 @@ import (
 // still open after it are closed.
 const ShutdownTimeout = 4 * time.Second
 
+// Server timeouts. Requests to the service and the stub have no body, so
+// reading one is quick; a connection idle longer than IdleTimeout is closed
+// (the load generator keeps its connections busy; a forgotten keep-alive
+// connection must not stay open forever).
+const (
+	ReadTimeout = 10 * time.Second
+	IdleTimeout = 30 * time.Second
+)
+
+// idleTimeout is IdleTimeout, shortened by tests.
+var idleTimeout = IdleTimeout
+
 // serveHTTP serves h on ln until ctx ends, then shuts down gracefully
-// within ShutdownTimeout. It returns nil after a ctx-driven shutdown and
-// the server's error otherwise. ln is closed on return.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+// within ShutdownTimeout. writeTimeout bounds one response: longer than the
+// longest answer the component may legitimately take. It returns nil after
+// a ctx-driven shutdown and the server's error otherwise. ln is closed on
+// return.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, writeTimeout time.Duration) error {
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)

@@ -228,7 +228,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		burners.Go(func() { burn(ctx) })
 	}
 	defer burners.Wait()
-	return serveHTTP(ctx, ln, s.handler)
+	// A response takes at most a queue wait and the dependency call.
+	return serveHTTP(ctx, ln, s.handler, s.cfg.Layout.MaxWait+s.cfg.Timeout+ReadTimeout)
 }
 
 // burn spins until ctx ends (the BurnCPU test fault).

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -246,4 +247,46 @@ func asConfigError(err error, ce **ConfigError) bool {
 	e, ok := err.(*ConfigError)
 	*ce = e
 	return ok
+}
+
+// TestServerClosesIdleConnections: a keep-alive connection left idle is
+// closed by the server (no connection stays open for ever), while the
+// service still answers on a new one.
+func TestServerClosesIdleConnections(t *testing.T) {
+	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
+	idleTimeout = 200 * time.Millisecond
+	dep := startDep(t, DepConfig{Name: "A"})
+	svc, err := New(Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 2}, Timeout: time.Second,
+		Endpoints: TwoEndpoints(dep, dep)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil || time.Since(start) > 4*time.Second {
+		t.Errorf("idle keep-alive connection: read %v after %s; want it closed by the server within ~%s", err, time.Since(start), idleTimeout)
+	}
 }

@@ -10,8 +10,9 @@ import (
 // newDepCmd builds the `dep` command: a dependency stub.
 func newDepCmd() *cobra.Command {
 	var (
-		listenAddr string
-		flags      service.DepFlags
+		listenAddr  string
+		allowRemote bool
+		flags       service.DepFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dep",
@@ -32,7 +33,7 @@ The first line of stdout is a JSON announcement with the bound address.`,
 			if err != nil {
 				return usageError(err)
 			}
-			ln, err := listen(listenAddr)
+			ln, err := listen(listenAddr, allowRemote)
 			if err != nil {
 				return err
 			}
@@ -41,7 +42,8 @@ The first line of stdout is a JSON announcement with the bound address.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port); loopback unless --allow-remote")
+	f.BoolVar(&allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
 	flags.Bind(f)
 	return cmd
 }

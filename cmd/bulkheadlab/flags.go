@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 )
 
 // noArgs rejects positional arguments as a usage error.
@@ -20,10 +21,11 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// listen opens addr (host:port; port 0 picks a free one) for --listen.
-func listen(addr string) (net.Listener, error) {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, usageError(fmt.Errorf("--listen: %q is not host:port: %v", addr, err))
+// listen opens addr (host:port; port 0 picks a free one) for --listen,
+// which must be loopback unless allowRemote (--allow-remote).
+func listen(addr string, allowRemote bool) (net.Listener, error) {
+	if err := loopback.CheckListen("--listen", addr, allowRemote); err != nil {
+		return nil, usageError(err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

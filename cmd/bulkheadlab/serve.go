@@ -4,14 +4,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // newServeCmd builds the `serve` command: the service under test.
 func newServeCmd() *cobra.Command {
 	var (
-		listenAddr string
-		flags      service.ServeFlags
+		listenAddr  string
+		allowRemote bool
+		flags       service.ServeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -37,11 +39,16 @@ The first line of stdout is a JSON announcement with the bound address.`,
 			if err != nil {
 				return usageError(err)
 			}
+			for _, e := range cfg.Endpoints {
+				if err := loopback.CheckURL("--endpoint "+e.Name, e.URL, allowRemote); err != nil {
+					return usageError(err)
+				}
+			}
 			svc, err := service.New(cfg)
 			if err != nil {
 				return usageError(err)
 			}
-			ln, err := listen(listenAddr)
+			ln, err := listen(listenAddr, allowRemote)
 			if err != nil {
 				return err
 			}
@@ -50,7 +57,8 @@ The first line of stdout is a JSON announcement with the bound address.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port); loopback unless --allow-remote")
+	f.BoolVar(&allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
 	flags.Bind(f)
 	return cmd
 }

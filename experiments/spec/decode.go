@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"regexp"
@@ -271,23 +274,39 @@ func join(path, field string) string {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlProblem reports a YAML syntax error at its line.
+func yamlProblem(p *problems, err error) {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		p.addAt(line, "", "%s", m[2])
+		return
+	}
+	p.addAt(0, "", "%s", strings.TrimPrefix(msg, "yaml: "))
+}
+
 // decodeSpec parses data strictly into a new Spec. Problems are reported
 // into p; the returned spec is partial when p has errors.
 func decodeSpec(p *problems, data []byte) *Spec {
 	s := &Spec{}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		msg := err.Error()
-		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			p.addAt(line, "", "%s", m[2])
-		} else {
-			p.addAt(0, "", "%s", strings.TrimPrefix(msg, "yaml: "))
-		}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		yamlProblem(p, err)
 		return s
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		p.addAt(1, "", "empty document")
+		return s
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		yamlProblem(p, err)
+		return s
+	default:
+		p.addAt(next.Line, "", "a second YAML document: a file holds one spec (remove the '---' and what follows, or split the file)")
 		return s
 	}
 	p.lines[""] = root.Content[0].Line

@@ -55,30 +55,40 @@ func isBuiltin(name string) bool {
 	return false
 }
 
-// applyDefaults fills every unset field of s, except the built-in
-// conditions' contents and relative durations (see resolve).
+// set reports whether the spec's YAML wrote the field at path (an explicit
+// zero included): only fields it did not write take defaults.
+func (s *Spec) set(path string) bool {
+	_, ok := s.lines[path]
+	return ok
+}
+
+// applyDefaults fills every field the spec did not write, except the
+// built-in conditions' contents and relative durations (see resolve). An
+// explicit zero is kept, so that validation can refuse it where zero means
+// nothing (a pool of 0) and keep it where it means something (a queue of 0,
+// a dependency answering at once).
 func (s *Spec) applyDefaults() {
-	if s.Repeats == 0 {
+	if !s.set("repeats") {
 		s.Repeats = 1
 	}
 	sv := &s.Service
-	if sv.Timeout.IsZero() {
+	if !s.set("service.timeout") {
 		sv.Timeout = Abs(service.DefaultTimeout)
 	}
-	if sv.PoolSize == 0 {
+	if !s.set("service.pool_size") {
 		sv.PoolSize = service.DefaultPoolSize
 	}
 	if sv.Queue == nil {
 		q := service.DefaultQueue
 		sv.Queue = &q
 	}
-	if sv.MaxWait.IsZero() {
+	if !s.set("service.max_wait") {
 		sv.MaxWait = RelT(1)
 	}
-	if sv.Conns == 0 {
+	if !s.set("service.conns") {
 		sv.Conns = service.DefaultConns
 	}
-	if len(s.Endpoints) == 0 {
+	if len(s.Endpoints) == 0 && !s.set("endpoints") {
 		s.Endpoints = DefaultEndpoints()
 	}
 	if s.Dependencies == nil {
@@ -88,39 +98,41 @@ func (s *Spec) applyDefaults() {
 		s.Load.Rates = Rates{}
 	}
 	for _, e := range s.Endpoints {
-		d := s.Dependencies[e.Dependency]
-		if d.Latency.IsZero() && d.Jitter.IsZero() {
+		d, path := s.Dependencies[e.Dependency], "dependencies."+e.Dependency
+		if !s.set(path+".latency") && !s.set(path+".jitter") {
 			d.Latency, d.Jitter = Abs(service.DefaultDepLatency), Abs(service.DefaultDepJitter)
 		}
-		if d.Size == 0 {
+		if !s.set(path + ".size") {
 			d.Size = service.DefaultDepSize
 		}
 		s.Dependencies[e.Dependency] = d
-		if s.Load.Rates[e.Name] == 0 {
+		if _, ok := s.Load.Rates[e.Name]; !ok {
 			s.Load.Rates[e.Name] = DefaultRate
 		}
 	}
-	if s.Load.Window.IsZero() {
+	if !s.set("load.window") {
 		s.Load.Window = Abs(DefaultWindow)
 	}
 	ph := &s.Phases
 	for _, p := range []struct {
-		d   *Duration
-		def time.Duration
-	}{{&ph.Warmup, DefaultWarmup}, {&ph.Baseline, DefaultBaseline}, {&ph.Fault, DefaultFault}, {&ph.Recovery, DefaultRecovery}} {
-		if p.d.IsZero() {
+		d    *Duration
+		path string
+		def  time.Duration
+	}{{&ph.Warmup, "phases.warmup", DefaultWarmup}, {&ph.Baseline, "phases.baseline", DefaultBaseline},
+		{&ph.Fault, "phases.fault", DefaultFault}, {&ph.Recovery, "phases.recovery", DefaultRecovery}} {
+		if !s.set(p.path) {
 			*p.d = Abs(p.def)
 		}
 	}
-	if len(s.Conditions) == 0 {
+	if len(s.Conditions) == 0 && !s.set("conditions") {
 		for _, n := range BuiltinConditions {
 			s.Conditions = append(s.Conditions, Condition{Name: n})
 		}
 	}
-	if len(s.Modes) == 0 {
+	if len(s.Modes) == 0 && !s.set("modes") {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
-	s.Expectations = s.Expectations.WithDefaults()
+	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
 	v := &s.Validity
 	setF := func(p **float64, def float64) {
 		if *p == nil {
@@ -134,10 +146,10 @@ func (s *Spec) applyDefaults() {
 		n := DefaultRetries
 		v.Retries = &n
 	}
-	if v.CanaryMaxP99.IsZero() {
+	if !s.set("validity.canary_max_p99") {
 		v.CanaryMaxP99 = RelT(DefaultCanaryMaxP99T)
 	}
-	if v.MaxLagP99.IsZero() {
+	if !s.set("validity.max_lag_p99") {
 		v.MaxLagP99 = Abs(DefaultMaxLagP99)
 	}
 }
@@ -159,7 +171,7 @@ func (s *Spec) resolveDurations() {
 	abs(&s.Phases.Recovery)
 	abs(&s.Validity.CanaryMaxP99)
 	abs(&s.Validity.MaxLagP99)
-	if s.Load.ClientTimeout.IsZero() {
+	if !s.set("load.client_timeout") {
 		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
 	}
 	abs(&s.Load.ClientTimeout)
@@ -186,13 +198,13 @@ func (s *Spec) expandConditions() {
 		}
 		for j := range c.Faults {
 			f := &c.Faults[j]
-			if f.Percent == 0 {
+			if !s.set(fmt.Sprintf("conditions[%d].faults[%d].percent", i, j)) {
 				f.Percent = 100
 			}
 			if f.Type == "latency" && f.Distribution == "" {
 				f.Distribution = "uniform"
 			}
-			if f.Type == "error" && f.Status == 0 {
+			if f.Type == "error" && !s.set(fmt.Sprintf("conditions[%d].faults[%d].status", i, j)) {
 				f.Status = DefaultFailStatus
 			}
 		}
@@ -215,8 +227,8 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 		}
 	case CondBusy:
 		culprit := s.Expectations.Culprit
-		if s.DependencyOf(culprit) == "" {
-			return // validateExpectations reports the missing culprit
+		if s.DependencyOf(culprit) == "" || !(s.Load.Rates[culprit] > 0) {
+			return // validation reports the missing culprit or its bad rate, where the user wrote it
 		}
 		rate, extra := s.Busy()
 		c.Rates = Rates{culprit: rate}

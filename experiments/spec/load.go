@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -12,14 +14,35 @@ import (
 // MaxSpecSize is the largest spec file Parse accepts.
 const MaxSpecSize = 1 << 20
 
-// Load reads the spec file at path; see Parse. Errors name the file by its
-// base name.
+// ErrNotAFile is wrapped by Load for a path that is not a regular file (a
+// directory, a device such as /dev/zero, a named pipe).
+var ErrNotAFile = errors.New("not a regular file")
+
+// Load reads the spec file at path; see Parse. Only a regular file is read,
+// and at most MaxSpecSize+1 bytes of it, so that a device or a pipe can
+// neither exhaust memory nor block. Errors name the file by its base name.
 func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSpecFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
 	return Parse(filepath.Base(path), data)
+}
+
+func readSpecFile(path string) ([]byte, error) {
+	st, err := os.Stat(path) // does not open: a pipe cannot block it
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotAFile, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
 }
 
 // Parse decodes, completes and validates a spec. file names the spec in

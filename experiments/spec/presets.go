@@ -71,10 +71,26 @@ func Presets() []PresetInfo {
 	return out
 }
 
-// Resolve loads arg as a spec file when a file of that name exists or it
-// ends in .yaml/.yml, and as a preset name otherwise.
+// ErrAmbiguous is returned by Resolve for a bare name that is both a
+// preset and a file in the working directory.
+var ErrAmbiguous = errors.New("ambiguous spec name")
+
+// Resolve loads arg as a spec file when it looks like a path (it holds a
+// path separator or ends in .yaml/.yml), and as an embedded preset when it
+// is a bare name. A bare name that is a preset and also a file here is
+// refused as ambiguous (write ./name to mean the file); a bare name that is
+// only a file loads the file.
 func Resolve(arg string) (*Spec, error) {
-	if _, err := os.Stat(arg); err == nil || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
+	if strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, os.PathSeparator) ||
+		strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
+		return Load(arg)
+	}
+	_, statErr := os.Stat(arg)
+	_, presetErr := PresetSource(arg)
+	switch {
+	case statErr == nil && presetErr == nil:
+		return nil, fmt.Errorf("%w %q: it is an embedded preset and a file here; write ./%s for the file", ErrAmbiguous, arg, arg)
+	case statErr == nil:
 		return Load(arg)
 	}
 	return Preset(arg)

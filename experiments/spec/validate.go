@@ -104,6 +104,9 @@ func (s *Spec) validateService(p *problems) {
 	if sv.Conns < 1 || sv.Conns > 100000 {
 		p.add("service.conns", "must be between 1 and 100000, got %d", sv.Conns)
 	}
+	if w := sv.MaxWait.D; w < 0 || w > time.Minute {
+		p.add("service.max_wait", "must be between 0 and 1m, got %s", w)
+	}
 	if len(p.errs) > before {
 		return
 	}
@@ -154,6 +157,9 @@ func (s *Spec) validateDeps(p *problems) {
 			p.add(path, "no endpoint calls %s (endpoints: %s)", name, s.endpointList())
 			continue
 		}
+		if d.Latency.D > time.Minute {
+			p.add(path+".latency", "must be at most 1m, got %s", d.Latency.D)
+		}
 		if d.Jitter.D > d.Latency.D {
 			p.add(path+".jitter", "%s must not exceed latency %s", d.Jitter.D, d.Latency.D)
 		}
@@ -193,8 +199,8 @@ func (s *Spec) validateRates(p *problems, path string, rates Rates, zeroOK bool)
 func (s *Spec) validateLoad(p *problems) {
 	s.validateRates(p, "load.rates", s.Load.Rates, false)
 	floor := s.Service.Timeout.D + s.Service.MaxWait.D
-	if ct := s.Load.ClientTimeout.D; ct <= floor {
-		p.add("load.client_timeout", "%s must exceed service.timeout + service.max_wait (%s) so that the service answers first", ct, floor)
+	if ct := s.Load.ClientTimeout.D; ct <= floor || ct > 10*time.Minute {
+		p.add("load.client_timeout", "%s must exceed service.timeout + service.max_wait (%s) so that the service answers first, and be at most 10m", ct, floor)
 	}
 	if w := s.Load.Window.D; w < loadgen.MinWindow || w > s.Phases.Fault.D {
 		p.add("load.window", "must be between %s and the fault phase (%s), got %s", loadgen.MinWindow, s.Phases.Fault.D, w)
@@ -246,7 +252,7 @@ func (s *Spec) validateConditions(p *problems) {
 			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
 		}
 		if c.Rates != nil {
-			s.validateRates(p, path+".rates", c.Rates, true)
+			s.validateRates(p, path+".rates", c.Rates, false)
 		}
 	}
 }
@@ -256,6 +262,10 @@ func (s *Spec) validateConditions(p *problems) {
 func validateFault(p *problems, path string, f Fault) {
 	if f.Percent <= 0 || f.Percent > 100 {
 		p.add(path+".percent", "must be in (0, 100], got %g", f.Percent)
+		return
+	}
+	if f.Type == "error" && f.Status == 0 {
+		p.add(path+".status", "must be an HTTP status 200–599, got 0 (leave it out for %d)", DefaultFailStatus)
 		return
 	}
 	err := f.proxyFault().Validate()
@@ -299,14 +309,26 @@ func (s *Spec) validateExpectations(p *problems) {
 			p.add("expectations."+name, "must be a share between 0 and 1, got %g", v)
 		}
 	}
-	for name, v := range map[string]float64{
-		"degraded_p99_factor": e.DegradedP99Factor, "p1_max_time_to_degrade": e.P1MaxTimeToDegrade,
-		"p2_max_p99_rise_t": e.P2MaxP99RiseT, "p2_fast_reject_max_t": e.P2FastRejectMaxT,
-		"p4_max_ratio": e.P4MaxRatio, "max_relative_spread": e.MaxRelativeSpread,
-	} {
-		if v < 0 {
-			p.add("expectations."+name, "must be ≥ 0, got %g", v)
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"p2_max_p99_rise_t", e.P2MaxP99RiseT}, {"p4_max_ratio", e.P4MaxRatio}, {"max_relative_spread", e.MaxRelativeSpread}} {
+		if x.v < 0 {
+			p.add("expectations."+x.name, "must be ≥ 0, got %g", x.v)
 		}
+	}
+	// Zero means nothing for these: every window degraded, no time to
+	// degrade, no rejection fast enough.
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"p1_max_time_to_degrade", e.P1MaxTimeToDegrade}, {"p2_fast_reject_max_t", e.P2FastRejectMaxT}} {
+		if x.v <= 0 {
+			p.add("expectations."+x.name, "must be > 0, got %g", x.v)
+		}
+	}
+	if e.DegradedP99Factor <= 1 {
+		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
 		if !slices.Contains(rundata.Predictions, c) {
@@ -362,11 +384,20 @@ func (s *Spec) validateExternal(p *problems) {
 	for _, e := range s.Endpoints {
 		checkURL("external.targets."+e.Name, x.Targets[e.Name])
 	}
+	ports := map[string]string{}
 	for _, d := range s.dependencyNames() {
 		checkURL("external.upstreams."+d, x.Upstreams[d])
 		path := "external.proxies." + d
-		if _, _, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d])); err != nil {
+		host, port, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d]))
+		switch {
+		case err != nil:
 			p.add(path, "want host:port the proxy listens on (your service calls it), got %q", x.Proxies[d])
+		case port == "0" || port == "":
+			p.add(path, "needs a fixed port (your service is configured to call it), got %q", x.Proxies[d])
+		case ports[host+":"+port] != "":
+			p.add(path, "%s is also the proxy of %s: each dependency needs its own port", x.Proxies[d], ports[host+":"+port])
+		default:
+			ports[host+":"+port] = d
 		}
 	}
 	if x.Rules != nil {
@@ -430,6 +461,21 @@ func (s *Spec) validateRules(p *problems, n *yaml.Node) {
 // by validate and run: what the harness will not be able to see or judge.
 func (s *Spec) Warnings() []string {
 	var out []string
+	for i, m := range s.Modes {
+		if m.Name != ModeBulkhead || s.External != nil {
+			continue
+		}
+		var sizes, queues int
+		for _, pl := range s.Pools(&s.Modes[i]) {
+			sizes += pl.Limit
+			queues += pl.Queue
+		}
+		if sizes != s.Service.PoolSize || queues != *s.Service.Queue {
+			out = append(out, fmt.Sprintf("modes[%d]: the bulkheads hold %d permits and %d queue places against a shared pool of %d and %d: "+
+				"the modes do not compare like for like (the difference in permits, not only the walls, changes the result)",
+				i, sizes, queues, s.Service.PoolSize, *s.Service.Queue))
+		}
+	}
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+

@@ -1,5 +1,10 @@
 package rundata
 
+import (
+	"reflect"
+	"strings"
+)
+
 // Expectations are the thresholds and condition roles the verdicts use. They
 // live in the experiment spec under `expectations:`; zero fields take the
 // values of DefaultExpectations. The experiment spec embeds this type in its
@@ -70,6 +75,20 @@ func DefaultExpectations() Expectations {
 		MaxRelativeSpread:    1.0,
 		Check:                []string{"P1", "P2"},
 	}
+}
+
+// WithDefaultsFor returns e with the default in every field whose YAML key
+// set does not report as written: an explicit zero stays zero.
+func (e Expectations) WithDefaultsFor(set func(key string) bool) Expectations {
+	d := DefaultExpectations()
+	ev, dv := reflect.ValueOf(&e).Elem(), reflect.ValueOf(d)
+	for i := 0; i < ev.NumField(); i++ {
+		key, _, _ := strings.Cut(ev.Type().Field(i).Tag.Get("yaml"), ",")
+		if !set(key) {
+			ev.Field(i).Set(dv.Field(i))
+		}
+	}
+	return e
 }
 
 // WithDefaults returns e with every zero field replaced by its default.
