@@ -7,11 +7,12 @@ import (
 )
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"est":   FormatEstimate,
-	"num":   numStr,
-	"pct":   pct,
-	"join":  func(v []string) string { return strings.Join(v, "; ") },
-	"sched": func(n NoiseFloor, c string) string { return numStr(n.SchedP99Ms[c]) },
+	"est":    FormatEstimate,
+	"num":    numStr,
+	"pct":    pct,
+	"status": statusText,
+	"join":   func(v []string) string { return strings.Join(v, "; ") },
+	"sched":  func(n NoiseFloor, c string) string { return numStr(n.SchedP99Ms[c]) },
 	"measure": func(m Measure) string {
 		if m.Op == "" {
 			return "(info)"
@@ -52,7 +53,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 {{end}}</table>
 <h2>Runs: validity and noise floor</h2>
 <table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th></tr>
-{{range .Runs}}<tr{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{.Status}}</td><td>{{.Valid}}</td><td>{{join .Damaged}} {{join .Invalid}} {{join .Problems}}{{range .Retried}}<br>run again after: {{join .Reasons}}{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
+{{range .Runs}}<tr{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{join .Damaged}} {{join .Invalid}} {{join .Problems}}{{range .Retried}}<br>run again after: {{join .Reasons}}{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
 {{end}}</table>
 <h2>Runs: degradation and the resource that ran out first</h2>
 <table><tr><th>run</th><th>time to degrade (T)</th><th>exhausted first</th><th>detail</th></tr>

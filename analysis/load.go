@@ -159,7 +159,11 @@ func loadRun(dir string, e rundata.IndexEntry) *Run {
 			r.problem(f.file, f.err)
 		}
 	}
-	if r.Meta.Status != rundata.StatusComplete {
+	switch r.Meta.Status {
+	case rundata.StatusComplete:
+	case rundata.StatusRunning:
+		r.Problems = append(r.Problems, "status running: the runner was killed during this run (interrupted)")
+	default:
 		r.Problems = append(r.Problems, "status "+r.Meta.Status)
 	}
 	if complete && metaErr == nil {

@@ -19,6 +19,10 @@ func TestLoadErrors(t *testing.T) {
 	badSpec := writeSynth(t, t.TempDir(), "expectations: [not, a, map\n", nil)
 	badIndex := t.TempDir()
 	os.WriteFile(filepath.Join(badIndex, rundata.IndexFile), []byte("{"), 0o644)
+	traversal := t.TempDir()
+	os.WriteFile(filepath.Join(traversal, rundata.IndexFile), []byte(`{"experiment":"x","runs":[{"id":"../../victim","status":"complete"}]}`), 0o644)
+	dup := t.TempDir()
+	os.WriteFile(filepath.Join(dup, rundata.IndexFile), []byte(`{"experiment":"x","runs":[{"id":"a-b-r1"},{"id":"a-b-r1"}]}`), 0o644)
 	for _, tc := range []struct {
 		dir, wantFile string
 	}{
@@ -26,6 +30,8 @@ func TestLoadErrors(t *testing.T) {
 		{t.TempDir(), rundata.IndexFile},
 		{badIndex, rundata.IndexFile},
 		{badSpec, rundata.SpecFile},
+		{traversal, `"../../victim" is not a run ID`},
+		{dup, `"a-b-r1" appears twice`},
 		{filepath.Join(good, rundata.IndexFile), rundata.IndexFile},
 	} {
 		_, err := Load(tc.dir)

@@ -186,7 +186,7 @@ func writeRunsMD(b *bytes.Buffer, s *Summary) {
 			why += fmt.Sprintf("; run again after: %s", strings.Join(firstN(a.Reasons, 2), "; "))
 		}
 		n := r.Noise
-		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s |\n", r.ID, r.Status, r.Valid, mdEscape(strings.TrimPrefix(why, "; ")),
+		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s |\n", r.ID, statusText(r.Status), r.Valid, mdEscape(strings.TrimPrefix(why, "; ")),
 			numStr(n.CanaryP99Ms), numStr(n.CanaryLimitMs), numStr(n.LagP99Ms), numStr(n.SchedP99Ms[rundata.ServiceComponent]),
 			numStr(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
 	}
@@ -219,4 +219,14 @@ func orNone(v []string) []string {
 		return []string{"none"}
 	}
 	return v
+}
+
+// statusText is a run status as a reader should read it: a run found
+// "running" in a folder no runner writes any more was cut by a killed
+// runner.
+func statusText(status string) string {
+	if status == rundata.StatusRunning {
+		return "interrupted (killed)"
+	}
+	return status
 }

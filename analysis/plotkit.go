@@ -1,11 +1,10 @@
 package analysis
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -23,25 +22,19 @@ type figure interface {
 
 const figureDPI = 96
 
-// savePNG renders f into path.
-func savePNG(path string, f figure) (err error) {
+// savePNG renders f into path (atomically).
+func savePNG(path string, f figure) error {
 	w, h := f.size()
 	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(figureDPI), vgimg.UseBackgroundColor(color.White))
 	f.draw(draw.New(c))
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("analysis: %w", err)
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("analysis: %w", cerr)
-		}
-	}()
-	bw := bufio.NewWriter(out)
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(bw); err != nil {
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
 		return fmt.Errorf("analysis: png %s: %w", path, err)
 	}
-	return bw.Flush()
+	if err := WriteFileAtomic(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("analysis: %w", err)
+	}
+	return nil
 }
 
 // Colours: the culprit /a is red, the victim /b blue, a shared pool purple;

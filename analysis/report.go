@@ -3,6 +3,7 @@ package analysis
 import (
 	"runtime"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/atomicfile"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"golang.org/x/sync/errgroup"
 
@@ -125,8 +126,8 @@ func writeSummaryFiles(sum *Summary, out string) error {
 		data []byte
 	}{{rundata.SummaryFile, b}, {rundata.ReportFile, renderMarkdown(sum)}, {rundata.HTMLFile, renderHTML(sum)}}
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
-			return fmt.Errorf("analysis: write %s: %w", f.name, err)
+		if err := WriteFileAtomic(filepath.Join(out, f.name), f.data); err != nil {
+			return fmt.Errorf("analysis: %w", err)
 		}
 	}
 	return nil
@@ -143,3 +144,8 @@ func MarshalSummary(sum *Summary) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// WriteFileAtomic replaces path with data so that an interrupted write
+// leaves the old file or the new one, never a part of it. Every file of a
+// report is written this way.
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }

@@ -13,10 +13,11 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 )
 
-// noArgs rejects positional arguments as a usage error.
+// noArgs rejects positional arguments as a usage error naming them.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if err := cobra.NoArgs(cmd, args); err != nil {
-		return usageError(err)
+	if len(args) > 0 {
+		return usageError(fmt.Errorf("%s takes no arguments, got %q (flags start with --; see %s --help)",
+			cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()))
 	}
 	return nil
 }

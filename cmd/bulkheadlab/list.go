@@ -16,7 +16,7 @@ func newListCmd() *cobra.Command {
 		Short: "List the embedded experiment presets",
 		Example: `  bulkheadlab list
   bulkheadlab validate month-end-close   # see one preset's matrix and preview`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			for _, p := range spec.Presets() {

@@ -39,7 +39,7 @@ GET/PUT/DELETE /faults, /healthz and Prometheus /metrics.
 The first line on stdout is a JSON announcement with the bound addresses.`,
 		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
   curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},

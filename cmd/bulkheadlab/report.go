@@ -1,10 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,19 @@ SUPPORTED and 3 when one is INVALID.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if figRuns < 0 {
+				return usageError(fmt.Errorf("--run-figures: must be ≥ 0 (0: every repeat), got %d", figRuns))
+			}
+			if out != "" {
+				if err := writableDir("--out", out); err != nil {
+					return usageError(err)
+				}
+			}
+			if junit != "" {
+				if err := writableDir("--junit", filepath.Dir(junit)); err != nil {
+					return usageError(err)
+				}
+			}
 			sum, err := analysis.WriteReport(args[0], analysis.Options{OutDir: out, NoImages: noImage, RunFigureRepeats: figRuns})
 			if errors.Is(err, analysis.ErrNotResults) {
 				return usageError(err)
@@ -71,16 +85,12 @@ SUPPORTED and 3 when one is INVALID.`,
 func finishCheck(sum *analysis.Summary, check bool, junit string) error {
 	names := sum.Expectations.Check
 	if junit != "" {
-		f, err := os.Create(junit)
-		if err != nil {
-			return usageError(fmt.Errorf("--junit: %w", err))
+		var buf bytes.Buffer
+		if err := analysis.WriteJUnit(&buf, sum, names); err != nil {
+			return err
 		}
-		werr := analysis.WriteJUnit(f, sum, names)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return werr
+		if err := analysis.WriteFileAtomic(junit, buf.Bytes()); err != nil {
+			return withCode(ExitError, fmt.Errorf("--junit: %w", err))
 		}
 	}
 	if !check {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -31,7 +32,13 @@ type runOptions struct {
 	hdrLogs     bool
 	defect      bool
 	burn        int
+	maxDuration time.Duration
 }
+
+// DefaultMaxDuration is the longest a matrix may be estimated to take
+// unless --max-duration allows more: a spec with a thousand conditions is
+// more likely a mistake than a plan.
+const DefaultMaxDuration = 3 * time.Hour
 
 // defectFlag is the hidden flag of `run` that breaks isolation on purpose
 // (the service's own hidden flag of the same name), so that tests can prove
@@ -80,6 +87,7 @@ hold the load), 130 interrupted.`,
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
 	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
+	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
 	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
 	_ = f.MarkHidden(defectFlag)
 	f.IntVar(&o.burn, service.BurnFlag, 0, "TEST FAULT: start the service with N goroutines spinning (a starved service)")
@@ -154,11 +162,59 @@ func launcher(o runOptions) runner.Launcher {
 	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice}}
 }
 
-// loadRunSpec resolves the spec argument and applies the flag overrides.
+// loadRunSpec resolves the spec argument, applies the flag overrides and
+// checks, before anything starts, everything a user can get wrong: the
+// flags, the spec, the remote targets, the matrix's estimated time and
+// the output paths.
 func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.noReport && (o.check || o.junit != "") {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}
+	if o.repeats < 0 {
+		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
+	}
+	if o.maxDuration <= 0 {
+		return nil, usageError(fmt.Errorf("--max-duration: must be positive, got %s", o.maxDuration))
+	}
+	sp, err := resolveRunSpec(args, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.repeats > 0 {
+		sp.Repeats = o.repeats
+		if err := sp.Validate(); err != nil {
+			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
+		}
+	}
+	if o.check && len(sp.Expectations.Check) == 0 {
+		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", sp.File()))
+	}
+	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
+		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
+	}
+	if o.inProcess && sp.External != nil {
+		return nil, usageError(fmt.Errorf("--in-process: %s tests your own service (external), which runs as its own process: drop --in-process", sp.File()))
+	}
+	if d := sp.EstimatedDuration(); d > o.maxDuration {
+		return nil, usageError(fmt.Errorf("%s: the matrix would take about %s, more than --max-duration %s: reduce it, or raise --max-duration",
+			sp.File(), d.Round(time.Second), o.maxDuration))
+	}
+	if o.resume == "" {
+		if err := writableDir("--out", o.out); err != nil {
+			return nil, usageError(err)
+		}
+	}
+	if o.junit != "" {
+		if err := writableDir("--junit", filepath.Dir(o.junit)); err != nil {
+			return nil, usageError(err)
+		}
+	}
+	return sp, nil
+}
+
+// resolveRunSpec loads the spec: the folder's own with --resume, else the
+// argument (default preset).
+func resolveRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.resume != "" {
 		if len(args) > 0 || o.repeats != 0 || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
@@ -177,20 +233,22 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if o.repeats < 0 {
-		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
-	}
-	if o.repeats > 0 {
-		sp.Repeats = o.repeats
-		if err := sp.Validate(); err != nil {
-			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
-		}
-	}
-	if o.check && len(sp.Expectations.WithDefaults().Check) == 0 {
-		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", sp.File()))
-	}
-	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
-		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
-	}
 	return sp, nil
+}
+
+// writableDir checks, before a run, that dir exists or can be made and
+// that files can be created in it (it makes dir, and nothing else).
+func writableDir(flag, dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: cannot write to %s: %w", flag, dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".bulkheadlab-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write to %s: %w", flag, dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -14,13 +15,14 @@ import (
 )
 
 // execute runs the root command with args and returns its exit code and
-// stderr-style message.
+// message: the error's text, then what it wrote to stderr.
 func execute(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	root := newRootCmd()
 	root.SetArgs(args)
+	var stderr bytes.Buffer
 	root.SetOut(io.Discard)
-	root.SetErr(io.Discard)
+	root.SetErr(&stderr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := root.ExecuteContext(ctx)
@@ -28,7 +30,7 @@ func execute(t *testing.T, args ...string) (int, string) {
 	if err != nil {
 		msg = err.Error()
 	}
-	return exitCode(err), msg
+	return exitCode(err), strings.TrimSpace(msg + "\n" + stderr.String())
 }
 
 func TestServeBadFlags(t *testing.T) {

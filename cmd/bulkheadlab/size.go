@@ -26,7 +26,7 @@ that demand times the headroom (default 2, for peaks), rounded up.`,
 		Example: `  # instant payments: 200/s × 20ms = 4 permits, doubled → 8
   bulkheadlab size --rate 200 --latency 20ms
   bulkheadlab size --rate 1 --latency 1.5s --headroom 1`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case !cmd.Flags().Changed("rate") || math.IsNaN(rate) || math.IsInf(rate, 0) || rate <= 0:

@@ -14,7 +14,8 @@ import (
 
 // newValidateCmd builds the `validate` command.
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	maxDuration := DefaultMaxDuration
+	cmd := &cobra.Command{
 		Use:   "validate [FILE|PRESET]...",
 		Short: "Check experiment specs without running them",
 		Long: `validate loads each spec (a YAML file or an embedded preset name), reports
@@ -41,6 +42,11 @@ It exits 2 if any spec is invalid.`,
 					continue
 				}
 				printSpecPreview(cmd.OutOrStdout(), s)
+				if d := s.EstimatedDuration(); d > maxDuration {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: the matrix would take about %s, more than --max-duration %s: reduce it, or raise --max-duration\n",
+						s.File(), d.Round(time.Second), maxDuration)
+					bad++
+				}
 			}
 			if bad > 0 {
 				return withCode(ExitUsage, nil)
@@ -48,6 +54,8 @@ It exits 2 if any spec is invalid.`,
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
+	return cmd
 }
 
 // printSpecPreview prints the matrix and the Little's-law preview of s.
@@ -60,8 +68,8 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 		fmt.Fprintf(w, "  %s\n", s.Description)
 	}
 	total := time.Duration(len(runs)) * s.RunDuration()
-	fmt.Fprintf(w, "  matrix: %d conditions × %d modes × %d repeats = %d runs of %s ≈ %s of load\n",
-		len(s.Conditions), len(s.Modes), s.Repeats, len(runs), s.RunDuration(), total)
+	fmt.Fprintf(w, "  matrix: %d conditions × %d modes × %d repeats = %d runs of %s ≈ %s of load, about %s in all\n",
+		len(s.Conditions), len(s.Modes), s.Repeats, len(runs), s.RunDuration(), total, s.EstimatedDuration().Round(time.Second))
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/atomicfile"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -74,6 +75,11 @@ func OpenResultsDir(path string) (*ResultsDir, error) {
 	d := &ResultsDir{Path: path}
 	if err := json.Unmarshal(b, &d.index); err != nil {
 		return nil, fmt.Errorf("results: %s: %w", rundata.IndexFile, err)
+	}
+	for i, e := range d.index.Runs {
+		if !rundata.ValidRunID(e.ID) {
+			return nil, fmt.Errorf("results: %s: runs[%d].id %q is not a run ID: refusing a path built from it", rundata.IndexFile, i, e.ID)
+		}
 	}
 	return d, nil
 }
@@ -250,28 +256,10 @@ func writeJSONAtomic(path string, v any) error {
 	return writeFileAtomic(path, append(b, '\n'))
 }
 
-// writeFileAtomic writes a temp file in the same folder, syncs it and
-// renames it over path.
+// writeFileAtomic writes path atomically (a crash leaves the old or the new
+// version).
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
 	return nil

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +68,20 @@ func TestResultsDirLifecycleAndResume(t *testing.T) {
 	}
 	if _, err := r.StartRun(runs[1].Meta, nil); err == nil {
 		t.Error("StartRun wrote into an existing run folder")
+	}
+}
+
+// TestOpenResultsDirRefusesPathsInIDs: --resume builds folder names from the
+// index's run IDs; an ID that is a path is refused before any is used.
+func TestOpenResultsDirRefusesPathsInIDs(t *testing.T) {
+	for _, id := range []string{"../../victim", "/etc", "a/b", "..", ".hidden", ""} {
+		dir := t.TempDir()
+		ix := fmt.Sprintf(`{"experiment":"t","runs":[{"id":%q,"status":"running"}]}`, id)
+		if err := os.WriteFile(filepath.Join(dir, rundata.IndexFile), []byte(ix), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenResultsDir(dir); err == nil || !strings.Contains(err.Error(), "not a run ID") {
+			t.Errorf("run ID %q: OpenResultsDir = %v, want it refused", id, err)
+		}
 	}
 }

@@ -45,6 +45,19 @@ func TestParseMalformed(t *testing.T) {
 		{"duplicate key", "name: t\nseed: 1\nseed: 2\n", "t.yaml:3"},
 		{"syntax", "name: t\n  seed: [\n", "t.yaml:"},
 		{"empty", "", "t.yaml:1: empty document"},
+		{"explicit zero timeout", "name: t\nservice:\n  timeout: 0\n", "t.yaml:3: service.timeout: must be between 1ms and 1m"},
+		{"explicit zero repeats", "name: t\nrepeats: 0\n", "t.yaml:2: repeats: must be between 1 and 100, got 0"},
+		{"explicit zero rate", "name: t\nload:\n  rates: {b: 0}\n", "t.yaml:3: load.rates.b: must be > 0"},
+		{"explicit zero condition rate", "name: t\nconditions:\n  - {name: x, rates: {a: 0}}\n", "conditions[0].rates.a: must be > 0"},
+		{"explicit zero phase", "name: t\nphases:\n  fault: 0\n", "t.yaml:3: phases.fault: must be at least 100ms"},
+		{"explicit zero percent", "name: t\nconditions:\n  - name: x\n    faults: [{type: abort, percent: 0}]\n", "conditions[0].faults[0].percent: must be in (0, 100]"},
+		{"explicit zero status", "name: t\nconditions:\n  - name: x\n    faults: [{type: error, status: 0}]\n", "conditions[0].faults[0].status: must be an HTTP status"},
+		{"zero max wait with a queue", "name: t\nservice:\n  max_wait: 0\n", "service.max_wait: must be positive when the queue is not empty"},
+		{"relative max wait unbounded", "name: t\nservice:\n  max_wait: 1000000T\n", "service.max_wait: must be between 0 and 1m"},
+		{"two documents", "name: t\n---\nrepeats: -5\n", "t.yaml:2: a second YAML document"},
+		{"degraded factor 0", "name: t\nexpectations:\n  degraded_p99_factor: 0\n", "expectations.degraded_p99_factor: must be > 1"},
+		{"external proxy port 0", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:0', B: '127.0.0.1:5'}\n", "external.proxies.A: needs a fixed port"},
+		{"external proxies share a port", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:7', B: '127.0.0.1:7'}\n", "external.proxies.B: 127.0.0.1:7 is also the proxy of A"},
 		{"int for string", "name: 5\n", "t.yaml:1: name: want a string"},
 		{"external one mode", "name: t\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n", "modes: external mode runs the one service"},
 		{"external bad url", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'ftp://x/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: 'nope'}\n", `t.yaml:4: external.targets.a: want an http(s) URL, got "ftp://x/a"`},
@@ -245,5 +258,38 @@ func TestRunPhasesFaultRates(t *testing.T) {
 				t.Errorf("condition %s phase %s: rates %v, want %v", c.Name, p.Name, p.Rates, want)
 			}
 		}
+	}
+}
+
+// TestExplicitZerosKeptWhereMeaningful: a queue of 0, a dependency that
+// answers at once and an empty body are real settings, not "use the default".
+func TestExplicitZerosKeptWhereMeaningful(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\nservice: {queue: 0, max_wait: 0}\ndependencies:\n  A: {latency: 0, size: 0}\nexpectations: {p2_max_error_rate: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *s.Service.Queue != 0 || s.Service.MaxWait.D != 0 || s.Dependencies["A"].Latency.D != 0 || s.Dependencies["A"].Size != 0 ||
+		s.Expectations.P2MaxErrorRate != 0 {
+		t.Errorf("explicit zeros changed: queue %d, max_wait %s, A %+v, p2_max_error_rate %g",
+			*s.Service.Queue, s.Service.MaxWait.D, s.Dependencies["A"], s.Expectations.P2MaxErrorRate)
+	}
+	if s.Dependencies["B"].Latency.D != 10*time.Millisecond {
+		t.Errorf("B (not written) latency %s, want the default", s.Dependencies["B"].Latency.D)
+	}
+}
+
+// TestUnfairPoolsWarned: bulkheads of 50 + 50 beside a shared pool of 20
+// compare unlike things; validate says so.
+func TestUnfairPoolsWarned(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\nservice: {pool_size: 20, queue: 20}\nmodes:\n  - shared\n  - {name: bulkhead, pool_sizes: {a: 50, b: 50}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, "hold 100 permits") {
+		t.Errorf("warnings %q, want the unfair comparison named", w)
+	}
+	fair, _ := Parse("t.yaml", []byte(minimal))
+	if w := fair.Warnings(); len(w) != 0 {
+		t.Errorf("default spec warned: %v", w)
 	}
 }
