@@ -3,7 +3,6 @@ package faultproxy
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -87,7 +86,7 @@ func noLatencyFields(f Fault, field string) error {
 // sampleDelay draws one delay of the latency fault f (valid, normalised).
 // The result is within [0, Max] (or [Latency−Jitter, Latency+Jitter] for
 // uniform).
-func sampleDelay(f Fault, r *rand.Rand) time.Duration {
+func sampleDelay(f *Fault, r *reqRand) time.Duration {
 	lat, jit := float64(f.Latency), float64(f.Jitter)
 	var d float64
 	switch f.Distribution {
