@@ -113,15 +113,28 @@ const (
 	waitStopped                     // the proxy is closing
 )
 
-// wait blocks until d after start with a timer, ending early if ctx is
-// done or stop is closed. It returns how it ended and how long after start
-// it returned. Measuring from start (the request's arrival) keeps the
-// proxy's own work inside the requested delay.
+// wait blocks until d after start, ending early if ctx is done or stop is
+// closed. It returns how it ended and how long after start it returned.
+// Measuring from start (the request's arrival) keeps the proxy's own work
+// inside the requested delay. The deadline is kept by the waker's kernel
+// timer where there is one (see waker.go), else by a Go timer.
 func wait(ctx context.Context, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
-	t := time.NewTimer(d - time.Since(start))
-	defer t.Stop()
+	deadline := start.Add(d)
+	var kernel <-chan struct{}
+	var goTimer <-chan time.Time
+	if w := theWaker(); w != nil {
+		it := w.add(deadline)
+		defer w.cancel(it)
+		kernel = it.ch
+	} else {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		goTimer = t.C
+	}
 	select {
-	case <-t.C:
+	case <-kernel:
+		return waitDone, time.Since(start)
+	case <-goTimer:
 		return waitDone, time.Since(start)
 	case <-ctx.Done():
 		return waitCancelled, time.Since(start)
