@@ -235,7 +235,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 	} else if r.Body != nil {
 		out.Body = noCloseBody{r.Body}
 	}
-	res, err := p.transport.RoundTrip(out)
+	var res *http.Response
+	var pc *h1Conn
+	var err error
+	if p.h1 != nil {
+		res, pc, err = p.h1.roundTrip(ctx, out)
+	} else {
+		res, err = p.transport.RoundTrip(out)
+	}
 	if err != nil {
 		p.upstreamError(w, r, err)
 		return
@@ -258,11 +265,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 	w.WriteHeader(res.StatusCode)
 	if err := copyBody(w, res.Body, streaming(res)); err != nil {
 		res.Body.Close()
+		if pc != nil {
+			p.h1.release(pc, res, false)
+		}
 		// The answer is cut: abort the connection so the client does not
 		// take a truncated body for a whole one.
 		abort()
 	}
 	res.Body.Close() // now, so that res.Trailer is filled in
+	if pc != nil {
+		p.h1.release(pc, res, true)
+	}
 	if len(res.Trailer) == 0 {
 		return
 	}

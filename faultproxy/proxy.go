@@ -24,7 +24,9 @@ type Config struct {
 	Upstream *url.URL
 	// Seed seeds the per-request fault decisions.
 	Seed uint64
-	// Transport carries forwarded requests; nil means NewTransport().
+	// Transport carries forwarded requests; nil means the proxy's own
+	// HTTP/1.1 client for an http upstream (see h1client.go), and
+	// NewTransport() for an https one and for protocol upgrades.
 	Transport http.RoundTripper
 	// Ledger, if set, receives one entry per request. The caller closes it
 	// after the proxy has stopped serving.
@@ -44,6 +46,7 @@ type Proxy struct {
 	seq       atomic.Uint64
 	inflight  atomic.Int64
 	target    *url.URL
+	h1        *h1Client // nil: transport carries the requests
 	transport http.RoundTripper
 	rp        *httputil.ReverseProxy // for protocol upgrades only
 	ledger    *Ledger
@@ -86,6 +89,9 @@ func New(cfg Config) (*Proxy, error) {
 		tr = NewTransport()
 	}
 	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr}
+	if cfg.Transport == nil && target.Scheme == "http" {
+		p.h1 = newH1Client(&target)
+	}
 	p.set.Store(emptySet)
 	p.m = newMetrics(p)
 	p.rp = &httputil.ReverseProxy{
@@ -128,6 +134,9 @@ func (p *Proxy) Close() {
 
 // closeIdleConnections closes the transport's idle upstream connections.
 func (p *Proxy) closeIdleConnections() {
+	if p.h1 != nil {
+		p.h1.closeIdle()
+	}
 	if c, ok := p.transport.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}

@@ -1,0 +1,19 @@
+//go:build linux
+
+package faultproxy
+
+import "syscall"
+
+// peekOpen peeks at the socket without blocking or consuming: open means
+// nothing to read (EAGAIN); a FIN (0 bytes), unasked data or an error
+// mean the connection is not to be reused.
+func peekOpen(rc syscall.RawConn) bool {
+	open := true
+	err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return true
+	})
+	return err == nil && open
+}
