@@ -135,7 +135,12 @@ func (c *h1Client) get(ctx context.Context, fresh, peek bool) (*h1Conn, bool, er
 // was read whole (complete), the connection may be kept and the request
 // was not cancelled; closed otherwise.
 func (c *h1Client) release(pc *h1Conn, res *http.Response, complete bool) {
-	if !pc.stop() || !complete || res.Close || pc.br.Buffered() > 0 {
+	c.put(pc, pc.stop() && complete && !res.Close)
+}
+
+// put pools pc if reusable and it has nothing unread; else it closes pc.
+func (c *h1Client) put(pc *h1Conn, reusable bool) {
+	if !reusable || pc.br.Buffered() > 0 {
 		pc.c.Close()
 		return
 	}

@@ -17,3 +17,19 @@ func peekOpen(rc syscall.RawConn) bool {
 	})
 	return err == nil && open
 }
+
+// rawSupported: the raw data plane (rawserver.go) runs here.
+const rawSupported = true
+
+// peekGone looks at a client socket without blocking or consuming: done
+// is false if there is nothing to read yet (wait for readability), and
+// gone is true if the client closed the connection or it failed. Unread
+// data (a pipelined request) means the client is there.
+func peekGone(fd uintptr) (done, gone bool) {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK {
+		return false, false
+	}
+	return true, err != nil || n == 0
+}

@@ -1,7 +1,6 @@
 package faultproxy
 
 import (
-	"context"
 	"math"
 	"time"
 )
@@ -113,12 +112,12 @@ const (
 	waitStopped                     // the proxy is closing
 )
 
-// wait blocks until d after start, ending early if ctx is done or stop is
-// closed. It returns how it ended and how long after start it returned.
+// wait blocks until d after start, ending early if cancel (the caller went
+// away) or stop is closed. It returns how it ended and how long after start it returned.
 // Measuring from start (the request's arrival) keeps the proxy's own work
 // inside the requested delay. The deadline is kept by the waker's kernel
 // timer where there is one (see waker.go), else by a Go timer.
-func wait(ctx context.Context, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
+func wait(cancel, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
 	deadline := start.Add(d)
 	var kernel <-chan struct{}
 	var goTimer <-chan time.Time
@@ -136,7 +135,7 @@ func wait(ctx context.Context, stop <-chan struct{}, start time.Time, d time.Dur
 		return waitDone, time.Since(start)
 	case <-goTimer:
 		return waitDone, time.Since(start)
-	case <-ctx.Done():
+	case <-cancel:
 		return waitCancelled, time.Since(start)
 	case <-stop:
 		return waitStopped, time.Since(start)

@@ -202,7 +202,7 @@ func (p *Proxy) delay(ctx context.Context, r *http.Request, arrived time.Time, d
 		p.m.delay.Observe(0)
 		return true
 	}
-	res, actual := wait(ctx, p.stop, arrived, d.Delay)
+	res, actual := wait(ctx.Done(), p.stop, arrived, d.Delay)
 	p.m.delay.Observe(actual.Seconds())
 	e.DelayMS = ms(actual)
 	switch res {

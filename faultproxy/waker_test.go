@@ -1,7 +1,6 @@
 package faultproxy
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -143,7 +142,7 @@ func TestWaitPrecision(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		start := time.Now()
 		const d = 3 * time.Millisecond
-		res, actual := wait(context.Background(), nil, start, d)
+		res, actual := wait(nil, nil, start, d)
 		if res != waitDone || actual < d {
 			t.Fatalf("wait(3ms) = %v after %v, want done after ≥ 3ms", res, actual)
 		}
