@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -345,8 +344,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	return err == nil && !closing
 }
 
-// tunnel relays bytes both ways after 101 Switching Protocols, until one
-// side closes; then both connections close.
+// tunnel relays bytes both ways after 101 Switching Protocols.
 func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 	res := &c.res
 	up := res.header("Upgrade")
@@ -358,15 +356,18 @@ func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 		pc.c.Close()
 		return false
 	}
-	done := make(chan struct{})
+	// Both directions until either ends, then both connections close, as
+	// ReverseProxy does.
+	done := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(pc.c, c.br) // client → upstream, buffered bytes first
-		if tc, ok := pc.c.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		close(done)
+		done <- struct{}{}
 	}()
-	_, _ = io.Copy(c.c, pc.br) // upstream → client
+	go func() {
+		_, _ = io.Copy(c.c, pc.br) // upstream → client, buffered bytes first
+		done <- struct{}{}
+	}()
+	<-done
 	c.c.Close()
 	pc.c.Close()
 	<-done
