@@ -83,7 +83,7 @@ func main() {
 	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile")
 	fs.StringVar(&o.rates, "rates", "1000,3000", "pass-through rates, requests/s")
 	fs.DurationVar(&o.dur, "duration", 5*time.Second, "length of one pass-through cell (one target, one round)")
-	fs.IntVar(&o.rounds, "rounds", 2, "rounds per rate; odd rounds reverse the order of the targets")
+	fs.IntVar(&o.rounds, "rounds", 4, "rounds per rate (and of the delay phase); odd rounds reverse the order of the targets")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unrecorded warm-up attack per target before the pass-through and delay phases")
 	fs.DurationVar(&o.pause, "pause", 300*time.Millisecond, "pause between cells")
 	fs.IntVar(&o.maxStart, "max-start", 2000, "first rate of the maximum-rate search")

@@ -103,6 +103,9 @@ func printPassTable(w io.Writer, rate int, o options, m [3]merged) {
 // verdicts prints the targets, each met or not, from the phases
 // that ran.
 func (b *bench) verdicts() {
+	if !b.ran["latency"] && !b.ran["max"] && !b.ran["delay"] {
+		return
+	}
 	w := b.out
 	fmt.Fprintf(w, "## Targets\n\n| target | ours | toxiproxy | met |\n|---|---|---|---|\n")
 	yes := func(ok bool) string {
