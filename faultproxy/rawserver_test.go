@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -281,4 +282,35 @@ func TestNetHTTPDataPlane(t *testing.T) {
 	if status, _, _, err := e.get(context.Background(), "/", ""); err != nil || status != 418 {
 		t.Errorf("error fault = %d %v, want 418", status, err)
 	}
+}
+
+// TestServeHTTPWithOwnClient: the Proxy as an http.Handler of the caller's
+// server forwards through the proxy's own client (the path that net/http
+// serving uses).
+func TestServeHTTPWithOwnClient(t *testing.T) {
+	up := httptest.NewServer(echoPath())
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	p, err := New(Config{Upstream: u, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.h1 == nil {
+		t.Fatal("no own client for an http upstream")
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	defer p.closeIdleConnections()
+	for i := 0; i < 3; i++ {
+		resp, err := srv.Client().Post(srv.URL+"/h?i=1", "text/plain", strings.NewReader("payload"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "POST /h?i=1 payload" {
+			t.Errorf("through ServeHTTP: %d %q", resp.StatusCode, b)
+		}
+	}
+	srv.Client().CloseIdleConnections()
 }
