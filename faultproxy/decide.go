@@ -2,7 +2,6 @@ package faultproxy
 
 import (
 	"math/rand/v2"
-	"strings"
 	"time"
 )
 
@@ -49,24 +48,50 @@ type Decision struct {
 
 // String names the decision: "pass", "latency", "error", "latency+hang"...
 func (d Decision) String() string {
-	var parts []string
-	if d.Latencies > 0 {
-		parts = append(parts, TypeLatency)
+	switch {
+	case d.Latencies > 0 && d.Terminal >= 0:
+		switch d.TerminalType { // constant names for the known types: no allocation
+		case TypeError:
+			return "latency+error"
+		case TypeAbort:
+			return "latency+abort"
+		case TypeHang:
+			return "latency+hang"
+		}
+		return TypeLatency + "+" + d.TerminalType
+	case d.Latencies > 0:
+		return TypeLatency
+	case d.Terminal >= 0:
+		return d.TerminalType
 	}
-	if d.Terminal >= 0 {
-		parts = append(parts, d.TerminalType)
-	}
-	if len(parts) == 0 {
-		return "pass"
-	}
-	return strings.Join(parts, "+")
+	return "pass"
 }
+
+// reqRand is the RNG of one request: math/rand/v2's PCG, and Float64 and
+// NormFloat64 exactly as a rand.Rand over it computes them. A value, so a
+// decision allocates nothing (rand.New(rand.NewPCG(...)) allocated twice).
+type reqRand struct{ pcg rand.PCG }
 
 // requestRand returns the RNG of request seq under seed. It is a pure
 // function of (seed, seq): decisions are reproducible and concurrent
 // requests share no state.
-func requestRand(seed, seq uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(splitmix(seed^splitmix(seq)), splitmix(seq+0x632be59bd9b4e019)))
+func requestRand(seed, seq uint64) reqRand {
+	var r reqRand
+	r.pcg.Seed(splitmix(seed^splitmix(seq)), splitmix(seq+0x632be59bd9b4e019))
+	return r
+}
+
+// Float64 is rand.Rand's Float64: a uniform value in [0, 1).
+func (r *reqRand) Float64() float64 { return float64(r.pcg.Uint64()<<11>>11) / (1 << 53) }
+
+// NormFloat64 is rand.Rand's NormFloat64 over the same stream (rand.Rand
+// holds no state of its own besides its source). The PCG is copied out and
+// back so that only this rare draw (lognormal delays) allocates.
+func (r *reqRand) NormFloat64() float64 {
+	p := r.pcg
+	x := rand.New(&p).NormFloat64()
+	r.pcg = p
+	return x
 }
 
 // splitmix is the SplitMix64 finaliser, used to decorrelate nearby seeds.
@@ -86,12 +111,13 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 		return d
 	}
 	r := requestRand(seed, seq)
-	for i, f := range s.faults {
+	for i := range s.faults {
+		f := &s.faults[i]
 		if !(r.Float64()*100 < f.Percent) {
 			continue
 		}
 		if f.Type == TypeLatency {
-			d.Delay += sampleDelay(f, r)
+			d.Delay += sampleDelay(f, &r)
 			d.Latencies++
 			continue
 		}

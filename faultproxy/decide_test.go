@@ -116,7 +116,8 @@ func TestSampleDelayBounds(t *testing.T) {
 		}
 		var ds []time.Duration
 		for seq := uint64(1); seq <= 5000; seq++ {
-			d := sampleDelay(f, requestRand(1, seq))
+			r := requestRand(1, seq)
+			d := sampleDelay(&f, &r)
 			if d < lo || d > hi {
 				t.Fatalf("sampleDelay(%+v) = %v, outside [%v, %v]", f, d, lo, hi)
 			}

@@ -35,6 +35,19 @@
 // gives an error on 10% of requests and an abort on 9% (10% of the other
 // 90%), and two latency faults of 100 ms and 50 ms at 100% give 150 ms.
 //
+// # Data plane
+//
+// For a plain-http upstream (and no Transport of the caller's), [Listen]
+// serves the data plane with an HTTP/1.x server of the package's own and
+// forwards on a pool of keep-alive upstream connections that the request's
+// goroutine uses itself: the request head is forwarded as it came, but for
+// hop-by-hop and client-sent forwarding headers, and bodies and answers are
+// relayed as they come. Its cost per request is close to that of a TCP
+// proxy. [Proxy.ServeHTTP] does the same for net/http, which serves the
+// data plane for https upstreams and other transports. Injected delays end
+// on a kernel timer on Linux (within tens of microseconds of their time,
+// where a Go timer of an idle process is up to a millisecond late).
+//
 // # Control plane
 //
 // The faults are an immutable set swapped with an atomic pointer: the data

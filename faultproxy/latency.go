@@ -1,9 +1,7 @@
 package faultproxy
 
 import (
-	"context"
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -87,7 +85,7 @@ func noLatencyFields(f Fault, field string) error {
 // sampleDelay draws one delay of the latency fault f (valid, normalised).
 // The result is within [0, Max] (or [Latency−Jitter, Latency+Jitter] for
 // uniform).
-func sampleDelay(f Fault, r *rand.Rand) time.Duration {
+func sampleDelay(f *Fault, r *reqRand) time.Duration {
 	lat, jit := float64(f.Latency), float64(f.Jitter)
 	var d float64
 	switch f.Distribution {
@@ -114,17 +112,30 @@ const (
 	waitStopped                     // the proxy is closing
 )
 
-// wait blocks until d after start with a timer, ending early if ctx is
-// done or stop is closed. It returns how it ended and how long after start
-// it returned. Measuring from start (the request's arrival) keeps the
-// proxy's own work inside the requested delay.
-func wait(ctx context.Context, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
-	t := time.NewTimer(d - time.Since(start))
-	defer t.Stop()
+// wait blocks until d after start, ending early if cancel (the caller went
+// away) or stop is closed. It returns how it ended and how long after start it returned.
+// Measuring from start (the request's arrival) keeps the proxy's own work
+// inside the requested delay. The deadline is kept by the waker's kernel
+// timer where there is one (see waker.go), else by a Go timer.
+func wait(cancel, stop <-chan struct{}, start time.Time, d time.Duration) (waitResult, time.Duration) {
+	deadline := start.Add(d)
+	var kernel <-chan struct{}
+	var goTimer <-chan time.Time
+	if w := theWaker(); w != nil {
+		it := w.add(deadline)
+		defer w.cancel(it)
+		kernel = it.ch
+	} else {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		goTimer = t.C
+	}
 	select {
-	case <-t.C:
+	case <-kernel:
 		return waitDone, time.Since(start)
-	case <-ctx.Done():
+	case <-goTimer:
+		return waitDone, time.Since(start)
+	case <-cancel:
 		return waitCancelled, time.Since(start)
 	case <-stop:
 		return waitStopped, time.Since(start)

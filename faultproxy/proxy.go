@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -23,7 +24,9 @@ type Config struct {
 	Upstream *url.URL
 	// Seed seeds the per-request fault decisions.
 	Seed uint64
-	// Transport carries forwarded requests; nil means NewTransport().
+	// Transport carries forwarded requests; nil means the proxy's own
+	// HTTP/1.1 client for an http upstream (see h1client.go), and
+	// NewTransport() for an https one and for protocol upgrades.
 	Transport http.RoundTripper
 	// Ledger, if set, receives one entry per request. The caller closes it
 	// after the proxy has stopped serving.
@@ -38,15 +41,18 @@ type Config struct {
 // may be replaced while requests are in flight (each request uses the set
 // that was current when it arrived).
 type Proxy struct {
-	seed     uint64
-	set      atomic.Pointer[faultSet]
-	seq      atomic.Uint64
-	inflight atomic.Int64
-	rp       *httputil.ReverseProxy
-	ledger   *Ledger
-	m        *metrics
-	stop     chan struct{}
-	stopOnce sync.Once
+	seed      uint64
+	set       atomic.Pointer[faultSet]
+	seq       atomic.Uint64
+	inflight  atomic.Int64
+	target    *url.URL
+	h1        *h1Client // nil: transport carries the requests
+	transport http.RoundTripper
+	rp        *httputil.ReverseProxy // for protocol upgrades only
+	ledger    *Ledger
+	m         *metrics
+	stop      chan struct{}
+	stopOnce  sync.Once
 }
 
 // NewTransport returns the transport a Proxy uses by default: tuned to keep
@@ -82,7 +88,10 @@ func New(cfg Config) (*Proxy, error) {
 	if tr == nil {
 		tr = NewTransport()
 	}
-	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{})}
+	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr}
+	if cfg.Transport == nil && target.Scheme == "http" {
+		p.h1 = newH1Client(&target)
+	}
 	p.set.Store(emptySet)
 	p.m = newMetrics(p)
 	p.rp = &httputil.ReverseProxy{
@@ -125,7 +134,10 @@ func (p *Proxy) Close() {
 
 // closeIdleConnections closes the transport's idle upstream connections.
 func (p *Proxy) closeIdleConnections() {
-	if c, ok := p.rp.Transport.(interface{ CloseIdleConnections() }); ok {
+	if p.h1 != nil {
+		p.h1.closeIdle()
+	}
+	if c, ok := p.transport.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
@@ -142,6 +154,7 @@ func (p *Proxy) ledgerDropped() uint64 {
 // fault fired.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	ctx := r.Context()
 	p.inflight.Add(1)
 	defer p.inflight.Add(-1)
 	p.m.requests.Inc()
@@ -150,13 +163,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := set.decide(p.seed, seq)
 	e := LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"} // Decision is rendered only for a ledger
 	if d.Latencies > 0 {
-		if !p.delay(r, arrived, d, &e) {
+		if !p.delay(ctx, r, arrived, d, &e) {
 			return
 		}
 	}
 	if d.Terminal < 0 {
 		p.record(r, d, e)
-		p.rp.ServeHTTP(w, r)
+		p.forward(w, r, ctx)
 		return
 	}
 	f := set.faults[d.Terminal]
@@ -172,7 +185,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		abort()
 	case TypeHang:
 		p.record(r, d, e)
-		if hang(r.Context(), p.stop) {
+		if hang(ctx, p.stop) {
 			abort()
 		}
 		p.m.cancelled.Inc()
@@ -182,14 +195,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // delay waits until the decided delay after the request's arrival. It reports false if the request must
 // not go on: the caller went away (the request is dropped) — or it aborts
 // the connection if the proxy is closing.
-func (p *Proxy) delay(r *http.Request, arrived time.Time, d Decision, e *LedgerEntry) bool {
+func (p *Proxy) delay(ctx context.Context, r *http.Request, arrived time.Time, d Decision, e *LedgerEntry) bool {
 	p.m.injected[TypeLatency].Add(float64(d.Latencies))
 	e.RequestedDelayMS = ms(d.Delay)
 	if d.Delay <= 0 {
 		p.m.delay.Observe(0)
 		return true
 	}
-	res, actual := wait(r.Context(), p.stop, arrived, d.Delay)
+	res, actual := wait(ctx.Done(), p.stop, arrived, d.Delay)
 	p.m.delay.Observe(actual.Seconds())
 	e.DelayMS = ms(actual)
 	switch res {
@@ -230,10 +243,9 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	http.Error(w, "faultproxy: upstream: "+err.Error(), http.StatusBadGateway)
 }
 
-// bufferPool recycles the reverse proxy's 32 KiB copy buffers.
+// bufferPool lends the reverse proxy (upgrades) the forwarding path's
+// pooled 32 KiB copy buffers.
 type bufferPool struct{}
-
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (bufferPool) Get() []byte  { return *(copyBuffers.Get().(*[]byte)) }
 func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }

@@ -27,7 +27,7 @@ func (e *ListenError) Unwrap() error { return e.Err }
 // Safe for concurrent use.
 type Server struct {
 	proxy         *Proxy
-	data, control *http.Server
+	data, control planeServer
 	dataAddr      string
 	controlAddr   string
 	wg            sync.WaitGroup
@@ -48,14 +48,20 @@ func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Serv
 		dl.Close()
 		return nil, &ListenError{Plane: "control", Err: err}
 	}
+	var data planeServer
+	if p.h1 != nil && rawSupported {
+		data = newRawServer(p, errorLog) // see rawserver.go
+	} else {
+		// No write timeout on the data plane: delays and hangs are the point.
+		data = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout: 2 * time.Minute, ErrorLog: errorLog}
+	}
 	s := &Server{
 		proxy:       p,
 		dataAddr:    dl.Addr().String(),
 		controlAddr: cl.Addr().String(),
 		errc:        make(chan error, 2),
-		// No write timeout on the data plane: delays and hangs are the point.
-		data: &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout: 2 * time.Minute, ErrorLog: errorLog},
+		data:        data,
 		// The control plane's calls are bounded.
 		control: &http.Server{Handler: p.ControlHandler(), ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
@@ -66,7 +72,7 @@ func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Serv
 	return s, nil
 }
 
-func (s *Server) serve(hs *http.Server, l net.Listener) {
+func (s *Server) serve(hs planeServer, l net.Listener) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -95,7 +101,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.proxy.Close()
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for i, hs := range []*http.Server{s.data, s.control} {
+		for i, hs := range []planeServer{s.data, s.control} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"strings"
@@ -23,6 +26,7 @@ type proxyOptions struct {
 	seed                      uint64
 	name, ledger, faults      string
 	grace                     time.Duration
+	pprof                     string
 }
 
 // newProxyCmd builds the `proxy` command.
@@ -53,6 +57,7 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f.StringVar(&o.ledger, "ledger", "", "write one JSON line per request (time, request id, decision, delay) to this file")
 	f.StringVar(&o.faults, "faults", "", `initial faults, the control API's JSON: {"faults":[...]}`)
 	f.DurationVar(&o.grace, "shutdown-timeout", 4*time.Second, "bound on graceful shutdown; hanging requests are cut at once")
+	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty")
 	return cmd
 }
 
@@ -96,6 +101,13 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 			err = errors.Join(err, ledger.Close(), file.Close())
 		}()
 	}
+	var pl net.Listener
+	if o.pprof != "" {
+		if pl, err = net.Listen("tcp", o.pprof); err != nil {
+			return usageError(fmt.Errorf("--pprof: %w", err))
+		}
+		defer pl.Close()
+	}
 	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
@@ -117,6 +129,10 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		return withCode(ExitError, fmt.Errorf("writing the announcement: %w", err))
 	}
 	errLog.Printf("forwarding %s -> %s, control on %s", srv.Addr(), u, srv.ControlAddr())
+	if pl != nil {
+		ps := servePprof(pl, errLog)
+		defer ps.Close()
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -131,4 +147,19 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		return withCode(ExitError, fmt.Errorf("proxy: serving: %w", serveErr))
 	}
 	return nil
+}
+
+// servePprof serves net/http/pprof's handlers on l until the returned
+// server is closed.
+func servePprof(l net.Listener, errLog *log.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	go func() { _ = hs.Serve(l) }()
+	errLog.Printf("pprof on http://%s/debug/pprof/", l.Addr())
+	return hs
 }

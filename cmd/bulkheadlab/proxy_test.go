@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,6 +31,7 @@ func TestProxyCmdBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--seed", "-1"}, "seed"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--shutdown-timeout", "0s"}, "--shutdown-timeout"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--ledger", "/nonexistent-dir/x"}, "--ledger"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--pprof", "nonsense"}, "--pprof"},
 	}
 	for _, tt := range tests {
 		root := newRootCmd()
@@ -56,7 +58,8 @@ func TestProxyCmdLive(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	root := newRootCmd()
-	root.SetArgs([]string{"proxy", "--upstream", up.URL, "--name", "A", "--seed", "7", "--ledger", ledger})
+	pprofAddr := freeLoopbackAddr(t)
+	root.SetArgs([]string{"proxy", "--upstream", up.URL, "--name", "A", "--seed", "7", "--ledger", ledger, "--pprof", pprofAddr})
 	root.SetOut(pw)
 	root.SetErr(io.Discard)
 	done := make(chan error, 1)
@@ -87,6 +90,11 @@ func TestProxyCmdLive(t *testing.T) {
 		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100}}, 503},
 		{nil, 200},
 	}
+	if resp, err := hc.Get("http://" + pprofAddr + "/debug/pprof/cmdline"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET --pprof's /debug/pprof/cmdline = %v, %v; want 200", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	for i, s := range steps {
 		if err := ctl.Set(ctx, s.faults); err != nil {
 			t.Fatalf("step %d: Set: %v", i, err)
@@ -108,4 +116,15 @@ func TestProxyCmdLive(t *testing.T) {
 	if err != nil || strings.Count(string(b), "\n") != len(steps) {
 		t.Errorf("ledger = %q, %v; want %d lines", b, err, len(steps))
 	}
+}
+
+// freeLoopbackAddr returns a loopback host:port that was free a moment ago.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -1,0 +1,354 @@
+package faultproxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Parsing of HTTP/1.x message heads for the raw data plane (rawserver.go).
+// A head is read whole into a buffer of its connection; header lines are
+// kept as slices of it and forwarded as they came, but for the hop-by-hop
+// ones and those that the proxy rewrites.
+
+// maxHeadBytes bounds a message head (net/http's default is 1 MiB).
+const maxHeadBytes = 1 << 20
+
+// errHeadTooLarge and errBadHead are parse errors; a client gets 431 and
+// 400 for them.
+var (
+	errHeadTooLarge = errors.New("message head too large")
+	errBadHead      = errors.New("malformed message head")
+	errVersion      = errors.New("unsupported HTTP version")
+	errEncoding     = errors.New("unsupported transfer encoding")
+)
+
+// hdr is one header line, name and value slices of the head buffer.
+type hdr struct {
+	name, value []byte
+	drop        bool // not forwarded: hop-by-hop, or rewritten by the proxy
+}
+
+// head is a parsed request or response head.
+type head struct {
+	buf  []byte
+	line [3][]byte // request: method, target, version; response: version, code, reason
+	hdrs []hdr
+	// minor is the HTTP/1 minor version (0 or 1).
+	minor int
+	// status is a response's status code.
+	status int
+
+	contentLength int64 // −1: none
+	chunked       bool
+	close         bool // Connection: close (or HTTP/1.0 without keep-alive)
+	upgrade       bool // Connection: upgrade with an Upgrade header
+	trailerHdr    bool // a Trailer header
+
+	// request only
+	requestID  []byte
+	hasHost    bool
+	expect100  bool
+	teTrailers bool
+}
+
+// readHead reads one head (start line and header lines up to the empty
+// line) from br into h, reusing h's buffers. Leading empty lines are
+// skipped, as net/http does.
+func readHead(br *bufio.Reader, h *head) error {
+	h.buf = h.buf[:0]
+	lineStart := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(h.buf)+len(chunk) > maxHeadBytes {
+			return errHeadTooLarge
+		}
+		h.buf = append(h.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue // a long line: read on
+		}
+		if err != nil {
+			if err == io.EOF && len(h.buf) > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		l := h.buf[lineStart:]
+		if len(l) == 1 || len(l) == 2 && l[0] == '\r' { // an empty line
+			if lineStart == 0 {
+				h.buf = h.buf[:0]
+				continue
+			}
+			return nil
+		}
+		lineStart = len(h.buf)
+	}
+}
+
+// splitLines calls f for each line of h.buf without its line end; the
+// last (empty) line is not passed.
+func (h *head) lines(f func(i int, l []byte) error) error {
+	b := h.buf
+	for i := 0; len(b) > 0; i++ {
+		j := bytes.IndexByte(b, '\n')
+		l := b[:j]
+		b = b[j+1:]
+		if len(l) > 0 && l[len(l)-1] == '\r' {
+			l = l[:len(l)-1]
+		}
+		if len(l) == 0 {
+			return nil
+		}
+		if err := f(i, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parse parses h.buf as a request (req) or a response head.
+func (h *head) parse(req bool) error {
+	h.hdrs = h.hdrs[:0]
+	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr = -1, false, false, false, false
+	h.requestID, h.hasHost, h.expect100, h.teTrailers = nil, false, false, false
+	var connUpgrade, keepAlive, hasUpgrade, clSeen bool
+	var te []byte
+	err := h.lines(func(i int, l []byte) error {
+		if i == 0 {
+			return h.parseStartLine(l, req)
+		}
+		c := bytes.IndexByte(l, ':')
+		if c <= 0 || !isToken(l[:c]) {
+			return errBadHead // also rejects obs-fold (a line starting with a space)
+		}
+		name, value := l[:c], bytes.Trim(l[c+1:], " \t")
+		if !validValue(value) {
+			return errBadHead
+		}
+		x := hdr{name: name, value: value}
+		switch {
+		case eqFold(name, "Content-Length"):
+			n, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || n < 0 || clSeen && n != h.contentLength {
+				return errBadHead
+			}
+			clSeen, h.contentLength, x.drop = true, n, true
+		case eqFold(name, "Transfer-Encoding"):
+			te, x.drop = value, true
+		case eqFold(name, "Connection"):
+			x.drop = true
+			for t := range bytes.SplitSeq(value, []byte(",")) {
+				t = bytes.TrimSpace(t)
+				switch {
+				case eqFold(t, "close"):
+					h.close = true
+				case eqFold(t, "keep-alive"):
+					keepAlive = true
+				case eqFold(t, "upgrade"):
+					connUpgrade = true
+				}
+			}
+		case eqFold(name, "Upgrade"):
+			hasUpgrade, x.drop = true, true
+		case eqFold(name, "Keep-Alive"), eqFold(name, "Proxy-Connection"),
+			eqFold(name, "Proxy-Authenticate"), eqFold(name, "Proxy-Authorization"):
+			x.drop = true
+		case eqFold(name, "Trailer"):
+			h.trailerHdr = true // framing of a chunked body, forwarded with it
+		case req && eqFold(name, "Host"):
+			h.hasHost, x.drop = true, true
+		case req && eqFold(name, "Te"):
+			x.drop = true
+			for t := range bytes.SplitSeq(value, []byte(",")) {
+				if eqFold(bytes.TrimSpace(t), "trailers") {
+					h.teTrailers = true
+				}
+			}
+		case req && eqFold(name, "Expect"):
+			if eqFold(value, "100-continue") {
+				h.expect100, x.drop = true, true
+			}
+		case req && (eqFold(name, "Forwarded") || eqFold(name, "X-Forwarded-For") ||
+			eqFold(name, "X-Forwarded-Host") || eqFold(name, "X-Forwarded-Proto")):
+			x.drop = true
+		case req && eqFold(name, "X-Request-Id"):
+			if h.requestID == nil {
+				h.requestID = value
+			}
+		}
+		h.hdrs = append(h.hdrs, x)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(h.line[0]) == 0 {
+		return errBadHead
+	}
+	if te != nil {
+		if !eqFold(te, "chunked") || h.minor == 0 && req {
+			return errEncoding
+		}
+		h.chunked, h.contentLength = true, -1 // chunked wins over a length
+	}
+	if h.minor == 0 && !keepAlive {
+		h.close = true
+	}
+	h.upgrade = connUpgrade && hasUpgrade
+	// Headers named by Connection are hop-by-hop too.
+	for _, c := range h.hdrs {
+		if !eqFold(c.name, "Connection") {
+			continue
+		}
+		for t := range bytes.SplitSeq(c.value, []byte(",")) {
+			t = bytes.TrimSpace(t)
+			for k := range h.hdrs {
+				if len(t) > 0 && eqFoldBytes(h.hdrs[k].name, t) {
+					h.hdrs[k].drop = true
+				}
+			}
+		}
+	}
+	if req && h.minor == 1 && !h.hasHost {
+		return errBadHead // HTTP/1.1 requires Host, and net/http enforces it
+	}
+	return nil
+}
+
+func (h *head) parseStartLine(l []byte, req bool) error {
+	h.line = [3][]byte{}
+	a := bytes.IndexByte(l, ' ')
+	if a <= 0 {
+		return errBadHead
+	}
+	rest := l[a+1:]
+	b := bytes.IndexByte(rest, ' ')
+	if req {
+		if b <= 0 {
+			return errBadHead
+		}
+		method, target, version := l[:a], rest[:b], rest[b+1:]
+		if !isToken(method) || !validTarget(target) {
+			return errBadHead
+		}
+		h.line = [3][]byte{method, target, version}
+		return h.parseVersion(version)
+	}
+	version := l[:a]
+	code := rest
+	var reason []byte
+	if b >= 0 {
+		code, reason = rest[:b], rest[b+1:]
+	}
+	if len(code) != 3 {
+		return errBadHead
+	}
+	n, err := strconv.Atoi(string(code))
+	if err != nil || n < 100 {
+		return errBadHead
+	}
+	h.status = n
+	h.line = [3][]byte{version, code, reason}
+	return h.parseVersion(version)
+}
+
+func (h *head) parseVersion(v []byte) error {
+	switch string(v) {
+	case "HTTP/1.1":
+		h.minor = 1
+	case "HTTP/1.0":
+		h.minor = 0
+	default:
+		return errVersion
+	}
+	return nil
+}
+
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue rejects control characters other than HTAB in a field value.
+func validValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validTarget accepts a request target without spaces or control
+// characters.
+func validTarget(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// eqFold compares an ASCII header name or token case-insensitively.
+func eqFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func eqFoldBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lower(a[i]) != lower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// header returns the first value of header name in h.
+func (h *head) header(name string) []byte {
+	for _, x := range h.hdrs {
+		if eqFold(x.name, name) {
+			return x.value
+		}
+	}
+	return nil
+}
+
+// bodyless reports whether a response to method with this status has no
+// body whatever its headers say.
+func bodyless(method []byte, status int) bool {
+	return string(method) == http.MethodHead || status >= 100 && status < 200 || status == 204 || status == 304
+}

@@ -1,0 +1,504 @@
+package faultproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// serveRaw is ServeHTTP for the raw data plane: the same decision,
+// faults, ledger and metrics. It reports whether the connection may serve
+// another request.
+func (p *Proxy) serveRaw(c *rconn) bool {
+	arrived := time.Now()
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
+	p.m.requests.Inc()
+	seq := p.seq.Add(1)
+	set := p.set.Load()
+	d := set.decide(p.seed, seq)
+	e := LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}
+	if d.Latencies > 0 {
+		p.m.injected[TypeLatency].Add(float64(d.Latencies))
+		e.RequestedDelayMS = ms(d.Delay)
+		if d.Delay <= 0 {
+			p.m.delay.Observe(0)
+		} else {
+			gone := make(chan struct{})
+			stop := c.watch(func() { close(gone) })
+			res, actual := wait(gone, p.stop, arrived, d.Delay)
+			stop()
+			p.m.delay.Observe(actual.Seconds())
+			e.DelayMS = ms(actual)
+			switch res {
+			case waitCancelled:
+				p.m.cancelled.Inc()
+				e.Outcome = "cancelled"
+				p.recordID(c.req.requestID, d, e)
+				return false
+			case waitStopped:
+				e.Outcome = "stopped"
+				p.recordID(c.req.requestID, d, e)
+				return false // the connection is cut
+			}
+		}
+	}
+	if d.Terminal < 0 {
+		p.recordID(c.req.requestID, d, e)
+		return p.forwardRaw(c)
+	}
+	f := &set.faults[d.Terminal]
+	p.m.injected[f.Type].Inc()
+	e.Outcome = f.Type
+	switch f.Type {
+	case TypeError:
+		e.Status = f.Status
+		p.recordID(c.req.requestID, d, e)
+		return c.writeFault(f)
+	case TypeAbort:
+		p.recordID(c.req.requestID, d, e)
+		return false
+	case TypeHang:
+		p.recordID(c.req.requestID, d, e)
+		gone := make(chan struct{})
+		stop := c.watch(func() { close(gone) })
+		select {
+		case <-gone:
+			p.m.cancelled.Inc()
+		case <-p.stop:
+		}
+		stop()
+		return false
+	}
+	return false
+}
+
+func (p *Proxy) recordID(id []byte, d Decision, e LedgerEntry) {
+	if p.ledger == nil {
+		return
+	}
+	e.Decision = d.String()
+	e.RequestID = string(id)
+	p.ledger.Record(e)
+}
+
+// hasBody reports whether the request head announces a body.
+func (h *head) hasBody() bool { return h.chunked || h.contentLength > 0 }
+
+// keepAfter reports whether the client connection may serve another
+// request after an answer that did not read the request's body.
+func (h *head) keepAfter() bool { return !h.close && !h.hasBody() }
+
+// writeFault answers with the error fault f.
+func (c *rconn) writeFault(f *Fault) bool {
+	bw := c.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(f.Status))
+	bw.WriteByte(' ')
+	bw.WriteString(http.StatusText(f.Status))
+	bw.WriteString("\r\n")
+	hasCT := false
+	for k, v := range f.Headers {
+		k = http.CanonicalHeaderKey(k)
+		hasCT = hasCT || k == "Content-Type"
+		writeHeaderLine(bw, k, v)
+	}
+	if !hasCT {
+		bw.WriteString("Content-Type: text/plain; charset=utf-8\r\n")
+	}
+	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))
+	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(f.Body)))
+	keep := c.req.keepAfter()
+	if !keep {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	if string(c.req.line[0]) != http.MethodHead {
+		bw.WriteString(f.Body)
+	}
+	return bw.Flush() == nil && keep
+}
+
+func writeHeaderLine(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
+// upstreamErrorRaw answers 502 for a failed upstream call, or counts a
+// cancellation if the client went away.
+func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
+	if c.gone.Load() {
+		p.m.cancelled.Inc()
+		return false
+	}
+	p.m.upstreamErrors.Inc()
+	body := "faultproxy: upstream: " + err.Error() + "\n"
+	bw := c.bw
+	bw.WriteString("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nX-Faultproxy-Error: upstream\r\n")
+	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))
+	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(body)))
+	bw.WriteString("Connection: close\r\n\r\n")
+	bw.WriteString(body)
+	_ = bw.Flush()
+	return false
+}
+
+// outTarget is the request target to send upstream: the client's as it
+// came in the usual case (an origin-form target, an upstream URL without a
+// path or query, a clean query); otherwise rewritten as outURL does.
+func (p *Proxy) outTarget(target []byte) ([]byte, error) {
+	t := p.target
+	if len(target) > 0 && target[0] == '/' && (t.Path == "" || t.Path == "/") && t.RawPath == "" && t.RawQuery == "" {
+		q := bytes.IndexByte(target, '?')
+		if q < 0 || cleanQueryParams(string(target[q+1:])) == string(target[q+1:]) {
+			return target, nil
+		}
+	}
+	if string(target) == "*" {
+		return target, nil
+	}
+	u, err := url.ParseRequestURI(string(target))
+	if err != nil {
+		return nil, err
+	}
+	return []byte(outURL(t, u).RequestURI()), nil
+}
+
+// forwardRaw forwards the request read on c to the upstream and relays the
+// answer. It reports whether c may serve another request.
+func (p *Proxy) forwardRaw(c *rconn) bool {
+	req := &c.req
+	target, err := p.outTarget(req.line[1])
+	if err != nil {
+		c.writeProtocolError(http.StatusBadRequest)
+		return false
+	}
+	out := append(c.out[:0], req.line[0]...)
+	out = append(out, ' ')
+	out = append(out, target...)
+	out = append(out, " HTTP/1.1\r\nHost: "...)
+	out = append(out, p.h1.host...)
+	out = append(out, "\r\n"...)
+	for _, x := range req.hdrs {
+		if !x.drop {
+			out = append(append(append(append(out, x.name...), ": "...), x.value...), "\r\n"...)
+		}
+	}
+	if req.teTrailers {
+		out = append(out, "Te: trailers\r\n"...)
+	}
+	switch {
+	case req.chunked:
+		out = append(out, "Transfer-Encoding: chunked\r\n"...)
+	case req.contentLength >= 0:
+		out = append(strconv.AppendInt(append(out, "Content-Length: "...), req.contentLength, 10), "\r\n"...)
+	}
+	if req.upgrade {
+		out = append(append(append(out, "Connection: Upgrade\r\nUpgrade: "...), req.header("Upgrade")...), "\r\n"...)
+	}
+	out = append(out, "\r\n"...)
+	c.out = out
+
+	if req.expect100 && req.hasBody() {
+		c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if c.bw.Flush() != nil {
+			return false
+		}
+	}
+	replayable := !req.hasBody()
+	c.gone.Store(false)
+	for attempt := 0; ; attempt++ {
+		pc, reused, err := p.h1.get(context.Background(), attempt > 0, !replayable)
+		if err != nil {
+			return p.upstreamErrorRaw(c, err)
+		}
+		_, werr := pc.bw.Write(out)
+		if werr == nil && req.chunked {
+			werr = relayChunked(pc.bw, c.br)
+		} else if werr == nil && req.contentLength > 0 {
+			werr = relayN(pc.bw, c.br, req.contentLength)
+		}
+		if werr == nil {
+			werr = pc.bw.Flush()
+		}
+		err = p.readAnswerHead(c, pc)
+		if err == nil {
+			return p.relayAnswer(c, pc, werr != nil)
+		}
+		pc.c.Close()
+		if werr != nil {
+			err = werr
+		}
+		if !c.gone.Load() && reused && replayable && attempt == 0 && staleConnErr(err) {
+			continue
+		}
+		return p.upstreamErrorRaw(c, err)
+	}
+}
+
+// readAnswerHead reads the upstream's answer head into c.res, passing
+// interim (1xx) answers on to the client. From upstreamWatch on, the client
+// is watched (see slowCalls): if it goes away, the upstream call is cut.
+func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn) error {
+	c.s.slow.add(c, pc)
+	defer c.s.slow.remove(c)
+	for {
+		if err := readHead(pc.br, &c.res); err != nil {
+			return err
+		}
+		if err := c.res.parse(false); err != nil {
+			return err
+		}
+		if s := c.res.status; s < 100 || s >= 200 || s == http.StatusSwitchingProtocols {
+			return nil
+		}
+		// An interim answer (103 Early Hints...): pass it on.
+		writeAnswerHead(c.bw, &c.res, false, false, nil)
+		if err := c.bw.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// writeAnswerHead writes the answer head h to the client: the upstream's
+// status, its end-to-end headers and its framing (Content-Length, or
+// Transfer-Encoding: chunked and Trailer unless dechunk), and Connection:
+// close if closing.
+// upgrade, if not nil, is the protocol of a 101 answer.
+func writeAnswerHead(bw *bufio.Writer, h *head, dechunk, closing bool, upgrade []byte) {
+	bw.WriteString("HTTP/1.1 ")
+	bw.Write(h.line[1])
+	bw.WriteByte(' ')
+	bw.Write(h.line[2])
+	bw.WriteString("\r\n")
+	for _, x := range h.hdrs {
+		if x.drop || dechunk && eqFold(x.name, "Trailer") {
+			continue
+		}
+		bw.Write(x.name)
+		bw.WriteString(": ")
+		bw.Write(x.value)
+		bw.WriteString("\r\n")
+	}
+	switch {
+	case h.chunked && !dechunk:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	case h.contentLength >= 0 && !h.chunked:
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.FormatInt(h.contentLength, 10))
+		bw.WriteString("\r\n")
+	}
+	if closing {
+		bw.WriteString("Connection: close\r\n")
+	}
+	if upgrade != nil {
+		bw.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		bw.Write(upgrade)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString("\r\n")
+}
+
+// relayAnswer relays the answer whose head is in c.res and hands pc back.
+// spent: the request could not be written whole (an early answer).
+func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
+	req, res := &c.req, &c.res
+	if res.status == http.StatusSwitchingProtocols {
+		if !req.upgrade {
+			pc.c.Close()
+			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"))
+		}
+		return p.tunnel(c, pc)
+	}
+	noBody := bodyless(req.line[0], res.status)
+	dechunk := !noBody && res.chunked && req.minor == 0
+	untilClose := !noBody && !res.chunked && res.contentLength < 0
+	closing := req.close || untilClose || dechunk || spent
+	writeAnswerHead(c.bw, res, dechunk, closing, nil)
+	var err error
+	switch {
+	case noBody:
+	case dechunk:
+		err = relayAll(c.bw, bufio.NewReader(httputil.NewChunkedReader(pc.br)))
+	case res.chunked:
+		err = relayChunked(c.bw, pc.br)
+	case res.contentLength >= 0:
+		err = relayN(c.bw, pc.br, res.contentLength)
+	default:
+		err = relayAll(c.bw, pc.br)
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	reusable := err == nil && !res.close && !untilClose && !dechunk && !spent && !c.gone.Load()
+	p.h1.put(pc, reusable)
+	return err == nil && !closing
+}
+
+// tunnel relays bytes both ways after 101 Switching Protocols.
+func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
+	res := &c.res
+	up := res.header("Upgrade")
+	if up == nil {
+		up = c.req.header("Upgrade")
+	}
+	writeAnswerHead(c.bw, res, false, false, up)
+	if c.bw.Flush() != nil {
+		pc.c.Close()
+		return false
+	}
+	// Both directions until either ends, then both connections close, as
+	// ReverseProxy does.
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(pc.c, c.br) // client → upstream, buffered bytes first
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(c.c, pc.br) // upstream → client, buffered bytes first
+		done <- struct{}{}
+	}()
+	<-done
+	c.c.Close()
+	pc.c.Close()
+	<-done
+	return false
+}
+
+// relayN copies n bytes from src to dst, flushing dst whenever src has
+// nothing buffered (before a read that may wait), so a slow stream is
+// passed on as it comes.
+func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	for n > 0 {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+		}
+		m, err := src.Read(buf[:min(n, int64(len(buf)))])
+		if m > 0 {
+			if _, werr := dst.Write(buf[:m]); werr != nil {
+				return werr
+			}
+			n -= int64(m)
+		}
+		if err != nil {
+			if err == io.EOF && n > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			if n > 0 {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// relayAll copies src to dst until src's EOF, flushing as relayN does.
+func relayAll(dst *bufio.Writer, src *bufio.Reader) error {
+	err := relayN(dst, src, 1<<62)
+	if err == io.ErrUnexpectedEOF {
+		return nil
+	}
+	return err
+}
+
+// errBadChunk is a malformed chunked body.
+var errBadChunk = errors.New("faultproxy: malformed chunked body")
+
+// relayChunked copies one chunked body from src to dst as it is: chunk
+// size lines, data, the last chunk and the trailer section.
+func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
+	line := func() ([]byte, error) {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return nil, err
+			}
+		}
+		l, err := src.ReadSlice('\n')
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return l, err
+	}
+	for {
+		l, err := line()
+		if err != nil {
+			return err
+		}
+		size, ok := chunkSize(l)
+		if !ok {
+			return errBadChunk
+		}
+		if _, err := dst.Write(l); err != nil {
+			return err
+		}
+		if size == 0 {
+			for { // trailer lines, then the empty line
+				l, err := line()
+				if err != nil {
+					return err
+				}
+				if _, err := dst.Write(l); err != nil {
+					return err
+				}
+				if len(l) <= 2 && (len(l) == 1 || l[0] == '\r') {
+					return nil
+				}
+			}
+		}
+		if err := relayN(dst, src, size); err != nil {
+			return err
+		}
+		l, err = line()
+		if err != nil {
+			return err
+		}
+		if !(len(l) == 2 && l[0] == '\r' || len(l) == 1) {
+			return errBadChunk
+		}
+		if _, err := dst.Write(l); err != nil {
+			return err
+		}
+	}
+}
+
+// chunkSize parses the hexadecimal size at the start of a chunk size line
+// (extensions after ';' allowed).
+func chunkSize(l []byte) (int64, bool) {
+	var n int64
+	digits := 0
+	for _, c := range l {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		case c == ';' || c == '\r' || c == '\n' || c == ' ' || c == '\t':
+			return n, digits > 0
+		default:
+			return 0, false
+		}
+		if digits == 15 {
+			return 0, false // ≥ 2^60: no such chunk
+		}
+		n = n<<4 | int64(v)
+		digits++
+	}
+	return 0, false
+}

@@ -1,0 +1,413 @@
+package faultproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The raw data plane. For a plain-http upstream and the proxy's own client
+// (the default), Listen serves the data plane with this HTTP/1.x server
+// instead of net/http's. It reads a request's head into a buffer, decides
+// the request's faults as ServeHTTP does, and forwards the head with its
+// hop-by-hop headers dropped and the body and the answer as they come
+// (chunked bodies as chunks, trailers included), on the connections of the
+// proxy's client. Next to net/http's server and its Request, Header and
+// ResponseWriter, this leaves out per request: the parse into maps and its
+// allocations, the background reader goroutine that watches for clients
+// that go away (with its deadline dance), and the encoding of the answer.
+// A client that goes away is watched for only while the proxy waits: during
+// a delay or a hang at once, and during an upstream call from 1 ms on, so
+// the usual sub-millisecond call pays nothing for it.
+//
+// Its data plane is the same as ServeHTTP's: the same decisions, faults,
+// ledger and metrics, 502 on upstream failures, upgrades (101 Switching
+// Protocols) tunnelled. Requests with a body get a 100 Continue if they
+// asked for one. Idle connections are closed after IdleTimeout; Shutdown
+// works as http.Server's.
+
+// planeServer is what Server needs of a listener's server; *http.Server
+// and *rawServer are ones.
+type planeServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// aLongTimeAgo is a deadline in the past: it interrupts a blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+const (
+	rawIdleTimeout = 2 * time.Minute
+	upstreamWatch  = 10 * time.Millisecond // when a client starts being watched during an upstream call
+)
+
+type rawServer struct {
+	p      *Proxy
+	errLog *log.Logger
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*rconn]bool // true while the connection waits for a request
+	shutdown bool
+	wg       sync.WaitGroup
+	slow     slowCalls
+}
+
+func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
+	return &rawServer{p: p, errLog: errLog, conns: map[*rconn]bool{}}
+}
+
+func (s *rawServer) logf(format string, args ...any) {
+	if s.errLog != nil {
+		s.errLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+// Serve accepts connections on ln until Shutdown or Close, then returns
+// http.ErrServerClosed.
+func (s *rawServer) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			down := s.shutdown
+			s.mu.Unlock()
+			if down {
+				return http.ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors and the like: back off, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logf("faultproxy: accept error: %v; retrying in %v", err, backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		c := &rconn{s: s, c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10),
+			watchDone: make(chan struct{}, 1)}
+		if sc, ok := nc.(syscall.Conn); ok {
+			c.rc, _ = sc.SyscallConn()
+		}
+		s.mu.Lock()
+		if s.shutdown {
+			s.mu.Unlock()
+			nc.Close()
+			return http.ErrServerClosed
+		}
+		s.conns[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections and waits for the
+// others to finish their request, until ctx is done; then it closes them
+// and returns ctx's error.
+func (s *rawServer) Shutdown(ctx context.Context) error {
+	defer s.slow.stop()
+	s.mu.Lock()
+	s.shutdown = true
+	ln := s.ln
+	for c, idle := range s.conns {
+		if idle {
+			c.c.Close()
+		}
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes the listener and every connection at once.
+func (s *rawServer) Close() error {
+	defer s.slow.stop()
+	s.mu.Lock()
+	s.shutdown = true
+	ln := s.ln
+	for c := range s.conns {
+		c.c.Close()
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	return nil
+}
+
+// setIdle records whether c waits for a request; false if c must close
+// (the server is shutting down).
+func (s *rawServer) setIdle(c *rconn, idle bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return false
+	}
+	s.conns[c] = idle
+	return true
+}
+
+// rconn is one client connection of the raw data plane.
+type rconn struct {
+	s         *rawServer
+	c         net.Conn
+	rc        syscall.RawConn // nil: clients that go away are not noticed
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	req, res  head
+	out       []byte        // the upstream request's head
+	watchDone chan struct{} // a watch has ended
+	gone      atomic.Bool   // the client went away during an upstream call
+
+	// an upstream call in progress (slowCalls), guarded by slowCalls.mu
+	callStart time.Time
+	callConn  *h1Conn
+	callIdx   int
+	watching  bool
+
+	deadline time.Time // the read deadline set on c, zero if none
+}
+
+// errAbortConn ends a connection without an answer (abort fault).
+var errAbortConn = errors.New("faultproxy: abort")
+
+func (c *rconn) serve() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.logf("faultproxy: panic serving %v: %v", c.c.RemoteAddr(), r)
+		}
+		c.c.Close()
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+		c.s.wg.Done()
+	}()
+	for {
+		if !c.s.setIdle(c, true) {
+			return
+		}
+		c.idleDeadline()
+		err := readHead(c.br, &c.req)
+		if err != nil {
+			if err == errHeadTooLarge {
+				c.writeProtocolError(http.StatusRequestHeaderFieldsTooLarge)
+			}
+			return
+		}
+		c.s.setIdle(c, false) // a request read during shutdown is still served
+		if err := c.req.parse(true); err != nil {
+			switch err {
+			case errVersion:
+				c.writeProtocolError(http.StatusHTTPVersionNotSupported)
+			case errEncoding:
+				c.writeProtocolError(http.StatusNotImplemented)
+			default:
+				c.writeProtocolError(http.StatusBadRequest)
+			}
+			return
+		}
+		if c.req.hasBody() {
+			c.clearDeadline() // no time limit on a request body, as in net/http
+		}
+		if !c.s.p.serveRaw(c) {
+			return
+		}
+	}
+}
+
+// writeProtocolError answers a request that could not be read, and the
+// connection closes.
+func (c *rconn) writeProtocolError(code int) {
+	text := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	fmt.Fprintf(c.bw, "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		text, len(text), text)
+	_ = c.bw.Flush()
+}
+
+// watchLoop blocks until the client goes away (then calls onGone), sends
+// data (a pipelined request), or the watch is stopped (a past read
+// deadline).
+func (c *rconn) watchLoop(onGone func()) {
+	if c.rc == nil || c.br.Buffered() > 0 {
+		return
+	}
+	gone := false
+	err := c.rc.Read(func(fd uintptr) bool {
+		var done bool
+		done, gone = peekGone(fd)
+		return done
+	})
+	if err == nil && gone {
+		onGone()
+	}
+}
+
+// watch watches for the client going away from now until the returned stop
+// is called.
+func (c *rconn) watch(onGone func()) (stop func()) {
+	c.clearDeadline() // a delay or a hang may outlast the idle deadline
+	go func() {
+		c.watchLoop(onGone)
+		c.watchDone <- struct{}{}
+	}()
+	return c.endWatch
+}
+
+// endWatch stops a running watch and waits for it.
+func (c *rconn) endWatch() {
+	_ = c.c.SetReadDeadline(aLongTimeAgo)
+	<-c.watchDone
+	_ = c.c.SetReadDeadline(time.Time{})
+	c.deadline = time.Time{}
+}
+
+// idleDeadline bounds the wait for the next request by rawIdleTimeout,
+// renewing the read deadline only when it is a second old: a request
+// without a body reads nothing more from the client, so the deadline may
+// stay set while it is served (a deadline costs a timer update).
+func (c *rconn) idleDeadline() {
+	now := time.Now()
+	if !c.deadline.IsZero() && c.deadline.Sub(now) > rawIdleTimeout-time.Second {
+		return
+	}
+	c.deadline = now.Add(rawIdleTimeout)
+	_ = c.c.SetReadDeadline(c.deadline)
+}
+
+func (c *rconn) clearDeadline() {
+	if !c.deadline.IsZero() {
+		_ = c.c.SetReadDeadline(time.Time{})
+		c.deadline = time.Time{}
+	}
+}
+
+// slowCalls watches for clients that go away during upstream calls that
+// last upstreamWatch or more. A timer per call would cost more than the
+// rest of the call: adding one wakes the runtime's network poller. Instead
+// calls are registered, and while any are, one goroutine looks every
+// upstreamWatch for those that have lasted that long and starts watching
+// their client (until the connection's idle deadline, which a call
+// longer than two minutes outlasts). It ends after a while without calls.
+type slowCalls struct {
+	mu      sync.Mutex
+	calls   []*rconn
+	running bool
+	quit    chan struct{} // closed when the server stops
+	quitOne sync.Once
+}
+
+// stop ends the loop for good (server shutdown).
+func (s *slowCalls) stop() { s.quitOne.Do(func() { close(s.quitCh()) }) }
+
+func (s *slowCalls) quitCh() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quit == nil {
+		s.quit = make(chan struct{})
+	}
+	return s.quit
+}
+
+func (s *slowCalls) add(c *rconn, pc *h1Conn) {
+	s.mu.Lock()
+	c.callStart, c.callConn, c.callIdx, c.watching = time.Now(), pc, len(s.calls), false
+	s.calls = append(s.calls, c)
+	if !s.running {
+		s.running = true
+		if s.quit == nil {
+			s.quit = make(chan struct{})
+		}
+		go s.loop(s.quit)
+	}
+	s.mu.Unlock()
+}
+
+func (s *slowCalls) remove(c *rconn) {
+	s.mu.Lock()
+	last := len(s.calls) - 1
+	s.calls[c.callIdx] = s.calls[last]
+	s.calls[c.callIdx].callIdx = c.callIdx
+	s.calls[last] = nil
+	s.calls = s.calls[:last]
+	watching := c.watching
+	c.callConn = nil
+	s.mu.Unlock()
+	if watching {
+		c.endWatch()
+	}
+}
+
+func (s *slowCalls) loop(quit <-chan struct{}) {
+	tick := time.NewTicker(upstreamWatch)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-tick.C:
+		case <-quit:
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		if len(s.calls) == 0 {
+			if idle++; idle >= 20 {
+				s.running = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
+		}
+		idle = 0
+		now := time.Now()
+		for _, c := range s.calls {
+			if !c.watching && now.Sub(c.callStart) >= upstreamWatch {
+				c.watching = true
+				pc := c.callConn
+				go func() {
+					c.watchLoop(func() {
+						c.gone.Store(true)
+						_ = pc.c.SetDeadline(aLongTimeAgo)
+					})
+					c.watchDone <- struct{}{}
+				}()
+			}
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// A command name with spaces and parentheses; utime 250, stime 50.
+	line := "4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0 100 1000000 500 18446744073709551615"
+	got, err := parseStatCPU(line)
+	if err != nil || got != 3*time.Second {
+		t.Errorf("parseStatCPU = %v, %v; want 3s (300 ticks)", got, err)
+	}
+	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 x 5 0"} {
+		if _, err := parseStatCPU(bad); err == nil {
+			t.Errorf("parseStatCPU(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var s []time.Duration
+	for i := 1; i <= 100; i++ {
+		s = append(s, time.Duration(i))
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50}, {0.9, 90}, {0.99, 99}, {1, 100}, {0, 1}} {
+		if got := quantile(s, c.q); got != c.want {
+			t.Errorf("quantile(1..100, %v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if quantile(nil, 0.5) != 0 {
+		t.Errorf("quantile of nothing is not 0")
+	}
+}
+
+func TestHeld(t *testing.T) {
+	tests := []struct {
+		c    cell
+		want bool
+	}{
+		{cell{rate: 1000, sent: 3000, ok: 3000, elapsed: 3 * time.Second}, true},
+		{cell{rate: 1000, sent: 3000, ok: 2996, elapsed: 3 * time.Second}, false},         // 99.87 % ok
+		{cell{rate: 1000, sent: 3000, ok: 2998, elapsed: 3 * time.Second}, true},          // 99.93 % ok
+		{cell{rate: 1000, sent: 3000, ok: 3000, elapsed: 3100 * time.Millisecond}, false}, // 96.8 % of the rate
+		{cell{rate: 1000}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.c.held(); got != tt.want {
+			t.Errorf("held(%d of %d at %d/s in %v) = %v, want %v", tt.c.ok, tt.c.sent, tt.c.rate, tt.c.elapsed, got, tt.want)
+		}
+	}
+}
+
+func TestRoundRateAndOrder(t *testing.T) {
+	for in, want := range map[float64]int{2400: 2400, 2880: 2900, 240: 240, 241: 250, 34560: 34600} {
+		if got := roundRate(in); got != want {
+			t.Errorf("roundRate(%v) = %d, want %d", in, got, want)
+		}
+	}
+	ts := []*target{{name: "a"}, {name: "b"}, {name: "c"}}
+	names := func(ts []*target) (out []string) {
+		for _, t := range ts {
+			out = append(out, t.name)
+		}
+		return out
+	}
+	if got := names(order(ts, 0)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("order round 0 = %v", got)
+	}
+	if got := names(order(ts, 1)); !slices.Equal(got, []string{"c", "b", "a"}) {
+		t.Errorf("order round 1 = %v", got)
+	}
+	if names(ts)[0] != "a" {
+		t.Errorf("order changed its argument")
+	}
+}
+
+func TestDelayOf(t *testing.T) {
+	const d = 225 * time.Millisecond
+	c := cell{target: "x", sent: 4, ok: 4, lat: []time.Duration{d + time.Millisecond, d - 2*time.Millisecond, d, d + 3*time.Millisecond}}
+	s := delayOf([]cell{c}, d)
+	if s.p50 != time.Millisecond || s.max != 3*time.Millisecond || s.mean != time.Millisecond/2 {
+		t.Errorf("delayOf = %+v, want |err| p50 1ms, max 3ms, mean signed +0.5ms", s)
+	}
+}
+
+// TestAttackUpstream: one short bounded attack on the upstream handler
+// counts every request and measures latencies.
+func TestAttackUpstream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(upstreamHandler))
+	defer srv.Close()
+	tg := newTarget("direct", srv.URL, 0, 2*time.Second)
+	defer tg.closeIdle()
+	c := attack(t.Context(), tg, 200, 250*time.Millisecond, attackOpts{timeout: 2 * time.Second, maxWorkers: 50})
+	if c.sent < 40 || c.ok != c.sent || len(c.lat) != c.ok {
+		t.Errorf("attack: sent %d ok %d latencies %d errors %v; want ~50 sent, all ok", c.sent, c.ok, len(c.lat), c.errs)
+	}
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != strings.Repeat("x", 64) {
+		t.Errorf("upstream body = %q", b)
+	}
+}
