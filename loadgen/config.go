@@ -108,6 +108,9 @@ type Config struct {
 	// names (typically the baseline): a run whose target did not answer is
 	// invalid, not evidence.
 	Health *Health
+	// Arrivals is how each target's requests are spread in time; the zero
+	// value is evenly spaced and in lock-step.
+	Arrivals Arrivals
 }
 
 // Health is the validity rule that a target answered normally in a phase.
@@ -192,7 +195,13 @@ func (cfg Config) validate() (*plan, error) {
 		p.spans = append(p.spans, phaseSpan{name: ph.Name, start: int64(p.duration), end: int64(p.duration + ph.Duration)})
 		p.duration += ph.Duration
 	}
-	p.schedules = p.buildSchedules()
+	if err := cfg.Arrivals.validate(); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.schedules, err = p.buildSchedules(); err != nil {
+		return nil, err
+	}
 	for field, m := range map[string]map[string]io.Writer{"raw": cfg.Raw, "hdr log": cfg.HdrLog} {
 		for name, w := range m {
 			if !names[name] || w == nil {
@@ -249,7 +258,7 @@ func validateRates(field string, rates map[string]float64, names map[string]bool
 }
 
 // buildSchedules returns each target's schedule over the phases.
-func (p *plan) buildSchedules() []schedule {
+func (p *plan) buildSchedules() ([]schedule, error) {
 	out := make([]schedule, 0, len(p.cfg.Targets))
 	starts := make([]int64, len(p.spans))
 	for i, sp := range p.spans {
@@ -263,7 +272,11 @@ func (p *plan) buildSchedules() []schedule {
 				rates[i] = r
 			}
 		}
-		out = append(out, newPiecewiseSchedule(starts, rates, int64(p.duration)))
+		s, err := p.cfg.Arrivals.schedule(t.Name, starts, rates, int64(p.duration))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
 	}
-	return out
+	return out, nil
 }

@@ -16,13 +16,25 @@ type segment struct {
 // the segment that holds it is due at start + (n-first)/rate, for
 // n < total: each segment restarts its sequence at its start, so a phase
 // with its own rate has a request due exactly at its start, and a
-// constant-rate run is due at t0 + n/rate as before.
+// constant-rate run is due at t0 + n/rate as before. A phase offset
+// (Arrivals.Offset) shifts every request by the same fraction of its
+// interval; a Poisson schedule holds its arrival times instead.
 //
 // A schedule is immutable after construction and safe for concurrent use;
-// at, countBefore and rateAt do not allocate and cost O(log segments).
+// at, countBefore and rateAt do not allocate and cost O(log segments)
+// (O(log requests) for a Poisson schedule).
 type schedule struct {
 	segs  []segment // by start; segs[0].start == 0
 	total int64     // number of requests in the run
+	// phase shifts every request by this fraction of its segment's
+	// interval, in [0, 1): request k of a segment is due at
+	// start + (k+phase)/rate (Arrivals.Offset).
+	phase float64
+	// times, if set, are the precomputed arrival times of a random process
+	// (Arrivals.Process poisson), sorted; they replace the segments' even
+	// spacing, which then only tells the scheduled rate.
+	times []int64
+	dur   int64 // the duration the schedule was built for
 }
 
 // newSchedule is a constant-rate schedule over [0, duration).
@@ -48,22 +60,53 @@ func newPiecewiseSchedule(starts []int64, rates []float64, duration int64) sched
 	}
 	last := s.segs[len(s.segs)-1]
 	s.total = last.first + localCount(last.rate, duration-last.start)
+	s.dur = duration
 	return s
 }
+
+// withPhase returns s with every request shifted by phase (in [0, 1)) of
+// its segment's interval; counts are recomputed, so a request shifted past
+// its segment's end belongs to the next segment's count no more.
+func (s schedule) withPhase(phase float64) schedule {
+	out := schedule{segs: make([]segment, len(s.segs)), phase: phase, dur: s.dur}
+	copy(out.segs, s.segs)
+	for i := 1; i < len(out.segs); i++ {
+		prev := out.segs[i-1]
+		out.segs[i].first = prev.first + localCountPhase(prev.rate, out.segs[i].start-prev.start, phase)
+	}
+	last := out.segs[len(out.segs)-1]
+	out.total = last.first + localCountPhase(last.rate, s.end()-last.start, phase)
+	return out
+}
+
+// end is the end of the schedule: the offset after its last request, as
+// built (the duration).
+func (s schedule) end() int64 { return s.dur }
 
 // localAt is the offset of request k from the start of a segment at rate.
 func localAt(rate float64, k int64) int64 { return int64(float64(k) * 1e9 / rate) }
 
+// localAtPhase is localAt shifted by phase of an interval.
+func localAtPhase(rate float64, k int64, phase float64) int64 {
+	if phase == 0 {
+		return localAt(rate, k)
+	}
+	return int64((float64(k) + phase) * 1e9 / rate)
+}
+
 // localCount is the number of k ≥ 0 with localAt(rate, k) < d.
-func localCount(rate float64, d int64) int64 {
+func localCount(rate float64, d int64) int64 { return localCountPhase(rate, d, 0) }
+
+// localCountPhase is the number of k ≥ 0 with localAtPhase(rate, k, phase) < d.
+func localCountPhase(rate float64, d int64, phase float64) int64 {
 	if d <= 0 {
 		return 0
 	}
-	c := int64(math.Ceil(float64(d) * rate / 1e9))
-	for c > 0 && localAt(rate, c-1) >= d {
+	c := max(0, int64(math.Ceil(float64(d)*rate/1e9-phase)))
+	for c > 0 && localAtPhase(rate, c-1, phase) >= d {
 		c--
 	}
-	for localAt(rate, c) < d {
+	for localAtPhase(rate, c, phase) < d {
 		c++
 	}
 	return c
@@ -100,11 +143,14 @@ func (s schedule) segByOffset(d int64) segment {
 
 // at is the intended offset of request n.
 func (s schedule) at(n int64) int64 {
+	if s.times != nil {
+		return s.times[n]
+	}
 	if len(s.segs) == 1 {
-		return localAt(s.segs[0].rate, n)
+		return localAtPhase(s.segs[0].rate, n, s.phase)
 	}
 	g := s.segByIndex(n)
-	return g.start + localAt(g.rate, n-g.first)
+	return g.start + localAtPhase(g.rate, n-g.first, s.phase)
 }
 
 // rateAt is the scheduled rate at offset d.
@@ -124,8 +170,11 @@ func (s schedule) countBefore(d int64) int64 {
 	if d <= 0 {
 		return 0
 	}
+	if s.times != nil {
+		return s.timesBefore(d)
+	}
 	g := s.segByOffset(d)
-	return min(g.first+localCount(g.rate, d-g.start), s.total)
+	return min(g.first+localCountPhase(g.rate, d-g.start, s.phase), s.total)
 }
 
 // countIn is the number of requests due in [from, to).

@@ -71,6 +71,8 @@ type Load struct {
 	ClientTimeout       time.Duration
 	Window              time.Duration
 	ExcludeFromValidity []string
+	// Arrivals is how each endpoint's requests are spread in time.
+	Arrivals loadgen.Arrivals
 	// Validity limits: schedule lag p99, canary p99, baseline health.
 	MaxLagP99    time.Duration
 	CanaryMaxP99 time.Duration

@@ -120,6 +120,7 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 		LagThreshold:        run.Load.MaxLagP99,
 		CanaryMaxP99:        run.Load.CanaryMaxP99,
 		Health:              run.Load.Health,
+		Arrivals:            run.Load.Arrivals,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -112,6 +113,9 @@ func (s *Spec) applyDefaults() {
 	}
 	if !s.set("load.window") {
 		s.Load.Window = Abs(DefaultWindow)
+	}
+	if s.Load.Arrivals == "" {
+		s.Load.Arrivals = loadgen.ArrivalsConstant
 	}
 	ph := &s.Phases
 	for _, p := range []struct {

@@ -227,6 +227,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.Phases = s.runPhases(r.Condition)
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D
 	pr.Load.Window = s.Load.Window.D
+	pr.Load.Arrivals = loadgen.Arrivals{Process: s.Load.Arrivals, Offset: !s.Load.Lockstep, Seed: uint64(r.ComponentSeed("arrivals"))}
 	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup}
 	v := s.Validity
 	pr.Load.MaxLagP99 = v.MaxLagP99.D

@@ -101,3 +101,39 @@ func TestEndpointKeysValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanArrivals: endpoints are offset by default, each run with its own
+// seed; lockstep and poisson are carried to the load; nonsense is refused.
+func TestPlanArrivals(t *testing.T) {
+	arrivals := func(yaml string) []plan.Run {
+		t.Helper()
+		s, err := Parse("arr.yaml", []byte("name: arr\nconditions: [slow]\n"+yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Runs
+	}
+	def := arrivals("")
+	if a := def[0].Load.Arrivals; a.Process != "constant" || !a.Offset || a.Seed == 0 || a.Seed == def[1].Load.Arrivals.Seed {
+		t.Errorf("default arrivals %+v and %+v: want constant, offset, a seed per run", a, def[1].Load.Arrivals)
+	}
+	if a := arrivals("load: {lockstep: true}\n")[0].Load.Arrivals; a.Offset {
+		t.Errorf("lockstep: %+v, want no offset", a)
+	}
+	if a := arrivals("load: {arrivals: poisson}\n")[0].Load.Arrivals; a.Process != "poisson" {
+		t.Errorf("poisson: %+v", a)
+	}
+	for in, want := range map[string]string{
+		"load:\n  arrivals: uniform\n":                   "arr.yaml:4: load.arrivals: want constant or poisson",
+		"load:\n  arrivals: poisson\n  lockstep: true\n": "load.lockstep: applies to constant arrivals only",
+	} {
+		_, err := Parse("arr.yaml", []byte("name: arr\nconditions: [slow]\n"+in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", in, err, want)
+		}
+	}
+}

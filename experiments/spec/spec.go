@@ -108,6 +108,15 @@ type LoadSpec struct {
 	ClientTimeout Duration `yaml:"client_timeout"`
 	// Window is the recording window (default 250ms).
 	Window Duration `yaml:"window"`
+	// Arrivals is the arrival process of every endpoint: "constant"
+	// (evenly spaced, the default) or "poisson" (seeded exponential
+	// inter-arrival times; still open-model).
+	Arrivals string `yaml:"arrivals,omitempty"`
+	// Lockstep, for constant arrivals, starts every endpoint's schedule at
+	// the same instant, as versions before offsets did. By default each
+	// endpoint's schedule is shifted by a seeded random fraction of its
+	// interval, so that the streams are not phase-locked.
+	Lockstep bool `yaml:"lockstep,omitempty"`
 }
 
 // Phases are the four phase lengths of every run.

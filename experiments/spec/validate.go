@@ -205,6 +205,15 @@ func (s *Spec) validateLoad(p *problems) {
 	if w := s.Load.Window.D; w < loadgen.MinWindow || w > s.Phases.Fault.D {
 		p.add("load.window", "must be between %s and the fault phase (%s), got %s", loadgen.MinWindow, s.Phases.Fault.D, w)
 	}
+	switch a := s.Load.Arrivals; a {
+	case loadgen.ArrivalsConstant:
+	case loadgen.ArrivalsPoisson:
+		if s.Load.Lockstep {
+			p.add("load.lockstep", "applies to constant arrivals only; poisson arrivals are independent by nature")
+		}
+	default:
+		p.add("load.arrivals", "want %s or %s, got %q", loadgen.ArrivalsConstant, loadgen.ArrivalsPoisson, a)
+	}
 }
 
 func (s *Spec) validatePhases(p *problems) {
