@@ -122,8 +122,8 @@ func (r synthRun) behave(ep, phase string, since float64, rng *rand.Rand) behavi
 		b.p50, b.p99 = 200*jit, 250
 		b.failShare, b.failClass, b.failMs = 0.5, rundata.ClassRejected, 250
 	case r.cond == "slow" && fault && ep == "b" && r.mode == "bulkhead" && r.noHelp:
-		b.p50, b.p99 = 150*jit, 250
-		b.failShare, b.failClass, b.failMs = 0.3, rundata.ClassDepTimeout, 250
+		b.p50, b.p99 = 200*jit, 250
+		b.failShare, b.failClass, b.failMs = 0.5, rundata.ClassDepTimeout, 250
 	case r.cond == "failing" && fault && ep == "a":
 		b.p50, b.p99 = 2, 3
 		b.failShare, b.failClass, b.failMs = 1, rundata.ClassDepError, 2

@@ -275,12 +275,32 @@ func p4(cells []Cell, ex Expectations) Verdict {
 	b.info("p99 difference (shared − bulkhead) when "+ex.Failing, "ms", failP)
 	b.info("error-rate difference when "+ex.Slow, "pp", slowE)
 	b.info("error-rate difference when "+ex.Failing, "pp", failE)
-	b.check("p99 difference when "+ex.Slow, "ms", slowP, ">", 0)
-	b.check("p99 difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(p99), "<=", ex.P4MaxRatio)
-	if slowE.Defined() && slowE.Mean >= 100*ex.DegradedErrorRate {
+	// The claim is judged on the dimension(s) in which the bulkhead made a
+	// difference when the dependency was slow: latency for a service that
+	// makes callers wait, errors for one that fails fast. A dimension shows
+	// a difference when it exceeds what P2 tolerates as "at baseline".
+	t := estimate(b.cells[0].vals(func(r RunSummary) Num { return r.TimeoutMs }))
+	pFloor, eFloor := ex.P2MaxP99RiseT*t.Mean, 100*ex.DegradedErrorRate
+	shows := func(e Estimate, floor float64) bool { return e.Defined() && floor > 0 && e.Mean >= floor }
+	latency, errs := shows(slowP, pFloor), shows(slowE, eFloor)
+	if !latency && !errs {
+		// No dimension shows a difference: the bulkhead did nothing when
+		// slow, so the premise of the comparison fails.
+		largest := bootstrap(append(groups(p99), groups(errR)...), func(m []float64) float64 {
+			return math.Max((m[0]-m[1])/pFloor, (m[4]-m[5])/eFloor)
+		})
+		b.check("largest "+ex.Slow+" difference in units of its floor ("+fmtG(pFloor)+" ms p99, "+fmtG(eFloor)+" pp errors)", "×",
+			largest, ">=", 1)
+	}
+	if latency {
+		b.check("p99 difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(p99), "<=", ex.P4MaxRatio)
+	} else {
+		b.notes = append(b.notes, fmt.Sprintf("p99 not deciding: the %s difference is below %s ms (%s T)", ex.Slow, fmtG(pFloor), fmtG(ex.P2MaxP99RiseT)))
+	}
+	if errs {
 		b.check("error-rate difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(errR), "<=", ex.P4MaxRatio)
 	} else {
-		b.notes = append(b.notes, "error-rate ratio not deciding: the "+ex.Slow+" difference is below the degraded error rate")
+		b.notes = append(b.notes, fmt.Sprintf("error rate not deciding: the %s difference is below %s pp", ex.Slow, fmtG(eFloor)))
 	}
 	return b.decide()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // newValidateCmd builds the `validate` command.
@@ -78,12 +79,20 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	for _, warning := range s.Warnings() {
 		fmt.Fprintf(out, "  warning: %s\n", warning)
 	}
+	fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(rundata.Predictions)))
 	if s.External != nil {
-		var ts []string
-		for _, e := range s.Endpoints {
-			ts = append(ts, "/"+e.Name+"="+s.External.Targets[e.Name])
+		for i := range s.Modes {
+			m := &s.Modes[i]
+			es := s.ExternalOf(m)
+			var ts []string
+			for _, e := range s.Endpoints {
+				ts = append(ts, "/"+e.Name+"="+es.Targets[e.Name])
+			}
+			fmt.Fprintf(w, "  external %s: %s\n", m.Name, strings.Join(ts, " "))
+			if len(es.Start) > 0 {
+				fmt.Fprintf(w, "    started per run by: %s (ready: %s)\n", strings.Join(es.Start, " "), firstNonEmpty(es.Ready, es.Canary))
+			}
 		}
-		fmt.Fprintf(w, "  external: %s\n", strings.Join(ts, " "))
 		if rt := s.RemoteTargets(); len(rt) > 0 {
 			fmt.Fprintf(w, "  note: not loopback, needs --allow-remote to run: %s\n", strings.Join(rt, ", "))
 		}
@@ -112,4 +121,20 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 		}
 	}
 	tw.Flush()
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }

@@ -133,10 +133,13 @@ const (
 	KindDep     Kind = "dep"
 	KindProxy   Kind = "proxy"
 	KindService Kind = "service"
+	// KindCommand is a user's program: an external service started by its
+	// own command.
+	KindCommand Kind = "command"
 )
 
 // Component is one process (or, in process, one server) of a run. Exactly
-// one of Dep, Proxy and Service is set, matching Kind.
+// one of Dep, Proxy, Service and Command is set, matching Kind.
 type Component struct {
 	// Name is unique in the run ("dep-A", "proxy-A", "service"): it labels
 	// the component's metric samples and log file.
@@ -147,6 +150,20 @@ type Component struct {
 	Dep     *service.DepConfig
 	Proxy   *Proxy
 	Service *Service
+	Command *Command
+}
+
+// Command is a user's service started by its own command line (no shell),
+// ready once Ready answers 2xx.
+type Command struct {
+	// Argv is the program and its arguments.
+	Argv []string
+	// Env is added to the runner's environment, NAME=value.
+	Env []string
+	// Dir is the working directory; empty means the runner's.
+	Dir          string
+	Ready        string
+	ReadyTimeout time.Duration
 }
 
 // Proxy is a fault proxy in front of a dependency.

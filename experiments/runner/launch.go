@@ -101,8 +101,11 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 		}
 		running, names = append(running, s), append(names, c.Name)
 		st.stops = append(st.stops, s.stop)
-		st.URLs[c.Name] = s.url
-		metrics := s.url + "/metrics"
+		metrics := ""
+		if s.url != "" { // a user's command has no data plane of ours
+			st.URLs[c.Name] = s.url
+			metrics = s.url + "/metrics"
+		}
 		if s.control != "" {
 			st.Controls[c.Name] = s.control
 			metrics = s.control + "/metrics" // a proxy's data plane forwards every path
@@ -147,6 +150,14 @@ var _ Launcher = (*ProcessLauncher)(nil)
 // Launch implements Launcher. On error, whatever was started is stopped.
 func (l *ProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
 	return launch(ctx, r, logPath, func(ctx context.Context, c plan.Component, log string) (started, error) {
+		if cm := c.Command; cm != nil {
+			ch, err := l.Supervisor.StartCommand(ctx, CommandSpec{Name: c.Name, Argv: cm.Argv, Env: cm.Env, Dir: cm.Dir,
+				LogPath: log, Ready: cm.Ready, ReadyTimeout: cm.ReadyTimeout})
+			if err != nil {
+				return started{}, err
+			}
+			return started{pid: ch.PID(), stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
+		}
 		ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log})
 		if err != nil {
 			return started{}, err

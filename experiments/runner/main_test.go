@@ -31,6 +31,11 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "parent":
 		os.Exit(helperParent())
+	case "command":
+		os.Exit(helperCommand())
+	case "exit1":
+		fmt.Println("failing at once")
+		os.Exit(1)
 	default:
 		os.Exit(3)
 	}
@@ -105,4 +110,29 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// helperCommand acts as a user's service started by its own command: no
+// announcement; it listens on $CMD_LISTEN, answers /ready 503 twice and
+// then 200, prints $CMD_WORD, and exits 0 on SIGTERM.
+func helperCommand() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ln, err := net.Listen("tcp", os.Getenv("CMD_LISTEN"))
+	if err != nil {
+		return 1
+	}
+	polls := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) {
+		if polls++; polls <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	fmt.Println("word:", os.Getenv("CMD_WORD"))
+	<-ctx.Done()
+	_ = srv.Close()
+	return 0
 }

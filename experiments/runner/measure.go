@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,7 +35,14 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	sctx, stopSampler := context.WithCancel(ctx)
 	targets := append([]SampleTarget(nil), st.Samples...)
 	if m := run.ServiceMetrics; m != nil {
-		targets = append(targets, SampleTarget{Component: rundata.ServiceComponent, MetricsURL: m.URL, Map: m.Map})
+		// A user's service started by the runner is already a target (its
+		// process); its metrics join it.
+		i := slices.IndexFunc(targets, func(t SampleTarget) bool { return t.Component == rundata.ServiceComponent })
+		if i < 0 {
+			targets = append(targets, SampleTarget{Component: rundata.ServiceComponent})
+			i = len(targets) - 1
+		}
+		targets[i].MetricsURL, targets[i].Map = m.URL, m.Map
 	}
 	targets = append(targets,
 		SampleTarget{Component: rundata.LoadgenComponent, Gatherer: selfMetrics(), PID: os.Getpid()},

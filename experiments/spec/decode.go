@@ -142,17 +142,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		d.p.addAt(n.Line, path, "want %s, got %s", want, kindName(n))
 		return
 	}
-	fields := map[string]int{}
+	fields := map[string][]int{}
 	var names []string
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || tag == "" || tag == "-" {
-			continue
-		}
-		fields[tag] = i
-		names = append(names, tag)
-	}
+	yamlFields(v.Type(), nil, fields, &names)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -168,8 +160,27 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		default:
 			seen[k.Value] = true
 			d.p.lines[fp] = k.Line
-			d.decode(val, v.Field(idx), fp)
+			d.decode(val, v.FieldByIndex(idx), fp)
 		}
+	}
+}
+
+// yamlFields lists the YAML field names of struct type t with their field
+// index paths; the fields of an `yaml:",inline"` struct are t's own.
+func yamlFields(t reflect.Type, prefix []int, fields map[string][]int, names *[]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		idx := append(append([]int(nil), prefix...), i)
+		if f.IsExported() && tag == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			yamlFields(f.Type, idx, fields, names)
+			continue
+		}
+		if !f.IsExported() || tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = idx
+		*names = append(*names, tag)
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 // component (the service's and the stub's defaults are the service
 // package's own), used for every field a spec leaves out.
 const (
-	DefaultRate     = 200.0
-	DefaultWindow   = 250 * time.Millisecond
-	DefaultWarmup   = 2 * time.Second
-	DefaultBaseline = 5 * time.Second
-	DefaultFault    = 10 * time.Second
-	DefaultRecovery = 5 * time.Second
+	// DefaultReadyTimeout bounds the wait for a started external service.
+	DefaultReadyTimeout = 30 * time.Second
+	DefaultRate         = 200.0
+	DefaultWindow       = 250 * time.Millisecond
+	DefaultWarmup       = 2 * time.Second
+	DefaultBaseline     = 5 * time.Second
+	DefaultFault        = 10 * time.Second
+	DefaultRecovery     = 5 * time.Second
 	// DefaultSlowFactor is the slow fault's latency in units of T.
 	DefaultSlowFactor = 0.9
 	// DefaultSlowJitter is the slow fault's jitter (capped so that the
@@ -137,6 +139,11 @@ func (s *Spec) applyDefaults() {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
 	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
+	if !s.set("expectations.check") {
+		// By default, check what the matrix can decide; a list the user
+		// wrote is validated instead (validate: undecidable → error).
+		s.Expectations.Check = s.Decidable(s.Expectations.Check)
+	}
 	v := &s.Validity
 	setF := func(p **float64, def float64) {
 		if *p == nil {
@@ -175,6 +182,17 @@ func (s *Spec) resolveDurations() {
 	abs(&s.Phases.Recovery)
 	abs(&s.Validity.CanaryMaxP99)
 	abs(&s.Validity.MaxLagP99)
+	if x := s.External; x != nil {
+		if x.ReadyTimeout == (Duration{}) {
+			x.ReadyTimeout = Abs(DefaultReadyTimeout)
+		}
+		abs(&x.ReadyTimeout)
+		for i := range s.Modes {
+			if m := s.Modes[i].External; m != nil {
+				abs(&m.ReadyTimeout)
+			}
+		}
+	}
 	if !s.set("load.client_timeout") {
 		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
 	}

@@ -209,6 +209,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,
 			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback}})
 	}
+	es := s.ExternalOf(r.Mode)
+	if len(es.Start) > 0 {
+		pr.Components = append(pr.Components, plan.Component{Name: rundata.ServiceComponent, Kind: plan.KindCommand,
+			Command: s.command(r, es)})
+	}
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
 		for _, e := range s.Endpoints {
@@ -220,7 +225,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	for _, e := range s.Endpoints {
 		target := plan.Of(rundata.ServiceComponent, "/"+e.Name)
 		if x != nil {
-			target = plan.At(x.Targets[e.Name])
+			target = plan.At(es.Targets[e.Name])
 		}
 		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules})
 	}
@@ -233,13 +238,12 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.MaxLagP99 = v.MaxLagP99.D
 	pr.Load.Health = &loadgen.Health{Phases: []string{rundata.PhaseBaseline},
 		MinSuccess: *v.BaselineMinSuccess, MaxUnreachable: *v.BaselineMaxUnreachable}
-	if c := s.canary(); c != nil {
+	if c := s.canary(es); c != nil {
 		pr.Load.Canary = c
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
 	pr.Retries = *v.Retries
-	if x != nil && x.Metrics != nil {
-		m := x.Metrics
+	if m := es.Metrics; x != nil && m != nil {
 		label := m.PoolLabel
 		if label == "" {
 			label = "pool"
@@ -265,18 +269,19 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 }
 
 // canary is the run's canary: the service's /healthz, or the external
-// service's canary URL; nil when off or when an external spec names none.
-func (s *Spec) canary() *plan.Endpoint {
+// service's canary URL (es); nil when off or when an external spec names
+// none.
+func (s *Spec) canary(es ExternalService) *plan.Endpoint {
 	rate := *s.Validity.CanaryRate
 	if rate == 0 {
 		return nil
 	}
 	target := plan.Of(rundata.ServiceComponent, "/healthz")
-	if x := s.External; x != nil {
-		if x.Canary == "" {
+	if s.External != nil {
+		if es.Canary == "" {
 			return nil
 		}
-		target = plan.At(x.Canary)
+		target = plan.At(es.Canary)
 	}
 	return &plan.Endpoint{Name: rundata.CanaryEndpoint, Target: target, Rate: rate}
 }
@@ -294,11 +299,11 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
 	}
-	if x := s.External; x != nil {
+	if s.External != nil {
 		m.External = true
 		m.Pools = nil
 		pool := map[string]string{}
-		for _, pl := range x.Pools {
+		for _, pl := range s.ExternalOf(r.Mode).Pools {
 			m.Pools = append(m.Pools, rundata.PoolInfo{Name: pl.Name, Limit: pl.Size, Queue: pl.Queue, Endpoints: pl.Endpoints})
 			for _, e := range pl.Endpoints {
 				pool[e] = pl.Name
@@ -367,21 +372,34 @@ func (s *Spec) RemoteTargets() []string {
 	}
 	var out []string
 	x := s.External
-	for _, raw := range []string{x.Canary, metricsURL(x)} {
-		if raw == "" {
-			continue
+	services := []ExternalService{x.ExternalService}
+	for _, m := range s.Modes {
+		if m.External != nil {
+			services = append(services, *m.External)
 		}
+	}
+	seen := map[string]bool{}
+	remote := func(raw string) {
+		if raw == "" || seen[raw] {
+			return
+		}
+		seen[raw] = true
 		if u, err := url.Parse(raw); err != nil || !isLoopback(u.Hostname()) {
 			out = append(out, raw)
 		}
 	}
-	for _, m := range []map[string]string{x.Targets, x.Upstreams} {
-		for _, k := range sortedKeys(m) {
-			u, err := url.Parse(m[k])
-			if err != nil || !isLoopback(u.Hostname()) {
-				out = append(out, m[k])
-			}
+	for _, es := range services {
+		remote(es.Canary)
+		remote(es.Ready)
+		if es.Metrics != nil {
+			remote(es.Metrics.URL)
 		}
+		for _, k := range sortedKeys(es.Targets) {
+			remote(es.Targets[k])
+		}
+	}
+	for _, k := range sortedKeys(x.Upstreams) {
+		remote(x.Upstreams[k])
 	}
 	// A proxy listening beyond loopback would be an open forwarder.
 	for _, k := range sortedKeys(x.Proxies) {
@@ -391,6 +409,37 @@ func (s *Spec) RemoteTargets() []string {
 		}
 	}
 	return out
+}
+
+// command is the start command of the user's service es in run r: its
+// environment names the mode, the run and each proxy's address.
+func (s *Spec) command(r Run, es ExternalService) *plan.Command {
+	c := &plan.Command{Argv: append([]string(nil), es.Start...), Dir: es.Dir, Ready: es.Ready, ReadyTimeout: es.ReadyTimeout.D}
+	if c.Ready == "" {
+		c.Ready = es.Canary
+	}
+	c.Env = append(c.Env, "BULKHEADLAB_MODE="+r.Mode.Name, "BULKHEADLAB_RUN="+r.ID)
+	for _, d := range s.dependencyNames() {
+		c.Env = append(c.Env, "BULKHEADLAB_PROXY_"+envName(d)+"="+externalProxyAddr(s.External.Proxies[d]))
+	}
+	for _, k := range sortedKeys(es.Env) {
+		c.Env = append(c.Env, k+"="+es.Env[k])
+	}
+	return c
+}
+
+// envName is a dependency name as an environment variable name part:
+// upper case, every other character than a letter or digit an underscore.
+func envName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 func isLoopback(host string) bool { return loopback.Host(host) }
@@ -415,9 +464,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func metricsURL(x *External) string {
-	if x.Metrics == nil {
-		return ""
-	}
-	return x.Metrics.URL
-}

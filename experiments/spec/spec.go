@@ -165,13 +165,17 @@ type Mode struct {
 	// PoolSizes and Queues size each bulkhead, keyed by endpoint (pool) name.
 	PoolSizes map[string]int `yaml:"pool_sizes,omitempty"`
 	Queues    map[string]int `yaml:"queues,omitempty"`
+	// External, in an external spec, is the user's service configured as
+	// this mode: its own targets (a deployment side by side with the
+	// others) or its own start command; fields left out are the external
+	// section's.
+	External *ExternalService `yaml:"external,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the
-// runner starts only the fault proxies, which the user's service must call.
+// runner starts the fault proxies, which the user's service must call, and,
+// if told how, the service itself.
 type External struct {
-	// Targets are the full URLs of the user's endpoints, by endpoint name.
-	Targets map[string]string `yaml:"targets"`
 	// Upstreams are the real dependencies the proxies forward to, by
 	// dependency name.
 	Upstreams map[string]string `yaml:"upstreams"`
@@ -181,6 +185,18 @@ type External struct {
 	// Rules classify responses (status/header → result class); kept opaque
 	// here and decoded by the load generator.
 	Rules *yaml.Node `yaml:"rules,omitempty"`
+	// ExternalService is how the service is reached (and started) in every
+	// mode that does not say otherwise under modes[i].external.
+	ExternalService `yaml:",inline"`
+}
+
+// ExternalService is one configuration of the user's service: where its
+// endpoints are, what it exports, and optionally the command that starts it
+// in that configuration. A mode's fields override the external section's,
+// field by field.
+type ExternalService struct {
+	// Targets are the full URLs of the user's endpoints, by endpoint name.
+	Targets map[string]string `yaml:"targets,omitempty"`
 	// Canary is a URL of the user's service that does no work (a health
 	// check), loaded at validity.canary_rate as the run's noise floor.
 	Canary string `yaml:"canary,omitempty"`
@@ -192,6 +208,22 @@ type External struct {
 	// endpoints that draw from each) for Little's-law predictions; without
 	// them the pool columns say unknown.
 	Pools []ExternalPool `yaml:"pools,omitempty"`
+	// Start, if set, is the command (program and arguments, no shell) that
+	// starts the service in this configuration. The runner starts it for
+	// every run after the proxies, waits until Ready answers 2xx, and stops
+	// it (SIGTERM to its process group, then SIGKILL) after the run; its
+	// output goes to the run's service.log. It gets the environment
+	// BULKHEADLAB_MODE, BULKHEADLAB_RUN and BULKHEADLAB_PROXY_<DEP> (the
+	// proxy's host:port) besides Env.
+	Start []string `yaml:"start,omitempty"`
+	// Ready is the URL polled until it answers 2xx (default: the canary).
+	Ready string `yaml:"ready,omitempty"`
+	// ReadyTimeout bounds the wait for Ready (default 30s).
+	ReadyTimeout Duration `yaml:"ready_timeout,omitempty"`
+	// Env adds NAME: value pairs to the command's environment.
+	Env map[string]string `yaml:"env,omitempty"`
+	// Dir is the command's working directory (default: the runner's).
+	Dir string `yaml:"dir,omitempty"`
 }
 
 // ExternalMetrics maps a user's bulkhead metrics to the harness's. Each

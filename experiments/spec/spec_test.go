@@ -59,7 +59,8 @@ func TestParseMalformed(t *testing.T) {
 		{"external proxy port 0", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:0', B: '127.0.0.1:5'}\n", "external.proxies.A: needs a fixed port"},
 		{"external proxies share a port", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:7', B: '127.0.0.1:7'}\n", "external.proxies.B: 127.0.0.1:7 is also the proxy of A"},
 		{"int for string", "name: 5\n", "t.yaml:1: name: want a string"},
-		{"external one mode", "name: t\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n", "modes: external mode runs the one service"},
+		{"external one mode", "name: t\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n", "modes: name the mode your service is configured as"},
+		{"external two modes one service", "name: t\nmodes: [shared, bulkhead]\nexternal:\n  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n", "modes[1]: configures your service exactly as mode shared does"},
 		{"external bad url", "name: t\nmodes: [shared]\nexternal:\n  targets: {a: 'ftp://x/a', b: 'http://127.0.0.1:1/b'}\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: 'nope'}\n", `t.yaml:4: external.targets.a: want an http(s) URL, got "ftp://x/a"`},
 	}
 	for _, tc := range cases {

@@ -301,6 +301,9 @@ func (s *Spec) validateModes(p *problems) {
 		if m.Name == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
 			p.add(path, "pool_sizes and queues are for bulkhead mode; size the shared pool with service.pool_size and service.queue")
 		}
+		if m.External != nil && s.External == nil {
+			p.add(path+".external", "configures your own service, in an external spec only (add an external section)")
+		}
 	}
 }
 
@@ -342,6 +345,9 @@ func (s *Spec) validateExpectations(p *problems) {
 	for i, c := range e.Check {
 		if !slices.Contains(rundata.Predictions, c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(rundata.Predictions, ", "), c)
+		} else if why := s.Undecidable(c); why != "" {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
+				why, orNone(s.Decidable(rundata.Predictions)))
 		}
 	}
 }
@@ -370,14 +376,6 @@ func (s *Spec) validateValidity(p *problems) {
 
 func (s *Spec) validateExternal(p *problems) {
 	x := s.External
-	checkURL := func(path, raw string) {
-		u, err := url.Parse(raw)
-		if raw == "" {
-			p.add(path, "required")
-		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add(path, "want an http(s) URL, got %q", raw)
-		}
-	}
 	unknown := func(path string, m map[string]string, known func(string) bool, what string) {
 		for _, k := range sortedKeys(m) {
 			if !known(k) {
@@ -385,17 +383,12 @@ func (s *Spec) validateExternal(p *problems) {
 			}
 		}
 	}
-	isEndpoint := func(k string) bool { return s.DependencyOf(k) != "" }
 	isDep := func(k string) bool { _, ok := s.Dependencies[k]; return ok }
-	unknown("external.targets", x.Targets, isEndpoint, "endpoint")
 	unknown("external.upstreams", x.Upstreams, isDep, "dependency")
 	unknown("external.proxies", x.Proxies, isDep, "dependency")
-	for _, e := range s.Endpoints {
-		checkURL("external.targets."+e.Name, x.Targets[e.Name])
-	}
 	ports := map[string]string{}
 	for _, d := range s.dependencyNames() {
-		checkURL("external.upstreams."+d, x.Upstreams[d])
+		checkURL(p, "external.upstreams."+d, x.Upstreams[d])
 		path := "external.proxies." + d
 		host, port, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d]))
 		switch {
@@ -412,38 +405,112 @@ func (s *Spec) validateExternal(p *problems) {
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
 	}
+	// The section's own fields are checked where they are used: targets
+	// only if some mode does not name its own.
+	ownTargets := 0
+	for i, m := range s.Modes {
+		if m.External != nil {
+			s.validateExternalService(p, fmt.Sprintf("modes[%d].external", i), *m.External, false)
+			if m.External.Targets != nil {
+				ownTargets++
+			}
+		}
+		if len(m.PoolSizes) > 0 || len(m.Queues) > 0 {
+			p.add(fmt.Sprintf("modes[%d]", i), "pool_sizes and queues size the built-in service; your service's pools are its own (declare them under external.pools)")
+		}
+	}
+	s.validateExternalService(p, "external", x.ExternalService, ownTargets < len(s.Modes))
+	for i := range s.Modes {
+		m := &s.Modes[i]
+		es := s.ExternalOf(m)
+		if len(es.Start) > 0 && es.Ready == "" && es.Canary == "" {
+			p.add(fmt.Sprintf("modes[%d].external.ready", i), "required with start (or a canary): the URL that answers 2xx once the service is up")
+		}
+	}
+	if !s.set("modes") {
+		p.add("modes", "name the mode your service is configured as (shared or bulkhead), or list both, "+
+			"each with its own external.targets (a deployment per configuration) or external.start (a command per configuration)")
+	} else if len(s.Modes) > 1 {
+		seen := map[string]string{}
+		for i := range s.Modes {
+			es := s.ExternalOf(&s.Modes[i])
+			key := fmt.Sprint(es.Targets, es.Start, es.Env, es.Dir)
+			if other, dup := seen[key]; dup {
+				p.add(fmt.Sprintf("modes[%d]", i), "configures your service exactly as mode %s does (same targets, same start command): "+
+					"give each mode its own external.targets (a deployment in that configuration) or its own external.start", other)
+			}
+			seen[key] = s.Modes[i].Name
+		}
+	}
+}
+
+// validateExternalService checks one configuration of the user's service
+// at path ("external" or "modes[i].external"). Targets are required for
+// every endpoint when needTargets, or when any is given.
+func (s *Spec) validateExternalService(p *problems, path string, x ExternalService, needTargets bool) {
+	for _, k := range sortedKeys(x.Targets) {
+		if s.DependencyOf(k) == "" {
+			p.add(path+".targets."+k, "no endpoint %q", k)
+		}
+	}
+	if needTargets || x.Targets != nil {
+		for _, e := range s.Endpoints {
+			checkURL(p, path+".targets."+e.Name, x.Targets[e.Name])
+		}
+	}
 	if x.Canary != "" {
-		checkURL("external.canary", x.Canary)
+		checkURL(p, path+".canary", x.Canary)
 	}
 	if m := x.Metrics; m != nil {
-		checkURL("external.metrics.url", m.URL)
+		checkURL(p, path+".metrics.url", m.URL)
 		if m.InUse == "" && m.Available == "" {
-			p.add("external.metrics", "name in_use (permits in use) or available (free permits, with limit)")
+			p.add(path+".metrics", "name in_use (permits in use) or available (free permits, with limit)")
 		}
 		if m.Available != "" && m.Limit == "" {
-			p.add("external.metrics.limit", "required with available: permits in use are limit − available")
+			p.add(path+".metrics.limit", "required with available: permits in use are limit − available")
 		}
 	}
 	pools := map[string]bool{}
 	for i, pl := range x.Pools {
-		path := fmt.Sprintf("external.pools[%d]", i)
+		pp := fmt.Sprintf("%s.pools[%d]", path, i)
 		switch {
 		case pl.Name == "" || pools[pl.Name]:
-			p.add(path+".name", "required and unique, got %q", pl.Name)
+			p.add(pp+".name", "required and unique, got %q", pl.Name)
 		case pl.Size < 1:
-			p.add(path+".size", "must be ≥ 1, got %d", pl.Size)
+			p.add(pp+".size", "must be ≥ 1, got %d", pl.Size)
 		case pl.Queue < 0:
-			p.add(path+".queue", "must be ≥ 0, got %d", pl.Queue)
+			p.add(pp+".queue", "must be ≥ 0, got %d", pl.Queue)
 		}
 		pools[pl.Name] = true
 		for j, e := range pl.Endpoints {
 			if s.DependencyOf(e) == "" {
-				p.add(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint %q", e)
+				p.add(fmt.Sprintf("%s.endpoints[%d]", pp, j), "no endpoint %q", e)
 			}
 		}
 	}
-	if len(s.Modes) != 1 {
-		p.add("modes", "external mode runs the one service it is given: list exactly the mode it is configured with, and run the other mode as a second experiment")
+	if x.Start != nil && (len(x.Start) == 0 || strings.TrimSpace(x.Start[0]) == "") {
+		p.add(path+".start", "want the program and its arguments, e.g. [./mysvc, --pool, shared]")
+	}
+	if x.Ready != "" {
+		checkURL(p, path+".ready", x.Ready)
+	}
+	if d := x.ReadyTimeout.D; d < 0 || d > 10*time.Minute {
+		p.add(path+".ready_timeout", "must be within (0, 10m], got %s", d)
+	}
+	for _, k := range sortedKeys(x.Env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			p.add(path+".env."+k, "not an environment variable name")
+		}
+	}
+}
+
+// checkURL requires raw to be an http(s) URL with a host.
+func checkURL(p *problems, path, raw string) {
+	u, err := url.Parse(raw)
+	if raw == "" {
+		p.add(path, "required")
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(path, "want an http(s) URL, got %q", raw)
 	}
 }
 
@@ -491,14 +558,27 @@ func (s *Spec) Warnings() []string {
 				"every other response of your service (a 429, a 503 from its bulkhead) counts as unclassified, and FAILFAST "+
 				"becomes INCONCLUSIVE above 1 % of them: add rules (see the README's rule syntax)")
 		}
-		if x.Canary == "" && *s.Validity.CanaryRate > 0 {
+		noCanary, noMetrics := false, false
+		for i := range s.Modes {
+			es := s.ExternalOf(&s.Modes[i])
+			noCanary = noCanary || es.Canary == ""
+			noMetrics = noMetrics || es.Metrics == nil
+		}
+		if noCanary && *s.Validity.CanaryRate > 0 {
 			out = append(out, "external.canary: none given, so a starved service cannot be told from a slow one: "+
 				"name a URL of your service that does no work (its health check)")
 		}
-		if x.Metrics == nil {
+		if noMetrics {
 			out = append(out, "external.metrics: none given, so the exhausted resource will read \"not observable\": "+
 				"name your service's Prometheus endpoint and its bulkhead metrics")
 		}
 	}
 	return out
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }

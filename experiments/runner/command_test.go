@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestStartCommand: a user's program starts, is ready once its URL answers
+// 2xx (after two 503s), has the given environment, logs to its file and
+// stops cleanly on SIGTERM.
+func TestStartCommand(t *testing.T) {
+	exe, _ := os.Executable()
+	addr := freeLoopback(t)
+	log := filepath.Join(t.TempDir(), "service.log")
+	var s Supervisor
+	c, err := s.StartCommand(context.Background(), CommandSpec{Name: "service", Argv: []string{exe},
+		Env: []string{helperEnv + "=command", "CMD_LISTEN=" + addr, "CMD_WORD=hello"}, LogPath: log,
+		Ready: "http://" + addr + "/ready", ReadyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PID() <= 0 {
+		t.Errorf("pid %d", c.PID())
+	}
+	if err := c.Stop(5 * time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "word: hello") {
+		t.Errorf("log %q, want the program's output with its environment", b)
+	}
+}
+
+// TestStartCommandFailures: a program that exits, one that never gets
+// ready and one that does not exist are reported, and nothing is left
+// running.
+func TestStartCommandFailures(t *testing.T) {
+	exe, _ := os.Executable()
+	addr := freeLoopback(t)
+	for _, tt := range []struct {
+		name string
+		spec CommandSpec
+		want string
+	}{
+		{"exits", CommandSpec{Argv: []string{exe}, Env: []string{helperEnv + "=exit1"}, Ready: "http://" + addr + "/"}, "exited before"},
+		{"never ready", CommandSpec{Argv: []string{exe}, Env: []string{helperEnv + "=silent"}, Ready: "http://" + addr + "/",
+			ReadyTimeout: 300 * time.Millisecond}, "did not answer 2xx within 300ms"},
+		{"missing", CommandSpec{Argv: []string{filepath.Join(t.TempDir(), "no-such-program")}, Ready: "http://" + addr + "/"}, "no such file"},
+		{"empty", CommandSpec{Ready: "http://" + addr + "/"}, "empty command"},
+	} {
+		tt.spec.Name = "service"
+		var s Supervisor
+		c, err := s.StartCommand(context.Background(), tt.spec)
+		if err == nil {
+			_ = c.Stop(time.Second)
+			t.Errorf("%s: started", tt.name)
+			continue
+		}
+		if !errors.Is(err, ErrChildStart) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want ErrChildStart and %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// needs is what the matrix must hold for a prediction to be decided: the
+// conditions (by their role in the expectations) and the modes it
+// compares.
+func (s *Spec) needs(pred string) (conds []string, modes []string) {
+	e := s.Expectations
+	both := []string{ModeShared, ModeBulkhead}
+	switch pred {
+	case "P1":
+		return []string{e.Slow}, []string{ModeShared}
+	case "P2", "FAILFAST":
+		return []string{e.Slow}, []string{ModeBulkhead}
+	case "P3":
+		return []string{e.Busy}, both
+	case "P4":
+		return []string{e.Slow, e.Failing}, both
+	case "EXHAUSTED":
+		return []string{e.Slow}, both
+	}
+	return nil, nil
+}
+
+// Undecidable returns why the matrix cannot decide prediction pred (a name
+// of rundata.Predictions), or "" when it can: the conditions and modes it
+// compares must be in the matrix, and the exhausted resource must be
+// observable (an external service's pools are only through
+// external.metrics).
+func (s *Spec) Undecidable(pred string) string {
+	conds, modes := s.needs(pred)
+	var missing []string
+	for _, c := range conds {
+		if !slices.ContainsFunc(s.Conditions, func(x Condition) bool { return x.Name == c }) {
+			missing = append(missing, "condition "+c)
+		}
+	}
+	for _, m := range modes {
+		if !slices.ContainsFunc(s.Modes, func(x Mode) bool { return x.Name == m }) {
+			missing = append(missing, "mode "+m)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("%s compares %s × %s, and the matrix has no %s", pred,
+			strings.Join(conds, "+"), strings.Join(modes, "+"), strings.Join(missing, ", no "))
+	}
+	if pred == "EXHAUSTED" && s.External != nil {
+		for i := range s.Modes {
+			if s.ExternalOf(&s.Modes[i]).Metrics == nil {
+				return fmt.Sprintf("EXHAUSTED needs the pools of the service in mode %s, which are not observable without external.metrics", s.Modes[i].Name)
+			}
+		}
+	}
+	return ""
+}
+
+// Decidable returns the predictions of names that the matrix can decide,
+// in order.
+func (s *Spec) Decidable(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if s.Undecidable(n) == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ExternalOf returns the user's service as configured in mode m: the
+// external section's fields with m's overrides. It is zero for a built-in
+// spec.
+func (s *Spec) ExternalOf(m *Mode) ExternalService {
+	if s.External == nil {
+		return ExternalService{}
+	}
+	x := s.External.ExternalService
+	o := m.External
+	if o == nil {
+		return x
+	}
+	if o.Targets != nil {
+		x.Targets = o.Targets
+	}
+	if o.Canary != "" {
+		x.Canary = o.Canary
+	}
+	if o.Metrics != nil {
+		x.Metrics = o.Metrics
+	}
+	if o.Pools != nil {
+		x.Pools = o.Pools
+	}
+	if o.Start != nil {
+		x.Start = o.Start
+	}
+	if o.Ready != "" {
+		x.Ready = o.Ready
+	}
+	if o.ReadyTimeout.D != 0 || o.ReadyTimeout.Rel != 0 {
+		x.ReadyTimeout = o.ReadyTimeout
+	}
+	if o.Env != nil {
+		x.Env = o.Env
+	}
+	if o.Dir != "" {
+		x.Dir = o.Dir
+	}
+	return x
+}
