@@ -38,9 +38,9 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"name: x\nmodes: [bulkhead]\nexpectations: {check: [P1, P2]}\n":                                                                        "expectations.check[0]: P1 compares slow × shared, and the matrix has no mode shared",
-		"name: x\nconditions: [slow]\nexpectations: {check: [P3]}\n":                                                                           "P3 compares busy × shared+bulkhead, and the matrix has no condition busy",
-		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n":                                                                     "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED)",
+		"name: x\nmodes: [bulkhead]\nexpectations: {check: [P1, P2]}\n":    "expectations.check[0]: P1 compares slow × shared, and the matrix has no mode shared",
+		"name: x\nconditions: [slow]\nexpectations: {check: [P3]}\n":       "P3 compares busy × shared+bulkhead, and the matrix has no condition busy",
+		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n": "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED)",
 		extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes:\n  - shared\n  - name: bulkhead\n    external: {start: [./svc], ready: 'http://127.0.0.1:1/'}\nexpectations: {check: [EXHAUSTED]}\n": "EXHAUSTED needs the pools of the service in mode shared, which are not observable without external.metrics",
 	} {
 		_, err := Parse("x.yaml", []byte(in))
