@@ -191,11 +191,11 @@ func writeRunsMD(b *bytes.Buffer, s *Summary) {
 			numStr(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
 	}
 	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")
-	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail |\n")
-	fmt.Fprintf(b, "|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail | limits seen by the proxies |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
-			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
+			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail), orDash(describeInferred(r.Inferred)))
 	}
 	fmt.Fprintf(b, "\nRules, checked from fault start to fault end; the earliest wins:\n\n")
 	for _, rule := range s.ExhaustionRules {
@@ -229,4 +229,11 @@ func statusText(status string) string {
 		return "interrupted (killed)"
 	}
 	return status
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -21,6 +21,9 @@ const (
 	// ResourceNotObservable: a user's service whose pools the harness
 	// cannot see (no external.metrics).
 	ResourceNotObservable = "not observable"
+	// ResourcePoolInferred: a user's service without pool metrics whose
+	// calls to a dependency hit a cap seen in the proxies' in-flight counts.
+	ResourcePoolInferred = "pool (inferred)"
 )
 
 // ExhaustionRules documents how the exhausted resource is decided; the
@@ -33,7 +36,8 @@ var ExhaustionRules = []string{
 	"cpu: process_cpu_seconds_total rose at ≥ 90 % of the service's GOMAXPROCS (go_sched_gomaxprocs_threads, else meta versions num_cpu)",
 	"goroutines/memory: go_goroutines ≥ 10× its pre-fault median and ≥ 1000, or resident memory ≥ 3× its pre-fault median",
 	"none: no rule held",
-	"not observable: a user's service that exports no pool metrics (external.metrics names them)",
+	"pool (inferred): a user's service that exports no pool metrics, whose proxies' in-flight counts show a cap (" + InferenceRule + ")",
+	"not observable: a user's service that exports no pool metrics (external.metrics names them) and whose proxies show no cap",
 }
 
 // Exhaustion names the bounded resource that ran out first in a run.
@@ -51,10 +55,20 @@ type hit struct {
 }
 
 // exhaustion applies ExhaustionRules to the run.
-func (r *Run) exhaustion() Exhaustion {
+func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	if r.Meta.External && !r.observesPools() {
+		if len(inferred) > 0 {
+			first := inferred[0]
+			for _, l := range inferred[1:] {
+				if l.AfterFaultS < first.AfterFaultS {
+					first = l
+				}
+			}
+			return Exhaustion{Resource: ResourcePoolInferred, AfterFaultS: first.AfterFaultS,
+				Detail: "inferred from the proxies' in-flight counts: " + describeInferred(inferred) + " (the service exports no pool metrics)"}
+		}
 		return Exhaustion{Resource: ResourceNotObservable, AfterFaultS: nan,
-			Detail: "the service's pools are invisible to the harness: name its pool metrics under external.metrics"}
+			Detail: "the service's pools are invisible to the harness and no cap showed in the proxies' in-flight counts: name its pool metrics under external.metrics"}
 	}
 	from, ok := r.faultStart()
 	if !ok {

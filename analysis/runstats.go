@@ -58,6 +58,9 @@ type RunSummary struct {
 	// first degraded window, in units of T; null when it never degraded or
 	// the run had no fault.
 	TimeToDegradeT Num `json:"time_to_degrade_t"`
+	// Inferred are the limits seen from outside the service, in the
+	// proxies' in-flight counts (InferenceRule).
+	Inferred []InferredLimit `json:"inferred_limits,omitempty"`
 	// Pools holds the Little's-law comparison per pool, sorted by name.
 	Pools     []PoolStats `json:"pools,omitempty"`
 	Exhausted Exhaustion  `json:"exhausted"`
@@ -173,7 +176,17 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	for _, p := range r.poolNames() {
 		s.Pools = append(s.Pools, r.poolStats(p))
 	}
-	s.Exhausted = r.exhaustion()
+	errRate := map[string]float64{}
+	for _, e := range s.Endpoints {
+		errRate[e.Endpoint] = float64(e.FaultErrorRate)
+	}
+	s.Inferred = r.inferLimits(errRate)
+	if len(s.Pools) == 0 {
+		for _, l := range s.Inferred {
+			s.Pools = append(s.Pools, l.poolStats())
+		}
+	}
+	s.Exhausted = r.exhaustion(s.Inferred)
 	return s
 }
 

@@ -312,7 +312,7 @@ func exhausted(cells []Cell, ex Expectations) Verdict {
 	unseen := 0
 	for _, c := range b.cells {
 		for _, r := range c.runs {
-			if r.Exhausted.Resource == ResourceNotObservable {
+			if r.Exhausted.Resource == ResourceNotObservable || r.Exhausted.Resource == ResourcePoolInferred {
 				unseen++
 			}
 		}
@@ -326,7 +326,7 @@ func exhausted(cells []Cell, ex Expectations) Verdict {
 		b.check("runs of "+c.Mode+" where the pool ran out first", "share", share, ">=", 1)
 	}
 	if unseen > 0 {
-		b.unsure = append(b.unsure, fmt.Sprintf("the pools of %d runs are not observable: name the service's pool metrics under external.metrics", unseen))
+		b.unsure = append(b.unsure, fmt.Sprintf("the pools of %d runs are not observable (at most inferred from the proxies): name the service's pool metrics under external.metrics", unseen))
 	}
 	if len(first) > 0 {
 		b.notes = append(b.notes, strings.Join(first, ", "))

@@ -150,8 +150,8 @@ func (s *Spec) EstimatedDuration() time.Duration {
 }
 
 // Component names of a run.
-func depComponent(dep string) string   { return "dep-" + dep }
-func proxyComponent(dep string) string { return "proxy-" + dep }
+func depComponent(dep string) string   { return rundata.DepComponent(dep) }
+func proxyComponent(dep string) string { return rundata.ProxyComponent(dep) }
 
 const anyLoopback = "127.0.0.1:0"
 

@@ -27,6 +27,14 @@ const (
 	MachineComponent = "machine"
 )
 
+// ProxyComponent is the component name of the fault proxy in front of
+// dependency dep ("proxy-A").
+func ProxyComponent(dep string) string { return "proxy-" + dep }
+
+// DepComponent is the component name of the stub of dependency dep
+// ("dep-A").
+func DepComponent(dep string) string { return "dep-" + dep }
+
 // Metric names the analysis reads from the service's samples.
 const (
 	MetricPoolInUse          = "bulkhead_pool_in_use"
@@ -38,10 +46,13 @@ const (
 	MetricDepRequests        = "bulkheadlab_dependency_requests_total"
 	MetricDepDurationSum     = "bulkheadlab_dependency_duration_seconds_sum"
 	MetricDepDurationCount   = "bulkheadlab_dependency_duration_seconds_count"
-	MetricGoroutines         = "go_goroutines"
-	MetricGoMaxProcs         = "go_sched_gomaxprocs_threads"
-	MetricCPUSeconds         = "process_cpu_seconds_total"
-	MetricResidentBytes      = "process_resident_memory_bytes"
+	// MetricProxyInflight is a fault proxy's count of requests in flight:
+	// seen from outside the service, its concurrent calls to the dependency.
+	MetricProxyInflight = "faultproxy_inflight_requests"
+	MetricGoroutines    = "go_goroutines"
+	MetricGoMaxProcs    = "go_sched_gomaxprocs_threads"
+	MetricCPUSeconds    = "process_cpu_seconds_total"
+	MetricResidentBytes = "process_resident_memory_bytes"
 	// MetricRunqueueWait is the time a process's threads were runnable but
 	// not running (Linux /proc/<pid>/task/*/schedstat), in seconds.
 	MetricRunqueueWait = "process_runqueue_wait_seconds_total"
