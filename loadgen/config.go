@@ -122,6 +122,9 @@ type Health struct {
 	// MaxUnreachable is the largest share of results that never got an
 	// answer (transport errors and client timeouts), in [0, 1].
 	MaxUnreachable float64
+	// Stationary, if set, also requires each target (not a canary) to be
+	// steady through the phase (see Stationarity).
+	Stationary *Stationarity
 }
 
 // plan is a validated Config with derived values.

@@ -161,6 +161,11 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 				in.health = h
 			}
 			judge(&ps, in)
+			if h := in.health; h != nil && h.Stationary != nil && !in.canary && stop >= sp.end {
+				if why := notStationary(a.phaseWindows(e.name, sp.name), *h.Stationary); why != "" {
+					ps.Valid, ps.Reasons = false, append(ps.Reasons, why)
+				}
+			}
 			out = append(out, ps)
 		}
 	}
@@ -174,4 +179,15 @@ func statusKey(code uint16) string {
 		return "no response"
 	}
 	return strconv.Itoa(int(code))
+}
+
+// phaseWindows returns endpoint ep's closed windows of phase, in order.
+func (a *aggregator) phaseWindows(ep, phase string) []Window {
+	var out []Window
+	for _, w := range a.windows {
+		if w.Endpoint == ep && w.Phase == phase {
+			out = append(out, w)
+		}
+	}
+	return out
 }

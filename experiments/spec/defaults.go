@@ -153,6 +153,7 @@ func (s *Spec) applyDefaults() {
 	setF(&v.CanaryRate, DefaultCanaryRate)
 	setF(&v.BaselineMinSuccess, DefaultBaselineMinSuccess)
 	setF(&v.BaselineMaxUnreachable, DefaultBaselineMaxUnreachable)
+	setF(&v.BaselineMaxP50Ratio, loadgen.DefaultMaxP50Ratio)
 	if v.Retries == nil {
 		n := DefaultRetries
 		v.Retries = &n

@@ -238,6 +238,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.MaxLagP99 = v.MaxLagP99.D
 	pr.Load.Health = &loadgen.Health{Phases: []string{rundata.PhaseBaseline},
 		MinSuccess: *v.BaselineMinSuccess, MaxUnreachable: *v.BaselineMaxUnreachable}
+	if r := *v.BaselineMaxP50Ratio; r > 0 {
+		pr.Load.Health.Stationary = &loadgen.Stationarity{MaxP50Ratio: r, MinP50Diff: loadgen.DefaultMinP50Diff,
+			MaxSuccessDrop: loadgen.DefaultMaxSuccessDrop,
+			Advice:         fmt.Sprintf("raise phases.warmup (now %s) so that the service is warm before the baseline", s.Phases.Warmup.D)}
+	}
 	if c := s.canary(es); c != nil {
 		pr.Load.Canary = c
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D

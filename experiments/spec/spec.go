@@ -63,6 +63,12 @@ type Validity struct {
 	// of results that got no answer (transport errors, client timeouts).
 	BaselineMinSuccess     *float64 `yaml:"baseline_min_success"`
 	BaselineMaxUnreachable *float64 `yaml:"baseline_max_unreachable"`
+	// BaselineMaxP50Ratio is how much slower the first half of the
+	// baseline may be than its second half (median of the windows' p50,
+	// and more than 1 ms apart) before the run is INVALID with "warm-up
+	// too short"; a success share 2 points lower fails it too. 0 turns the
+	// check off.
+	BaselineMaxP50Ratio *float64 `yaml:"baseline_max_p50_ratio"`
 	// Retries is how many more times an INVALID run is run, at the end of
 	// its round.
 	Retries *int `yaml:"retries"`

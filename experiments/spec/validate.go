@@ -369,6 +369,9 @@ func (s *Spec) validateValidity(p *problems) {
 			p.add("validity."+name, "must be a share between 0 and 1, got %g", x)
 		}
 	}
+	if r := *v.BaselineMaxP50Ratio; r != 0 && (r < 1.1 || r > 100) {
+		p.add("validity.baseline_max_p50_ratio", "must be 0 (off) or between 1.1 and 100, got %g", r)
+	}
 	if n := *v.Retries; n < 0 || n > 10 {
 		p.add("validity.retries", "must be between 0 and 10, got %d", n)
 	}
