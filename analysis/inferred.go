@@ -229,3 +229,14 @@ func (l InferredLimit) poolStats() PoolStats {
 		PredictedDemand: nan, MeasuredDemand: l.MeanInFlight, DemandRatio: nan, PeakInUse: Num(l.Limit),
 		PredictedExhaustionS: nan, MeasuredExhaustionS: l.AfterFaultS, ExhaustionRatio: nan}
 }
+
+// callersOf returns the endpoints that call any of deps, in meta order.
+func (r *Run) callersOf(deps []string) []string {
+	var out []string
+	for _, e := range r.Meta.Endpoints {
+		if slices.Contains(deps, e.Dependency) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}

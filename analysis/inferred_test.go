@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -74,5 +75,47 @@ func TestInferLimits(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: inferred %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestProxyPrediction: holding times measured by the proxies in the
+// baseline (in flight / rate: 2 / 200/s = 10 ms) predict the demand of a
+// user's pool, and a 225 ms latency fault raises it in the fault phase,
+// capped at T.
+func TestProxyPrediction(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
+	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
+	r := &Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+		Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
+		Phases:    []rundata.PhaseSpan{base, fault},
+		Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
+			Faults: []byte(`[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]`)}}}}
+	for _, ep := range []string{"a", "b"} {
+		for _, ph := range []rundata.PhaseSpan{base, fault} {
+			r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
+		}
+	}
+	for i := range 60 {
+		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
+		for _, d := range []string{"A", "B"} {
+			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-" + d, Values: map[string]float64{
+				rundata.MetricProxyInflight: 2, MetricProxyRequests: 50 * float64(i)}})
+		}
+	}
+	pred, ok := r.proxyPrediction([]string{"a", "b"})
+	if !ok {
+		t.Fatal("no prediction")
+	}
+	// Baseline: 2 × 200/s × 10 ms = 4; fault: 200/s × min(235 ms, 250 ms) + 200/s × 10 ms = 49.
+	if got := pred[rundata.PhaseBaseline]; math.Abs(got-4) > 0.2 {
+		t.Errorf("baseline demand %.2f, want 4", got)
+	}
+	if got := pred[rundata.PhaseFault]; math.Abs(got-49) > 1 {
+		t.Errorf("fault demand %.2f, want 49", got)
+	}
+	r.Metrics = nil
+	if _, ok := r.proxyPrediction([]string{"a"}); ok {
+		t.Error("a prediction without proxy samples")
 	}
 }

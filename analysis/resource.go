@@ -229,6 +229,12 @@ func (r *Run) poolStats(pool string) PoolStats {
 	phase := r.mainPhase()
 	if d, ok := info.PredictedDemand[phase]; ok {
 		st.PredictedDemand = Num(d)
+	} else if r.Meta.External {
+		// A user's pool, declared with its endpoints: predicted from the
+		// holding times its proxies measured in the baseline.
+		if pred, ok := r.proxyPrediction(info.Endpoints); ok {
+			st.PredictedDemand = Num(pred[phase])
+		}
 	}
 	if info.PredictedExhaustion > 0 {
 		st.PredictedExhaustionS = Num(info.PredictedExhaustion.Seconds())

@@ -183,7 +183,12 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s.Inferred = r.inferLimits(errRate)
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
-			s.Pools = append(s.Pools, l.poolStats())
+			st := l.poolStats()
+			if pred, ok := r.proxyPrediction(r.callersOf(l.Dependencies)); ok {
+				st.PredictedDemand = Num(pred[r.mainPhase()])
+				st.DemandRatio = Num(ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
+			}
+			s.Pools = append(s.Pools, st)
 		}
 	}
 	s.Exhausted = r.exhaustion(s.Inferred)

@@ -207,5 +207,11 @@ expectations: {check: [P1, P2, P3, P4]}
 		if strings.Join(got, ",") != w || run.Exhausted.Resource != analysis.ResourcePoolInferred {
 			t.Errorf("%s: inferred %v, exhausted %q; want %s and %s", run.ID, got, run.Exhausted.Resource, w, analysis.ResourcePoolInferred)
 		}
+		// Little's law from the proxies: a slow A (~20 ms + 225 ms at
+		// 100/s) plus B (20 ms at 100/s) demand ~26 permits in shared
+		// mode, A alone ~24 in bulkhead mode: far above the caps.
+		if len(run.Pools) != 1 || !(run.Pools[0].PredictedDemand > 18 && run.Pools[0].PredictedDemand < 35) {
+			t.Errorf("%s: Little's-law rows %+v, want one inferred pool predicted at 18–35 permits", run.ID, run.Pools)
+		}
 	}
 }
