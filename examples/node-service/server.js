@@ -1,0 +1,67 @@
+// A small Node service for bulkheadlab's external mode: /a calls dependency
+// A and /b calls dependency B, each call holding a permit of a pool.
+//   --mode shared    one pool of --pool permits for both endpoints
+//   --mode bulkhead  one pool of --pool/2 permits per endpoint
+// A full pool answers 503 with "X-Reject: bulkhead" at once (no queue); a
+// dependency call that takes longer than --timeout ms answers 504; a
+// dependency error answers 502. The proxies' addresses come from the
+// environment bulkheadlab sets (BULKHEADLAB_PROXY_A, BULKHEADLAB_PROXY_B).
+// No packages needed: node server.js --mode shared --port 8201
+'use strict';
+const http = require('http');
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const mode = args.mode || 'bulkhead';
+const port = Number(args.port || 8201);
+const size = Number(args.pool || 20);
+const timeout = Number(args.timeout || 250);
+const deps = { a: process.env.BULKHEADLAB_PROXY_A, b: process.env.BULKHEADLAB_PROXY_B };
+
+class Pool {
+  constructor(limit) { this.limit = limit; this.inUse = 0; this.rejected = 0; }
+  tryAcquire() { if (this.inUse >= this.limit) { this.rejected++; return false; } this.inUse++; return true; }
+  release() { this.inUse--; }
+}
+const pools = mode === 'shared'
+  ? (() => { const p = new Pool(size); return { a: p, b: p, all: { shared: p } }; })()
+  : (() => { const a = new Pool(size / 2), b = new Pool(size / 2); return { a, b, all: { a, b } }; })();
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function callDep(name, res, pool) {
+  const [host, p] = deps[name].split(':');
+  let done = false;
+  const finish = (status, headers, body) => {
+    if (done) return;
+    done = true;
+    pool.release();
+    res.writeHead(status, headers);
+    res.end(body);
+  };
+  const req = http.get({ host, port: Number(p), path: '/', agent, timeout }, (up) => {
+    up.resume();
+    up.on('end', () => finish(up.statusCode < 500 ? 200 : 502, { 'X-Dependency-Error': up.statusCode < 500 ? '' : 'status' }, 'ok\n'));
+  });
+  req.on('timeout', () => { req.destroy(); finish(504, { 'X-Dependency-Error': 'timeout' }, 'timeout\n'); });
+  req.on('error', () => finish(502, { 'X-Dependency-Error': 'error' }, 'error\n'));
+}
+
+http.createServer((req, res) => {
+  const name = req.url.slice(1);
+  if (name === 'healthz') { res.end('ok\n'); return; }
+  if (name === 'metrics') {
+    let out = '';
+    for (const [n, p] of Object.entries(pools.all)) {
+      out += `node_pool_in_use{pool="${n}"} ${p.inUse}\nnode_pool_limit{pool="${n}"} ${p.limit}\nnode_pool_rejected_total{pool="${n}"} ${p.rejected}\n`;
+    }
+    res.end(out);
+    return;
+  }
+  const pool = pools[name];
+  if (!pool || !deps[name]) { res.writeHead(404); res.end(); return; }
+  if (!pool.tryAcquire()) { res.writeHead(503, { 'X-Reject': 'bulkhead' }); res.end('full\n'); return; }
+  callDep(name, res, pool);
+}).listen(port, '127.0.0.1', () => console.log(`node service (${mode}, pool ${size}) on 127.0.0.1:${port}`));
+
+process.on('SIGTERM', () => process.exit(0));
