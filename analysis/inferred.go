@@ -40,13 +40,16 @@ const (
 	MinPlateauSamples = 8
 	// MaxAboveCapShare is the largest share of samples above the cap.
 	MaxAboveCapShare = 0.1
+	// MaxCapOfDemand: a level counts as a cap only below this share of
+	// the demand the proxies predict.
+	MaxCapOfDemand = 0.9
 	// MinCappedErrorRate is the error rate the endpoints calling a capped
 	// dependency must show: demand went beyond the cap.
 	MinCappedErrorRate = 0.01
 )
 
 // InferenceRule documents how limits are inferred; the report prints it.
-const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 % while the endpoints calling those dependencies failed ≥ 1 % of requests; the sum capped means one shared limit unless a capped dependency's count varies less than the sum (its own limit) or, at the same level, as little while the others' callers did not fail"
+const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when every dependency's callers failed and no dependency capped on its own varies less than the sum"
 
 // plateauTol is how far below the maximum a sample still counts as at the
 // cap: a permit is free for an instant between two calls. Below 5 the
@@ -96,10 +99,21 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 		}
 		return false
 	}
+	// A cap is a level below what the callers demanded. When the proxies
+	// predict the demand (their baseline holding time × rate, the faults
+	// added, capped at T), a level near it is the demand itself: an
+	// unlimited service whose every call takes T sits flat too.
+	belowDemand := func(l InferredLimit, group []string) bool {
+		pred, ok := r.proxyPrediction(r.callersOf(group))
+		if !ok {
+			return true // cannot tell
+		}
+		return float64(l.Limit) < MaxCapOfDemand*pred[rundata.PhaseFault]
+	}
 	var out []InferredLimit
 	single := map[string]InferredLimit{}
 	for _, d := range deps {
-		if l, ok := plateau(series[d], fs); ok && failing([]string{d}) {
+		if l, ok := plateau(series[d], fs); ok && failing([]string{d}) && belowDemand(l, []string{d}) {
 			l.Dependencies = []string{d}
 			out = append(out, l)
 			single[d] = l
@@ -123,37 +137,27 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 		}
 	}
 	l, ok := plateau(sum, fs)
-	if !ok || !failing(deps) {
+	if !ok || !belowDemand(l, deps) {
 		return out
 	}
-	l.Dependencies = slices.Clone(deps)
-	// The sum of the counts is capped. A cap of one dependency alone makes
-	// the sum look capped too when the others' counts vary little; then
-	// that dependency's count varies less than the sum, and its own limit
-	// explains the sum. A shared limit makes the sum vary less than any
-	// part (one dependency takes what the others free). When they vary
-	// alike at one level, the others were idle: a shared limit if their
-	// callers failed meanwhile (held back by it), else that dependency's.
+	// One limit shared by the dependencies holds back the calls to every
+	// one of them: every dependency's callers failed. And the sum is then
+	// flatter than any part (one dependency takes what the others free);
+	// a dependency capped on its own varies less than the sum.
 	for _, d := range deps {
-		s, capped := single[d]
-		if !capped {
-			continue
-		}
-		sameLevel := math.Abs(float64(s.Limit-l.Limit)) <= plateauTol(float64(l.Limit))
-		switch {
-		case s.variance < l.variance && !sameLevel:
+		if !failing([]string{d}) {
 			return out
-		case s.variance <= l.variance:
-			others := slices.DeleteFunc(slices.Clone(deps), func(x string) bool { return x == d })
-			if !failing(others) {
-				return out
-			}
 		}
-		if sameLevel {
-			// The shared limit seen through one dependency.
-			out = slices.DeleteFunc(out, func(x InferredLimit) bool { return len(x.Dependencies) == 1 && x.Dependencies[0] == d })
+		if s, capped := single[d]; capped && s.variance < l.variance {
+			return out
 		}
 	}
+	l.Dependencies = slices.Clone(deps)
+	// A dependency capped at the same level is the shared limit seen
+	// through it.
+	out = slices.DeleteFunc(out, func(x InferredLimit) bool {
+		return len(x.Dependencies) == 1 && math.Abs(float64(x.Limit-l.Limit)) <= plateauTol(float64(l.Limit))
+	})
 	return append([]InferredLimit{l}, out...)
 }
 
@@ -193,12 +197,21 @@ func plateau(s []point, fs time.Time) (InferredLimit, bool) {
 	if share < MinAtCapShare || float64(above)/float64(len(s)) > MaxAboveCapShare {
 		return InferredLimit{}, false
 	}
-	mean, sq := sum/float64(len(s)), 0.0
-	for _, v := range vals {
-		sq += (v - mean) * (v - mean)
+	// The spread at the cap: from the first sample that reached it (the
+	// ramp-up before says nothing about how flat the cap is).
+	var m, sq float64
+	var n int
+	for _, p := range s {
+		if p.t.Before(first) {
+			continue
+		}
+		n++
+		d := p.v - m
+		m += d / float64(n)
+		sq += d * (p.v - m)
 	}
 	return InferredLimit{Limit: int(math.Round(level)), AtCapShare: Num(share), AfterFaultS: Num(first.Sub(fs).Seconds()),
-		MeanInFlight: Num(mean), variance: sq / float64(len(s))}, true
+		MeanInFlight: Num(sum / float64(len(s))), variance: sq / float64(n)}, true
 }
 
 // String describes the limit: "calls to A+B capped at 20 → one shared

@@ -119,3 +119,42 @@ func TestProxyPrediction(t *testing.T) {
 		t.Error("a prediction without proxy samples")
 	}
 }
+
+// TestInferNoLimitAtDemand: a service without a limit whose calls to a slow
+// A all take T sits flat at rate × T in flight while /a fails; the proxies'
+// own prediction of that demand tells it from a cap.
+func TestInferNoLimitAtDemand(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
+	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
+	run := func(level float64) string {
+		r := &Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+			Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
+			Phases:    []rundata.PhaseSpan{base, fault},
+			Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
+				Faults: []byte(`[{"type":"latency","percent":100,"latency":"300ms"}]`)}}}}
+		for _, ep := range []string{"a", "b"} {
+			for _, ph := range []rundata.PhaseSpan{base, fault} {
+				r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
+			}
+		}
+		for i := range 60 {
+			at := start.Add(time.Duration(i)*250*time.Millisecond + time.Millisecond)
+			a := 2.0
+			if at.After(fault.Start.Add(300 * time.Millisecond)) {
+				a = level
+			}
+			r.Metrics = append(r.Metrics,
+				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, MetricProxyRequests: 50 * float64(i)}},
+				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), MetricProxyRequests: 50 * float64(i)}})
+		}
+		return describeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}))
+	}
+	// Demand: 200/s × min(10 ms + 300 ms, 250 ms) = 50 permits.
+	if got := run(50); got != "" {
+		t.Errorf("flat at the demand (no limit): inferred %q, want none", got)
+	}
+	if got := run(20); got != "calls to A capped at 20" {
+		t.Errorf("flat at 20 against a demand of 50: inferred %q, want A capped at 20", got)
+	}
+}
