@@ -72,8 +72,8 @@ func (s *Spec) Decidable(names []string) []string {
 }
 
 // ExternalOf returns the user's service as configured in mode m: the
-// external section's fields with m's overrides. It is zero for a built-in
-// spec.
+// external section's fields with m's overrides (each field replaced, but
+// env merged, the mode's keys winning). It is zero for a built-in spec.
 func (s *Spec) ExternalOf(m *Mode) ExternalService {
 	if s.External == nil {
 		return ExternalService{}
@@ -105,7 +105,14 @@ func (s *Spec) ExternalOf(m *Mode) ExternalService {
 		x.ReadyTimeout = o.ReadyTimeout
 	}
 	if o.Env != nil {
-		x.Env = o.Env
+		env := make(map[string]string, len(x.Env)+len(o.Env))
+		for k, v := range x.Env {
+			env[k] = v
+		}
+		for k, v := range o.Env {
+			env[k] = v // the mode's keys win
+		}
+		x.Env = env
 	}
 	if o.Dir != "" {
 		x.Dir = o.Dir

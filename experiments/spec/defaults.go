@@ -216,7 +216,7 @@ func (s *Spec) expandConditions() {
 		if c.Dependency == "" {
 			c.Dependency = s.DependencyOf(s.Expectations.Culprit)
 		}
-		if isBuiltin(c.Name) && len(c.Faults) == 0 && c.Rates == nil {
+		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 {
 			s.builtin(c, t)
 		}
 		for j := range c.Faults {

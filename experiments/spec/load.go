@@ -26,7 +26,41 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	return Parse(filepath.Base(path), data)
+	s, err := Parse(filepath.Base(path), data)
+	if err != nil {
+		return nil, err
+	}
+	if dir, err := filepath.Abs(filepath.Dir(path)); err == nil {
+		s.resolveStartDirs(dir)
+	}
+	return s, nil
+}
+
+// resolveStartDirs makes the working directories of an external service's
+// start commands absolute, relative to dir (the spec file's folder): a
+// command is started there unless it names another, so `start: [./mysvc]`
+// means the mysvc beside the spec, and the resolved spec written into a
+// results folder still finds it on --resume.
+func (s *Spec) resolveStartDirs(dir string) {
+	x := s.External
+	if x == nil {
+		return
+	}
+	abs := func(d string) string {
+		if d == "" || filepath.IsAbs(d) {
+			return d
+		}
+		return filepath.Join(dir, d)
+	}
+	if x.Dir == "" {
+		x.Dir = dir
+	}
+	x.Dir = abs(x.Dir)
+	for i := range s.Modes {
+		if m := s.Modes[i].External; m != nil {
+			m.Dir = abs(m.Dir)
+		}
+	}
 }
 
 func readSpecFile(path string) ([]byte, error) {

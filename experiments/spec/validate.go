@@ -248,7 +248,7 @@ func (s *Spec) validateConditions(p *problems) {
 			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.'", c.Name)
 		case seen[c.Name]:
 			p.add(path+".name", "duplicate condition %q", c.Name)
-		case !isBuiltin(c.Name) && len(c.Faults) == 0 && c.Rates == nil:
+		case !isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0:
 			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults or rates", c.Name, BuiltinConditions)
 		}
 		seen[c.Name] = true
@@ -423,11 +423,19 @@ func (s *Spec) validateExternal(p *problems) {
 		}
 	}
 	s.validateExternalService(p, "external", x.ExternalService, ownTargets < len(s.Modes))
+	readyReported := map[string]bool{}
 	for i := range s.Modes {
 		m := &s.Modes[i]
 		es := s.ExternalOf(m)
 		if len(es.Start) > 0 && es.Ready == "" && es.Canary == "" {
-			p.add(fmt.Sprintf("modes[%d].external.ready", i), "required with start (or a canary): the URL that answers 2xx once the service is up")
+			path := "external.ready" // the start command is the section's
+			if m.External != nil && m.External.Start != nil {
+				path = fmt.Sprintf("modes[%d].external.ready", i)
+			}
+			if !readyReported[path] {
+				readyReported[path] = true
+				p.add(path, "required with start (or a canary): the URL that answers 2xx once the service is up")
+			}
 		}
 	}
 	if !s.set("modes") {
