@@ -2,11 +2,13 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -42,15 +44,34 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("%w: %s: empty command", ErrChildStart, spec.Name)
 	}
-	logw, err := openLog(spec.LogPath)
+	hc := s.Client
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Second}
+	}
+	// Something already answering there (the previous run's service still
+	// exiting, or another program on the port) would pass for this one.
+	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, spec.Ready, nil); err == nil {
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%w: %s: %s already answers (%s) before the command starts: another process serves that address",
+				ErrChildStart, spec.Name, spec.Ready, resp.Status)
+		}
+	}
+	path := spec.LogPath
+	if path == "" {
+		path = os.DevNull
+	}
+	logw, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.SysProcAttr = childAttr()
 	cmd.Dir = spec.Dir
+	// A file, not a pipe: the program's children may keep it open after
+	// it exits without holding up Wait.
 	cmd.Stdout, cmd.Stderr = logw, logw
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = append(append(os.Environ(), s.Env...), spec.Env...)
 	if err := cmd.Start(); err != nil {
 		logw.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
@@ -58,7 +79,7 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	if s.Nice > 0 {
 		_ = setNice(cmd.Process.Pid, s.Nice)
 	}
-	c := &Child{Name: spec.Name, cmd: cmd, done: make(chan struct{})}
+	c := &Child{Name: spec.Name, cmd: cmd, done: make(chan struct{}), group: true}
 	go func() {
 		c.waitErr = cmd.Wait()
 		logw.Close()
@@ -66,7 +87,7 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	}()
 	if err := s.waitReady(ctx, c, spec.Ready, orDefault(spec.ReadyTimeout, DefaultReadyTimeout)); err != nil {
 		c.kill()
-		<-c.done
+		_ = c.Stop(time.Second) // reaps the first process and waits for the group
 		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
 	}
 	if s.Nice > 0 {
@@ -77,8 +98,8 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 
 // waitReady polls url with a growing back-off (5 ms → 200 ms) until it
 // answers 2xx, the child exits, or timeout passes.
-func (s *Supervisor) waitReady(ctx context.Context, c *Child, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (s *Supervisor) waitReady(parent context.Context, c *Child, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	hc := s.Client
 	if hc == nil {
@@ -104,8 +125,61 @@ func (s *Supervisor) waitReady(ctx context.Context, c *Child, url string, timeou
 		case <-c.done:
 			return fmt.Errorf("exited before %s answered 2xx: %v", url, c.waitErr)
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("stopped while waiting for %s: %w", url, parent.Err())
+			}
 			return fmt.Errorf("%s did not answer 2xx within %s (last: %s)", url, timeout, last)
 		case <-time.After(wait):
 		}
 	}
+}
+
+// stopGroup stops a user's command and everything in its process group:
+// SIGTERM to the group (even when the first process has already exited,
+// what it started may run on), then, after grace, SIGKILL; it returns once
+// the first process is reaped and the group is empty. Death by SIGTERM
+// (or exit status 143, a shell's report of it) is a clean stop for a
+// program that installs no handler.
+func (c *Child) stopGroup(grace time.Duration) error {
+	pid := c.cmd.Process.Pid
+	_ = signalGroup(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	var killed bool
+	for {
+		done := false
+		select {
+		case <-c.done:
+			done = true
+		default:
+		}
+		if done && !groupAlive(pid) {
+			break
+		}
+		if !killed && time.Now().After(deadline) {
+			_ = signalGroup(pid, syscall.SIGKILL)
+			killed = true
+			deadline = time.Now().Add(5 * time.Second)
+		} else if killed && time.Now().After(deadline) {
+			return fmt.Errorf("%s: process group %d still alive after SIGKILL", c.Name, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if killed {
+		return fmt.Errorf("%s: killed after %s grace: %v", c.Name, grace, c.waitErr)
+	}
+	return cleanStop(c.waitErr)
+}
+
+// cleanStop maps an exit caused by SIGTERM to nil.
+func cleanStop(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+		if ee.ExitCode() == 128+int(syscall.SIGTERM) {
+			return nil
+		}
+	}
+	return err
 }

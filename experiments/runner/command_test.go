@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,6 +77,58 @@ func TestStartCommandFailures(t *testing.T) {
 		}
 		if !errors.Is(err, ErrChildStart) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want ErrChildStart and %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestStartCommandStopsTheGroup: a wrapper (a shell) that starts the
+// service in the background and exits leaves it in the process group;
+// Stop ends it too, so the next run's service can bind the address.
+func TestStartCommandStopsTheGroup(t *testing.T) {
+	exe, _ := os.Executable()
+	addr := freeLoopback(t)
+	var s Supervisor
+	c, err := s.StartCommand(context.Background(), CommandSpec{Name: "service",
+		Argv: []string{"/bin/sh", "-c", `"$0" & sleep 0.5`, exe},
+		Env:  []string{helperEnv + "=command", "CMD_LISTEN=" + addr}, Ready: "http://" + addr + "/ready", ReadyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // the shell has exited; its child serves on
+	if err := c.Stop(5 * time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if ln, err := net.Listen("tcp", addr); err != nil {
+		t.Errorf("after Stop, %s is still taken: %v", addr, err)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestStartCommandRefusesABusyAddress: a ready URL that answers before the
+// command starts belongs to some other process.
+func TestStartCommandRefusesABusyAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	var s Supervisor
+	_, err := s.StartCommand(context.Background(), CommandSpec{Name: "service", Argv: []string{"/bin/true"}, Ready: srv.URL})
+	if err == nil || !strings.Contains(err.Error(), "already answers") {
+		t.Fatalf("err %v, want already answers", err)
+	}
+}
+
+func TestCleanStop(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want bool // nil error
+	}{
+		{[]string{"/bin/sh", "-c", "kill -TERM $$"}, true},
+		{[]string{"/bin/sh", "-c", "exit 143"}, true},
+		{[]string{"/bin/sh", "-c", "exit 3"}, false},
+	} {
+		err := cleanStop(exec.Command(tt.argv[0], tt.argv[1:]...).Run())
+		if (err == nil) != tt.want {
+			t.Errorf("%v: cleanStop %v, want nil %t", tt.argv, err, tt.want)
 		}
 	}
 }

@@ -70,6 +70,10 @@ type Child struct {
 	waitErr  error
 	stopOnce sync.Once
 	stopErr  error
+	// group: a user's command, whose process group may hold more than
+	// the first process (a shell, npm or a JVM wrapper and what they
+	// started); Stop waits for the whole group.
+	group bool
 }
 
 // Start starts a child, reads its announcement within AnnounceTimeout and
@@ -246,6 +250,10 @@ func (c *Child) kill() { _ = signalGroup(c.cmd.Process.Pid, syscall.SIGKILL) }
 // that did not exit cleanly on SIGTERM. Stop is idempotent.
 func (c *Child) Stop(grace time.Duration) error {
 	c.stopOnce.Do(func() {
+		if c.group {
+			c.stopErr = c.stopGroup(orDefault(grace, DefaultStopGrace))
+			return
+		}
 		select {
 		case <-c.done:
 			c.stopErr = c.waitErr

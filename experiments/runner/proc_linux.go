@@ -17,3 +17,7 @@ func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, 
 // setNice sets the niceness of the child's process group (its threads
 // included: they share the group).
 func setNice(pid, nice int) error { return syscall.Setpriority(syscall.PRIO_PGRP, pid, nice) }
+
+// groupAlive reports whether the process group pid still has a member
+// (the first process may have exited while what it started runs on).
+func groupAlive(pid int) bool { return syscall.Kill(-pid, 0) == nil }

@@ -20,3 +20,7 @@ func signalGroup(pid int, sig syscall.Signal) error {
 }
 
 func setNice(pid, nice int) error { return nil }
+
+// groupAlive reports whether the process group still has members; without
+// process groups, whether the process itself has not been reaped.
+func groupAlive(pid int) bool { return signalGroup(pid, 0) == nil }
