@@ -210,7 +210,19 @@ func plateau(s []point, fs time.Time) (InferredLimit, bool) {
 		m += d / float64(n)
 		sq += d * (p.v - m)
 	}
-	return InferredLimit{Limit: int(math.Round(level)), AtCapShare: Num(share), AfterFaultS: Num(first.Sub(fs).Seconds()),
+	// The cap is the highest count the calls often reach: a permit is free
+	// for an instant between two calls more often in a service that fails
+	// fast, so the median can sit one below.
+	limit, count := level, map[float64]int{}
+	for _, v := range vals {
+		count[v]++
+	}
+	for v, c := range count {
+		if v > limit && v <= level+tol && float64(c) >= 0.1*float64(len(vals)) {
+			limit = v
+		}
+	}
+	return InferredLimit{Limit: int(math.Round(limit)), AtCapShare: Num(share), AfterFaultS: Num(first.Sub(fs).Seconds()),
 		MeanInFlight: Num(sum / float64(len(s))), variance: sq / float64(n)}, true
 }
 

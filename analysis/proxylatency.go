@@ -86,7 +86,7 @@ func (r *Run) injected(dep string, w float64, timeout float64) float64 {
 // sampled in the baseline.
 func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 	base, ok := r.phaseSpan(rundata.PhaseBaseline)
-	if !ok {
+	if !ok || len(eps) == 0 {
 		return nil, false
 	}
 	t := r.Meta.Timeout.Seconds()
