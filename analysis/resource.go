@@ -249,6 +249,11 @@ func (r *Run) poolStats(pool string) PoolStats {
 	inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolInUse, pool))
 	limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, pool))
 	since := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolExhaustedSince, pool))
+	if st.Limit == 0 { // not declared: what the service exports
+		for _, p := range limit {
+			st.Limit = max(st.Limit, int(p.v))
+		}
+	}
 	peak := math.NaN()
 	for _, p := range inUse {
 		if !inRange(p.t, fs, fe) {
@@ -286,7 +291,7 @@ func exhaustedAfter(since []point, t, fs time.Time) time.Duration {
 func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 {
 	phase := r.mainPhase()
 	secs := to.Sub(from).Seconds()
-	if secs <= 0 {
+	if secs <= 0 || len(info.Endpoints) == 0 { // a pool seen only in a user's metrics
 		return math.NaN()
 	}
 	total := 0.0
