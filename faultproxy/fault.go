@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -94,11 +97,6 @@ type faultWire struct {
 	Headers      map[string]string `json:"headers,omitempty"`
 }
 
-// faultsWire is the body of GET and PUT /faults.
-type faultsWire struct {
-	Faults []faultWire `json:"faults"`
-}
-
 // MarshalJSON encodes f in the control API's form. Percent is always written.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	p := f.Percent
@@ -114,7 +112,7 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 // validates it.
 func (f *Fault) UnmarshalJSON(b []byte) error {
 	var w faultWire
-	if err := strictDecode(bytes.NewReader(b), &w); err != nil {
+	if err := strictDecode(bytes.NewReader(b), &w, "fault"); err != nil {
 		return err
 	}
 	g, err := w.toFault("fault")
@@ -137,16 +135,25 @@ func durString(d time.Duration) string {
 // wrap [ErrInvalidFault]. The returned faults are normalised (defaults
 // filled in) and valid. A missing or null "faults" is an empty set.
 func ParseFaults(r io.Reader) ([]Fault, error) {
-	var w faultsWire
-	if err := strictDecode(r, &w); err != nil {
+	// Each fault is decoded on its own, so that every error inside the list
+	// names the fault's index: faults[1].percent, not faults.percent.
+	var w struct {
+		Faults []json.RawMessage `json:"faults"`
+	}
+	if err := strictDecode(r, &w, ""); err != nil {
 		return nil, err
 	}
 	if len(w.Faults) > MaxFaults {
 		return nil, fieldErr("faults", "at most %d faults, got %d", MaxFaults, len(w.Faults))
 	}
 	out := make([]Fault, 0, len(w.Faults))
-	for i, fw := range w.Faults {
-		f, err := fw.toFault(fmt.Sprintf("faults[%d]", i))
+	for i, raw := range w.Faults {
+		field := "faults[" + strconv.Itoa(i) + "]"
+		var fw faultWire
+		if err := strictDecode(bytes.NewReader(raw), &fw, field); err != nil {
+			return nil, err
+		}
+		f, err := fw.toFault(field)
 		if err != nil {
 			return nil, err
 		}
@@ -156,38 +163,78 @@ func ParseFaults(r io.Reader) ([]Fault, error) {
 }
 
 // strictDecode decodes exactly one JSON value from r into v, rejecting
-// unknown fields and trailing data. Errors wrap ErrInvalidFault.
-func strictDecode(r io.Reader, v any) error {
+// unknown fields and trailing data. Errors wrap ErrInvalidFault and name
+// fields under prefix (the path of v in the body; "" for the body itself).
+func strictDecode(r io.Reader, v any, prefix string) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonErr(err)
+		return jsonErr(err, prefix)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fieldErr("body", "unexpected data after the JSON object")
+		return fieldErr(orBody(prefix), "unexpected data after the JSON object")
 	}
 	return nil
 }
 
-// jsonErr turns a decoding error into a FieldError naming the field.
-func jsonErr(err error) error {
+func orBody(prefix string) string {
+	if prefix == "" {
+		return "body"
+	}
+	return prefix
+}
+
+// jsonErr turns a decoding error into a FieldError naming the field, under
+// prefix.
+func jsonErr(err error, prefix string) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
 		field := te.Field
-		if field == "" {
-			field = "body"
+		switch {
+		case field == "":
+			field = orBody(prefix)
+		case prefix != "":
+			field = prefix + "." + field
 		}
-		return fieldErr(field, "want %s, got JSON %s", te.Type, te.Value)
+		return fieldErr(field, "want %s, got JSON %s", jsonKind(te.Type), te.Value)
 	case errors.As(err, &se):
-		return fieldErr("body", "malformed JSON at byte %d: %v", se.Offset, se)
+		return fieldErr(orBody(prefix), "malformed JSON at byte %d: %v", se.Offset, se)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fieldErr("body", "empty or truncated JSON")
+		return fieldErr(orBody(prefix), "empty or truncated JSON")
 	default:
 		// Unknown fields: `json: unknown field "x"`.
-		return fieldErr("body", "%s", err.Error())
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fieldErr(orBody(prefix), "unknown field %s", name)
+		}
+		return fieldErr(orBody(prefix), "%s", err.Error())
 	}
+}
+
+// jsonKind names the JSON form of a Go type in an error message.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.String()
 }
 
 // toFault converts and validates one wire fault; field prefixes messages.

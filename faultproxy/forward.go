@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The forwarding path. It does what httputil.ReverseProxy (with Rewrite
@@ -238,6 +239,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 	var res *http.Response
 	var pc *h1Conn
 	var err error
+	sent := time.Now()
 	if p.h1 != nil {
 		res, pc, err = p.h1.roundTrip(ctx, out)
 	} else {
@@ -247,6 +249,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 		p.upstreamError(w, r, err)
 		return
 	}
+	p.m.upstream.Observe(time.Since(sent).Seconds())
 	h := w.Header()
 	conn := connectionTokens(res.Header)
 	for k, vv := range res.Header {

@@ -217,6 +217,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 	replayable := !req.hasBody()
 	c.gone.Store(false)
 	for attempt := 0; ; attempt++ {
+		sent := time.Now()
 		pc, reused, err := p.h1.get(context.Background(), attempt > 0, !replayable)
 		if err != nil {
 			return p.upstreamErrorRaw(c, err)
@@ -232,6 +233,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		}
 		err = p.readAnswerHead(c, pc)
 		if err == nil {
+			p.m.upstream.Observe(time.Since(sent).Seconds())
 			return p.relayAnswer(c, pc, werr != nil)
 		}
 		pc.c.Close()

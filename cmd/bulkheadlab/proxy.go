@@ -18,6 +18,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 )
 
 // proxyOptions are the flags of `bulkheadlab proxy`.
@@ -27,6 +28,7 @@ type proxyOptions struct {
 	name, ledger, faults      string
 	grace                     time.Duration
 	pprof                     string
+	allowRemote               bool
 }
 
 // newProxyCmd builds the `proxy` command.
@@ -40,6 +42,8 @@ error, abort, hang) per request with a seeded probability. Faults are read
 and changed at run time through a JSON API on the --control listener:
 GET/PUT/DELETE /faults, /healthz and Prometheus /metrics.
 
+Every listener, and the upstream, must be on loopback unless --allow-remote.
+
 The first line on stdout is a JSON announcement with the bound addresses.`,
 		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
   curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'`,
@@ -49,15 +53,16 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "data-plane listen address (host:port, port 0 = any)")
-	f.StringVar(&o.control, "control", "127.0.0.1:0", "control API listen address (host:port, port 0 = any)")
-	f.StringVar(&o.upstream, "upstream", "", "upstream base URL, http(s)://host:port (required)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "data-plane listen address (host:port, port 0 = any); loopback unless --allow-remote")
+	f.StringVar(&o.control, "control", "127.0.0.1:0", "control API listen address (host:port, port 0 = any); loopback unless --allow-remote")
+	f.StringVar(&o.upstream, "upstream", "", "upstream base URL, http(s)://host:port (required); loopback unless --allow-remote")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the per-request fault decisions")
 	f.StringVar(&o.name, "name", "", "instance name for the announcement, e.g. A")
 	f.StringVar(&o.ledger, "ledger", "", "write one JSON line per request (time, request id, decision, delay) to this file")
 	f.StringVar(&o.faults, "faults", "", `initial faults, the control API's JSON: {"faults":[...]}`)
 	f.DurationVar(&o.grace, "shutdown-timeout", 4*time.Second, "bound on graceful shutdown; hanging requests are cut at once")
-	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty")
+	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty; loopback unless --allow-remote")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
 	return cmd
 }
 
@@ -69,6 +74,18 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 	u, err := url.Parse(o.upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", o.upstream))
+	}
+	if err := loopback.CheckURL("--upstream", o.upstream, o.allowRemote); err != nil {
+		return nil, nil, usageError(err)
+	}
+	listeners := []struct{ flag, addr string }{{"--listen", o.listen}, {"--control", o.control}}
+	if o.pprof != "" {
+		listeners = append(listeners, struct{ flag, addr string }{"--pprof", o.pprof})
+	}
+	for _, l := range listeners {
+		if err := loopback.CheckListen(l.flag, l.addr, o.allowRemote); err != nil {
+			return nil, nil, usageError(err)
+		}
 	}
 	if o.grace <= 0 || o.grace > time.Minute {
 		return nil, nil, usageError(fmt.Errorf("--shutdown-timeout: want within (0, 1m], got %v", o.grace))

@@ -32,6 +32,14 @@ func TestProxyCmdBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--shutdown-timeout", "0s"}, "--shutdown-timeout"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--ledger", "/nonexistent-dir/x"}, "--ledger"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--pprof", "nonsense"}, "--pprof"},
+		// Loopback only, unless --allow-remote.
+		{[]string{"proxy", "--upstream", "http://10.1.2.3:80"}, "--upstream http://10.1.2.3:80: not a loopback address; pass --allow-remote"},
+		{[]string{"proxy", "--upstream", "https://example.org"}, "--upstream https://example.org: not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", ":0"}, "--listen :0: not a loopback address (every interface); listen on 127.0.0.1, or pass --allow-remote"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "0.0.0.0:0"}, "--listen 0.0.0.0:0: not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--control", "[::]:0"}, "--control [::]:0: not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--pprof", "10.1.2.3:6060"}, "--pprof 10.1.2.3:6060: not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--allow-remote", "--listen", "nonsense"}, "--listen"},
 	}
 	for _, tt := range tests {
 		root := newRootCmd()
@@ -42,6 +50,25 @@ func TestProxyCmdBadFlags(t *testing.T) {
 		if exitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.wantFlag) {
 			t.Errorf("bulkheadlab %v = %v (exit %d), want exit 2 naming %s", tt.args, err, exitCode(err), tt.wantFlag)
 		}
+	}
+}
+
+// TestProxyCmdAllowRemote: with --allow-remote the flags may name
+// addresses beyond loopback (checked only, nothing is bound or dialled).
+func TestProxyCmdAllowRemote(t *testing.T) {
+	o := proxyOptions{upstream: "http://10.1.2.3:80", listen: "0.0.0.0:8081", control: ":8082", pprof: "[::]:6060",
+		grace: time.Second, allowRemote: true}
+	if _, _, err := o.parse(); err != nil {
+		t.Errorf("parse with --allow-remote: %v", err)
+	}
+	o.allowRemote = false
+	if _, _, err := o.parse(); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--allow-remote") {
+		t.Errorf("parse without --allow-remote = %v, want a usage error pointing to --allow-remote", err)
+	}
+	// The runner's children: loopback addresses only, no --allow-remote.
+	o = proxyOptions{upstream: "http://localhost:9000", listen: "127.0.0.1:0", control: "[::1]:0", pprof: "127.0.0.1:6060", grace: time.Second}
+	if _, _, err := o.parse(); err != nil {
+		t.Errorf("parse of loopback addresses: %v", err)
 	}
 }
 

@@ -66,6 +66,7 @@ type options struct {
 	profileRate            int
 	profileDur             time.Duration
 	keepLogs               bool
+	order                  string
 }
 
 func main() {
@@ -101,6 +102,7 @@ func main() {
 	fs.IntVar(&o.profileRate, "profile-rate", 3000, "profile phase: rate, requests/s")
 	fs.DurationVar(&o.profileDur, "profile-duration", 10*time.Second, "profile phase: length of the CPU profile")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the children's stderr logs")
+	fs.StringVar(&o.order, "order", "direct,ours,toxiproxy", "order of the targets in even rounds (odd rounds reverse it), e.g. toxiproxy,ours,direct")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -109,6 +111,33 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+var targetNames = []string{"direct", "ours", "toxiproxy"}
+
+// parseOrder checks that s names each target once.
+func parseOrder(s string) ([]string, error) {
+	out := strings.Split(s, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	if len(out) != len(targetNames) || !slices.Equal(slices.Sorted(slices.Values(out)), targetNames) {
+		return nil, fmt.Errorf("-order: want each of %s once, comma-separated; got %q", strings.Join(targetNames, ", "), s)
+	}
+	return out, nil
+}
+
+// inOrder returns those of ts in the order of -order.
+func (b *bench) inOrder(ts ...*target) []*target {
+	var out []*target
+	for _, name := range b.ord {
+		for _, t := range ts {
+			if t.name == name {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 func parseRates(s string) ([]int, error) {
@@ -135,6 +164,7 @@ type bench struct {
 	pprofAddr         string
 	atk               attackOpts
 	children          []*child
+	ord               []string // target names in the order of even rounds
 
 	// Results for the verdicts: pass[rate] is direct, ours, toxiproxy
 	// merged; maxHeld by target name; delay is ours, toxiproxy.
@@ -154,6 +184,10 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	ord, err := parseOrder(o.order)
+	if err != nil {
+		return err
+	}
 	phases := strings.Split(o.phases, ",")
 	for _, p := range phases {
 		if !slices.Contains([]string{"latency", "max", "delay", "profile"}, p) {
@@ -167,7 +201,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, out: out, pass: map[int][3]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
+	b := &bench{o: o, out: out, ord: ord, pass: map[int][3]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
 	defer func() {
 		b.stopAll()
 		if err != nil || o.keepLogs {
@@ -308,6 +342,7 @@ func (b *bench) header(rates []int) {
 	fmt.Fprintf(b.out, "- children (upstream, both proxies): GOMAXPROCS=%d, niceness +%d relative to the generator\n", o.childProcs, o.childNice)
 	fmt.Fprintf(b.out, "- ours: %s (%s)\n", filepath.Base(o.bulkheadlab), ver(o.bulkheadlab))
 	fmt.Fprintf(b.out, "- toxiproxy: %s (%s), API /version %s\n", filepath.Base(o.toxiproxy), ver(o.toxiproxy), b.toxiVersion)
+	fmt.Fprintf(b.out, "- order of the targets: %s in even rounds, reversed in odd ones\n", strings.Join(b.ord, ", "))
 	fmt.Fprintf(b.out, "- pass-through: rates %v/s, %d rounds × %v per target, warm-up %v; max rate: from %d/s ×%.2f per step of %v; delay: %v at %d/s, %d rounds × %v\n",
 		rates, o.rounds, o.dur, o.warmup, o.maxStart, o.maxFactor, o.maxStep, o.delay, o.delayRate, o.rounds, o.delayDur)
 	fmt.Fprintf(b.out, "- upstream: zero latency, %d-byte body; client: vegeta, keep-alive, timeout %v, ≤ %d workers per attack\n\n",
@@ -355,7 +390,7 @@ func (b *bench) warm(ctx context.Context, rate int) error {
 	if b.o.warmup <= 0 {
 		return nil
 	}
-	for _, t := range []*target{b.direct, b.pOurs, b.pT} {
+	for _, t := range b.inOrder(b.direct, b.pOurs, b.pT) {
 		if _, err := b.cell(ctx, t, rate, b.o.warmup); err != nil {
 			return err
 		}
@@ -366,7 +401,7 @@ func (b *bench) warm(ctx context.Context, rate int) error {
 func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 	b.ran["latency"] = true
 	fmt.Fprintf(b.out, "## Pass-through\n\nCells in run order (added = this target's quantile − direct's quantile of the same rate):\n\n```\n")
-	all := []*target{b.direct, b.pOurs, b.pT}
+	all := b.inOrder(b.direct, b.pOurs, b.pT)
 	for _, rate := range rates {
 		if err := b.warm(ctx, rate); err != nil {
 			return err
@@ -398,7 +433,7 @@ func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 func (b *bench) maxPhase(ctx context.Context) error {
 	b.ran["max"] = true
 	fmt.Fprintf(b.out, "## Maximum rate\n\nSteps in run order (held = ≥ 99.9 %% ok and ≥ 97 %% of the rate in successful answers/s):\n\n```\n")
-	alive := []*target{b.direct, b.pOurs, b.pT}
+	alive := b.inOrder(b.direct, b.pOurs, b.pT)
 	firstFail := map[string]cell{}
 	for step, rate := 0, b.o.maxStart; len(alive) > 0 && rate <= b.o.maxLimit; step++ {
 		var next []*target
@@ -425,9 +460,9 @@ func (b *bench) maxPhase(ctx context.Context) error {
 				firstFail[t.name] = c
 			}
 		}
-		// keep the canonical order
+		// keep the order of -order
 		alive = alive[:0]
-		for _, t := range []*target{b.direct, b.pOurs, b.pT} {
+		for _, t := range b.inOrder(b.direct, b.pOurs, b.pT) {
 			if slices.Contains(next, t) {
 				alive = append(alive, t)
 			}
@@ -479,7 +514,7 @@ func (b *bench) delayPhase(ctx context.Context) (err error) {
 		err = errors.Join(err, b.ctl.Clear(context.Background()), b.tx.removeToxic(toxiProxyName, "delay"))
 	}()
 	fmt.Fprintf(b.out, "## Delay precision\n\nA %v latency fault (no jitter) on both at %d/s; error = |client-measured latency − %v|:\n\n```\n", o.delay, o.delayRate, o.delay)
-	ts := []*target{b.pOurs, b.pT}
+	ts := b.inOrder(b.pOurs, b.pT)
 	for _, t := range ts {
 		if o.warmup > 0 {
 			if _, err := b.cell(ctx, t, o.delayRate, o.warmup); err != nil {
@@ -501,7 +536,7 @@ func (b *bench) delayPhase(ctx context.Context) (err error) {
 		}
 	}
 	fmt.Fprintf(b.out, "```\n\n| target | sent | ok | |err| p50 | |err| p90 | |err| p99 | max | mean signed err |\n|---|---|---|---|---|---|---|---|\n")
-	for i, t := range ts {
+	for i, t := range []*target{b.pOurs, b.pT} { // b.delay is ours, toxiproxy
 		d := delayOf(cells[t.name], o.delay)
 		b.delay[i] = d
 		fmt.Fprintf(b.out, "| %s | %d | %.3f %% | %.3f ms | %.3f ms | %.3f ms | %.3f ms | %+.3f ms |\n",

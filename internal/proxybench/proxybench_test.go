@@ -114,3 +114,23 @@ func TestAttackUpstream(t *testing.T) {
 		t.Errorf("upstream body = %q", b)
 	}
 }
+
+func TestParseOrder(t *testing.T) {
+	got, err := parseOrder("toxiproxy, ours,direct")
+	if err != nil || !slices.Equal(got, []string{"toxiproxy", "ours", "direct"}) {
+		t.Errorf("parseOrder = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "ours,toxiproxy", "ours,ours,direct", "direct,ours,toxiproxy,ours", "direct,ours,toxi"} {
+		if _, err := parseOrder(bad); err == nil || !strings.Contains(err.Error(), "-order") {
+			t.Errorf("parseOrder(%q) = %v, want an error naming -order", bad, err)
+		}
+	}
+	b := &bench{ord: []string{"toxiproxy", "direct", "ours"}}
+	d, o, x := &target{name: "direct"}, &target{name: "ours"}, &target{name: "toxiproxy"}
+	if got := b.inOrder(d, o, x); !slices.Equal(got, []*target{x, d, o}) {
+		t.Errorf("inOrder(direct, ours, toxiproxy) = %v", got)
+	}
+	if got := b.inOrder(o, x); !slices.Equal(got, []*target{x, o}) {
+		t.Errorf("inOrder(ours, toxiproxy) = %v", got)
+	}
+}
