@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -232,8 +233,14 @@ func (c Component) Args() []string {
 	case KindDep:
 		return append([]string{"dep", "--listen", c.Listen}, service.DepArgs(*c.Dep)...)
 	case KindProxy:
-		return []string{"proxy", "--listen", c.Listen, "--control", c.Proxy.Control,
+		args := []string{"proxy", "--listen", c.Listen, "--control", c.Proxy.Control,
 			"--upstream", c.Proxy.Upstream.URL, "--name", c.Proxy.Name, "--seed", fmt.Sprint(c.Proxy.Seed)}
+		// The user allowed remote addresses for the run (the spec's remote
+		// targets are refused without it); the proxy checks its own.
+		if loopback.CheckListen("--listen", c.Listen, false) != nil || loopback.CheckURL("--upstream", c.Proxy.Upstream.URL, false) != nil {
+			args = append(args, "--allow-remote")
+		}
+		return args
 	case KindService:
 		return append([]string{"serve", "--listen", c.Listen}, service.ServeArgs(c.Service.Config)...)
 	}

@@ -137,3 +137,18 @@ func TestPlanArrivals(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyArgsAllowRemote: a proxy whose upstream is remote (allowed for
+// the run by --allow-remote) is started with --allow-remote; a loopback one
+// without.
+func TestProxyArgsAllowRemote(t *testing.T) {
+	c := plan.Component{Name: "proxy-A", Kind: plan.KindProxy, Listen: "127.0.0.1:7001",
+		Proxy: &plan.Proxy{Name: "A", Upstream: plan.At("http://127.0.0.1:9001"), Control: "127.0.0.1:0"}}
+	if args := strings.Join(c.Args(), " "); strings.Contains(args, "--allow-remote") {
+		t.Errorf("loopback proxy: %s", args)
+	}
+	c.Proxy.Upstream = plan.At("http://10.1.2.3:80")
+	if args := strings.Join(c.Args(), " "); !strings.Contains(args, "--allow-remote") {
+		t.Errorf("remote upstream: %s, want --allow-remote", args)
+	}
+}
