@@ -176,13 +176,24 @@ expectations: {check: [P1, P2, P3, P4]}
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := startRunner(t, tmp, "run", file, "--out", tmp, "--check")
-	code := r.wait(t, 240*time.Second)
-	out := r.out.String()
+	var code int
+	var out, dir string
+	for i := 1; ; i++ {
+		outDir := filepath.Join(tmp, fmt.Sprintf("attempt%d", i))
+		r := startRunner(t, tmp, "run", file, "--out", outDir, "--check")
+		code, out, dir = r.wait(t, 240*time.Second), r.out.String(), resultsDir(outDir, "ext2")
+		invalid := allInvalidReasons(t, dir)
+		if invalid == "" {
+			break
+		}
+		t.Logf("attempt %d had INVALID runs (the machine could not hold the load): %s", i, invalid)
+		if i == 3 {
+			t.Skipf("every attempt had INVALID runs: nothing to judge")
+		}
+	}
 	if code != ExitOK {
 		t.Fatalf("run --check: exit %d, want 0 (P1–P4 supported); output:\n%s", code, out)
 	}
-	dir := resultsDir(tmp, "ext2")
 	sum := readSummary(t, dir)
 	for _, p := range []string{"P1", "P2", "P3", "P4"} {
 		if o := outcomeOf(sum, p); o != analysis.Supported {
