@@ -139,7 +139,7 @@ type merged struct {
 	lat     []time.Duration // sorted
 	cpu     time.Duration
 	upCPU   time.Duration
-	rounds  []time.Duration // each round's p50, to show drift
+	roundQ  [][3]time.Duration // each round's p50, p90, p99 (see stats.go)
 	errText map[string]int
 }
 
@@ -152,9 +152,7 @@ func merge(cells []cell) merged {
 		m.lat = append(m.lat, c.lat...)
 		m.cpu += c.cpu
 		m.upCPU += c.upCPU
-		s := slices.Clone(c.lat)
-		slices.Sort(s)
-		m.rounds = append(m.rounds, quantile(s, 0.5))
+		m.roundQ = append(m.roundQ, cellQuantiles(c.lat))
 		for k, v := range c.errs {
 			m.errText[k] += v
 		}

@@ -4,8 +4,9 @@
 //
 //   - pass-through cost: at each rate (default 1000/s and 3000/s), the
 //     client-measured p50/p90/p99 of a direct call and of a call through
-//     each proxy, the added latency (proxied − direct, measured in the same
-//     run) and each proxy's CPU time per request (from /proc/<pid>/stat);
+//     each proxy, the added latency (proxied − direct of the same round,
+//     then the median over rounds; see stats.go) and each proxy's CPU time
+//     per request (from /proc/<pid>/stat);
 //   - the highest rate each holds (≥ 99.9 % success and ≥ 97 % of the
 //     rate in successful answers), stepping the rate up;
 //   - delay precision: a 225 ms latency fault (no jitter) at 200/s on both,
@@ -84,7 +85,7 @@ func main() {
 	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile")
 	fs.StringVar(&o.rates, "rates", "1000,3000", "pass-through rates, requests/s")
 	fs.DurationVar(&o.dur, "duration", 5*time.Second, "length of one pass-through cell (one target, one round)")
-	fs.IntVar(&o.rounds, "rounds", 4, "rounds per rate (and of the delay phase); odd rounds reverse the order of the targets")
+	fs.IntVar(&o.rounds, "rounds", 6, "rounds per rate (and of the delay phase); odd rounds reverse the order of the targets")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unrecorded warm-up attack per target before the pass-through and delay phases")
 	fs.DurationVar(&o.pause, "pause", 300*time.Millisecond, "pause between cells")
 	fs.IntVar(&o.maxStart, "max-start", 2000, "first rate of the maximum-rate search")
@@ -400,7 +401,7 @@ func (b *bench) warm(ctx context.Context, rate int) error {
 
 func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 	b.ran["latency"] = true
-	fmt.Fprintf(b.out, "## Pass-through\n\nCells in run order (added = this target's quantile − direct's quantile of the same rate):\n\n```\n")
+	fmt.Fprintf(b.out, "## Pass-through\n\n%s\n\nCells in run order:\n\n```\n", passRule)
 	all := b.inOrder(b.direct, b.pOurs, b.pT)
 	for _, rate := range rates {
 		if err := b.warm(ctx, rate); err != nil {
