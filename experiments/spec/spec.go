@@ -150,12 +150,19 @@ type Fault struct {
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
-// mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}}.
+// mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}},
+// or a named policy layout {name: shared-breaker, pools: shared,
+// policies: {A: {breaker: ...}}}.
 type Mode struct {
 	Name string `yaml:"name"`
 	// PoolSizes and Queues size each bulkhead, keyed by endpoint (pool) name.
 	PoolSizes map[string]int `yaml:"pool_sizes,omitempty"`
 	Queues    map[string]int `yaml:"queues,omitempty"`
+	// Pools is the layout of a mode of your own name: shared or bulkhead
+	// (the built-in modes are their own layout).
+	Pools string `yaml:"pools,omitempty"`
+	// Policies are policy stacks keyed by dependency name (see Policy).
+	Policies map[string]Policy `yaml:"policies,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the
