@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -184,3 +185,29 @@ func (s *Spec) policyFieldPath(mode int, field string) (string, bool) {
 // errNoPolicies is why a shared or bulkhead mode without pools refuses
 // policies: its name is the built-in layout the reports compare.
 var errNoPolicies = errors.New("the built-in modes shared and bulkhead carry no policies: name your mode (e.g. shared-breaker) and set pools: shared")
+
+// validatePolicyClaims checks that the roles of the policy claims name
+// conditions and modes of the matrix.
+func (s *Spec) validatePolicyClaims(p *problems) {
+	pc := s.Expectations.Policy
+	if pc == nil {
+		return
+	}
+	hasCond := func(n string) bool {
+		return slices.ContainsFunc(s.Conditions, func(c Condition) bool { return c.Name == n })
+	}
+	hasMode := func(n string) bool { return slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == n }) }
+	if b := pc.Breaker; b != nil {
+		if !hasCond(b.Condition) {
+			p.add("expectations.policy.breaker.condition", "no condition %q in the matrix", b.Condition)
+		}
+		for _, x := range []struct{ field, mode string }{{"shared", b.Shared}, {"bulkhead", b.Bulkhead}} {
+			if !hasMode(x.mode) {
+				p.add("expectations.policy.breaker."+x.field, "no mode %q in the matrix", x.mode)
+			}
+		}
+	}
+	if a := pc.Adaptive; a != nil && !hasMode(a.Mode) {
+		p.add("expectations.policy.adaptive.mode", "no mode %q in the matrix", a.Mode)
+	}
+}

@@ -136,3 +136,20 @@ func TestPolicySpecRoundTrip(t *testing.T) {
 		t.Errorf("modes after a round trip:\n got %+v\nwant %+v", s2.Modes, s.Modes)
 	}
 }
+
+// TestPolicyPresetsUnderThreeMinutes: each policy preset, one repeat, is
+// expected to take under 3 minutes.
+func TestPolicyPresetsUnderThreeMinutes(t *testing.T) {
+	for _, n := range []string{"breaker-after-drain", "adaptive-limit"} {
+		s, err := Preset(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := s.EstimatedDuration(); s.Repeats != 1 || d >= 3*time.Minute {
+			t.Errorf("%s: %d repeats, %s expected; want 1 and under 3m", n, s.Repeats, d)
+		}
+		if s.Expectations.Policy == nil {
+			t.Errorf("%s names no policy claim", n)
+		}
+	}
+}

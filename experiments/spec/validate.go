@@ -51,6 +51,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateConditions(p)
 	s.validateModes(p)
 	s.validateExpectations(p)
+	s.validatePolicyClaims(p)
 	s.validateValidity(p)
 	if s.External != nil {
 		s.validateExternal(p)
@@ -341,7 +342,7 @@ func (s *Spec) validateExpectations(p *problems) {
 		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
-		if !slices.Contains(rundata.Predictions, c) {
+		if !slices.Contains(rundata.Predictions, c) && !slices.Contains(rundata.PolicyPredictions, c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(rundata.Predictions, ", "), c)
 		}
 	}
