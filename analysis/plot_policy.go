@@ -11,8 +11,9 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
-// breakerShade marks the spans a dependency's breaker was open.
-var breakerShade = color.NRGBA{R: 230, G: 120, B: 20, A: 60}
+// breakerShade marks the spans a dependency's breaker was open (grey: the
+// fault window is orange).
+var breakerShade = color.NRGBA{R: 60, G: 60, B: 60, A: 45}
 
 // policyOverlay adds the policy stacks to the pool panel: each breaker's
 // open spans shaded (at the sampling resolution) and each adaptive limit as
