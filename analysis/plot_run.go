@@ -118,6 +118,7 @@ func runFigure(r *Run, ex Expectations) figure {
 	failurePanel(f.panels[1], &f.legs[1], eps, series, ex)
 	successPanel(f.panels[2], &f.legs[2], eps, series, ex)
 	poolPanel(f.panels[3], &f.legs[3], r, origin, ex)
+	policyOverlay(f.panels[3], &f.legs[3], r, origin, ex)
 	noisePanel(f.panels[4], &f.legs[4], r, origin)
 	decorate(f.panels[:], &f.legs[0], r, origin, end)
 	return f

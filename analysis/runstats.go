@@ -64,6 +64,9 @@ type RunSummary struct {
 	// Pools holds the Little's-law comparison per pool, sorted by name.
 	Pools     []PoolStats `json:"pools,omitempty"`
 	Exhausted Exhaustion  `json:"exhausted"`
+	// Policy holds the culprit's policy numbers when the experiment names
+	// policy claims.
+	Policy *PolicyRun `json:"policy,omitempty"`
 	// Image is the run's PNG, relative to the report folder.
 	Image string `json:"image,omitempty"`
 }
@@ -192,6 +195,7 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 		}
 	}
 	s.Exhausted = r.exhaustion(s.Inferred)
+	s.Policy = r.policyStats(&s, ex)
 	return s
 }
 

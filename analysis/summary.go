@@ -136,6 +136,7 @@ func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s.Cells = buildCells(s.Runs, ex)
 	s.Little = buildLittle(s.Cells)
 	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), failFast(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
+	s.Verdicts = append(s.Verdicts, policyVerdicts(s.Cells, ex)...)
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)

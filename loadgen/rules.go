@@ -156,6 +156,8 @@ func DefaultRules() Rules {
 		{Status: "503", Header: "X-Bulkhead-Reject", Class: ClassRejected},
 		{Status: "504", Header: "X-Dependency-Error", Class: ClassDepTimeout},
 		{Status: "502", Header: "X-Dependency-Error", Class: ClassDepError},
+		{Status: "503", Header: "X-Circuit-Open", Class: ClassCircuitOpen},
+		{Status: "503", Header: "X-Concurrency-Limit", Class: ClassLimited},
 	}
 }
 

@@ -113,6 +113,12 @@ func classServer(t *testing.T) *httptest.Server {
 		case "/dep_error":
 			w.Header().Set("X-Dependency-Error", "error")
 			w.WriteHeader(http.StatusBadGateway)
+		case "/circuit_open":
+			w.Header().Set("X-Circuit-Open", "a")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/limited":
+			w.Header().Set("X-Concurrency-Limit", "exceeded")
+			w.WriteHeader(http.StatusServiceUnavailable)
 		case "/hang":
 			select {
 			case <-r.Context().Done():
@@ -132,6 +138,7 @@ func TestRunClassifiesEveryClass(t *testing.T) {
 		ClassOK: srv.URL + "/ok", ClassRejected: srv.URL + "/rejected", ClassDepTimeout: srv.URL + "/dep_timeout",
 		ClassDepError: srv.URL + "/dep_error", ClassClientTimeout: srv.URL + "/hang",
 		ClassTransportError: refusedURL(t), ClassOther: srv.URL + "/teapot",
+		ClassCircuitOpen: srv.URL + "/circuit_open", ClassLimited: srv.URL + "/limited",
 	}
 	var cfg Config
 	for c := range NumClasses {

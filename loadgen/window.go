@@ -27,6 +27,8 @@ const (
 	ClassClientTimeout  = rundata.ClassClientTimeout
 	ClassTransportError = rundata.ClassTransportError
 	ClassOther          = rundata.ClassOther
+	ClassCircuitOpen    = rundata.ClassCircuitOpen
+	ClassLimited        = rundata.ClassLimited
 	NumClasses          = rundata.NumClasses
 )
 

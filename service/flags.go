@@ -42,6 +42,7 @@ type ServeFlags struct {
 	mode, poolSizes, queues string
 	depA, depB              string
 	endpoints               []string
+	policies                []string
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
@@ -59,6 +60,7 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.endpoints, "endpoint", nil, "an endpoint and its dependency's URL, NAME=URL (repeatable; GET /NAME calls URL)")
 	fs.StringVar(&f.depA, "dep-a", "", "URL of dependency A: shorthand for --endpoint a=URL")
 	fs.StringVar(&f.depB, "dep-b", "", "URL of dependency B: shorthand for --endpoint b=URL")
+	fs.StringArrayVar(&f.policies, "policy", nil, `an endpoint's policy stack, NAME=JSON (repeatable), e.g. a={"breaker":{"failures":5,"delay":"1s"}}`)
 	fs.BoolVar(&f.cfg.Layout.BrokenSharedBulkhead, DefectFlag, false,
 		"TEST FAULT: in bulkhead mode route every endpoint to one semaphore (proves the CI check can fail)")
 	_ = fs.MarkHidden(DefectFlag)
@@ -96,6 +98,9 @@ func (f *ServeFlags) Config() (Config, error) {
 		}
 		c.Endpoints = append(c.Endpoints, Endpoint{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)})
 	}
+	if c.Policies, err = ParsePolicies(f.policies); err != nil {
+		return Config{}, &FlagError{Flag: "--policy", Msg: err.Error()}
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, f.flagError(err)
 	}
@@ -106,7 +111,7 @@ func (f *ServeFlags) Config() (Config, error) {
 var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
 	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns",
-	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag,
+	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
 }
 
 // flagError maps a *ConfigError to the flag that sets its field.
@@ -123,7 +128,7 @@ func (f *ServeFlags) flagError(err error) error {
 	switch {
 	case field == "endpoints" && f.origin[sub] != "":
 		return &FlagError{Flag: f.origin[sub], Msg: ce.Msg}
-	case field == "endpoints" && sub != "":
+	case (field == "endpoints" || field == "policies") && sub != "":
 		return &FlagError{Flag: flag, Msg: sub + ": " + ce.Msg}
 	case sub != "":
 		return &FlagError{Flag: flag, Msg: "pool " + sub + ": " + ce.Msg}
@@ -161,6 +166,7 @@ func ServeArgs(c Config) []string {
 	for _, e := range c.Endpoints {
 		args = append(args, "--endpoint", e.Name+"="+e.URL)
 	}
+	args = append(args, PolicyArgs(c.Policies, names)...)
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}

@@ -86,6 +86,11 @@ type Config struct {
 	// means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
+	// Policies are the policy stacks of the endpoints that have one, keyed
+	// by endpoint name (see PolicyConfig); an endpoint without one holds a
+	// permit of its pool for the call under T, as it always did.
+	Policies map[string]PolicyConfig
+
 	// BurnCPU is a deliberate TEST FAULT, never for real use: Serve keeps
 	// this many goroutines spinning, so the service (and the machine) is
 	// starved and a run against it must come out INVALID, not as evidence.
@@ -130,8 +135,10 @@ func (c Config) Validate() error {
 			return fieldErrorf(field, "%v", err)
 		}
 	}
-	_, err := c.Layout.Pools(c.EndpointNames())
-	return err
+	if _, err := c.Layout.Pools(c.EndpointNames()); err != nil {
+		return err
+	}
+	return c.validatePolicies()
 }
 
 // ValidateURL checks that s is an absolute http or https URL with a host.
@@ -162,6 +169,7 @@ type Service struct {
 	registry *prometheus.Registry
 	handler  http.Handler
 	metrics  serviceMetrics
+	stacks   map[string]*stack
 	idPrefix string
 	nextID   atomic.Uint64
 }
@@ -195,9 +203,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	s.metrics.register(s.registry, cfg.EndpointNames())
-	for _, p := range layout.Pools() {
-		s.registry.MustRegister(p)
-	}
+	s.buildStacks()
 	mux := http.NewServeMux()
 	for _, e := range cfg.Endpoints {
 		mux.Handle("GET /"+e.Name, s.endpoint(e.Name))
@@ -260,6 +266,9 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Service) endpoint(name string) http.Handler {
 	pool, dep := s.layout.Pool(name), s.deps[name]
 	inflight := s.metrics.inflight.WithLabelValues(name)
+	if st := s.stacks[name]; st != nil {
+		return s.stackEndpoint(name, st)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
 		defer inflight.Dec()

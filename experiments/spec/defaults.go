@@ -198,6 +198,7 @@ func (s *Spec) resolveDurations() {
 		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
 	}
 	abs(&s.Load.ClientTimeout)
+	s.resolvePolicies()
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {
 			f := &s.Conditions[i].Faults[j]

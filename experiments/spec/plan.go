@@ -79,7 +79,7 @@ type PoolLayout struct {
 
 // layoutConfig is the service's pool layout in mode m.
 func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
-	return service.LayoutConfig{Mode: service.Mode(m.Name), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
+	return service.LayoutConfig{Mode: service.Mode(m.layout()), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
 		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues}
 }
 
@@ -100,7 +100,8 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 // serviceConfig is the service's configuration in mode m, without its
 // dependencies' URLs (the plan wires them to the proxies).
 func (s *Spec) serviceConfig(m *Mode) service.Config {
-	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns}
+	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
+		Policies: s.servicePolicies(m, func(string) uint64 { return 0 })}
 	for _, e := range s.Endpoints {
 		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name})
 	}
@@ -216,6 +217,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
+		s.seedPolicies(&svc.Config, r)
 		for _, e := range s.Endpoints {
 			svc.Upstreams[e.Name] = plan.Of(proxyComponent(e.Dependency), "")
 		}

@@ -165,7 +165,9 @@ type Fault struct {
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
-// mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}}.
+// mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}},
+// or a named policy layout {name: shared-breaker, pools: shared,
+// policies: {A: {breaker: ...}}}.
 type Mode struct {
 	Name string `yaml:"name"`
 	// PoolSizes and Queues size each bulkhead, keyed by endpoint (pool) name.
@@ -176,6 +178,11 @@ type Mode struct {
 	// others) or its own start command; fields left out are the external
 	// section's.
 	External *ExternalService `yaml:"external,omitempty"`
+	// Pools is the layout of a mode of your own name: shared or bulkhead
+	// (the built-in modes are their own layout).
+	Pools string `yaml:"pools,omitempty"`
+	// Policies are policy stacks keyed by dependency name (see Policy).
+	Policies map[string]Policy `yaml:"policies,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the

@@ -51,6 +51,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateConditions(p)
 	s.validateModes(p)
 	s.validateExpectations(p)
+	s.validatePolicyClaims(p)
 	s.validateValidity(p)
 	if s.External != nil {
 		s.validateExternal(p)
@@ -112,7 +113,7 @@ func (s *Spec) validateService(p *problems) {
 	}
 	reported := map[string]bool{}
 	for i, m := range s.Modes {
-		if m.Name != ModeShared && m.Name != ModeBulkhead {
+		if l := m.layout(); l != ModeShared && l != ModeBulkhead {
 			continue // validateModes names it
 		}
 		c := s.serviceConfig(&s.Modes[i])
@@ -133,6 +134,9 @@ func (s *Spec) validateService(p *problems) {
 // serviceFieldPath maps a service.ConfigError field of mode i to the spec's
 // field path.
 func (s *Spec) serviceFieldPath(mode int, field string) string {
+	if path, ok := s.policyFieldPath(mode, field); ok {
+		return path
+	}
 	name, sub, _ := strings.Cut(field, ".")
 	switch name {
 	case "pool_sizes", "queues":
@@ -291,14 +295,21 @@ func (s *Spec) validateModes(p *problems) {
 	seen := map[string]bool{}
 	for i, m := range s.Modes {
 		path := fmt.Sprintf("modes[%d]", i)
-		switch {
-		case m.Name != ModeShared && m.Name != ModeBulkhead:
-			p.add(path+".name", "must be shared or bulkhead, got %q", m.Name)
+		switch l := m.layout(); {
+		case m.Pools != "" && l != ModeShared && l != ModeBulkhead:
+			p.add(path+".pools", "must be shared or bulkhead, got %q", m.Pools)
+		case m.Pools == "" && l != ModeShared && l != ModeBulkhead:
+			p.add(path+".name", "must be shared or bulkhead, got %q (a mode of your own name needs pools: shared or bulkhead)", m.Name)
+		case !nameRE.MatchString(m.Name):
+			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.' (it names the runs)", m.Name)
 		case seen[m.Name]:
 			p.add(path+".name", "duplicate mode %q", m.Name)
+		case m.Policies != nil && (m.Name == ModeShared || m.Name == ModeBulkhead):
+			p.add(path+".policies", "%v", errNoPolicies)
 		}
 		seen[m.Name] = true
-		if m.Name == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
+		s.validateModePolicies(p, i)
+		if m.layout() == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
 			p.add(path, "pool_sizes and queues are for bulkhead mode; size the shared pool with service.pool_size and service.queue")
 		}
 		if m.External != nil && s.External == nil {
@@ -343,7 +354,7 @@ func (s *Spec) validateExpectations(p *problems) {
 		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
-		if !slices.Contains(rundata.Predictions, c) {
+		if !slices.Contains(rundata.Predictions, c) && !slices.Contains(rundata.PolicyPredictions, c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(rundata.Predictions, ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
@@ -549,7 +560,7 @@ func (s *Spec) validateRules(p *problems, n *yaml.Node) {
 func (s *Spec) Warnings() []string {
 	var out []string
 	for i, m := range s.Modes {
-		if m.Name != ModeBulkhead || s.External != nil {
+		if m.layout() != ModeBulkhead || s.External != nil {
 			continue
 		}
 		var sizes, queues int

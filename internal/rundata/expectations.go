@@ -51,6 +51,8 @@ type Expectations struct {
 	MaxRelativeSpread float64 `yaml:"max_relative_spread" json:"max_relative_spread"`
 	// Check lists the predictions `run --check` asserts, e.g. ["P1","P2"].
 	Check []string `yaml:"check" json:"check"`
+	// Policy names the runs of the policy claims; nil: none judged.
+	Policy *PolicyClaims `yaml:"policy,omitempty" json:"policy,omitempty"`
 }
 
 // Predictions are the names of the verdicts a spec can check: P2 is

@@ -19,10 +19,19 @@ const (
 	ClassClientTimeout               // the load generator gave up waiting
 	ClassTransportError              // refused/reset at the service
 	ClassOther                       // anything else
-	NumClasses                       // number of classes; not a class
+	// The classes of the policy stacks' refusals, after the original
+	// seven so that those keep their numbers, and written to files only
+	// when not zero so that runs without policies keep their bytes.
+	ClassCircuitOpen // 503 with X-Circuit-Open: a breaker refused
+	ClassLimited     // 503 with X-Concurrency-Limit: an adaptive limiter refused
+	NumClasses       // number of classes; not a class
 )
 
-var classNames = [NumClasses]string{"ok", "rejected", "dep_timeout", "dep_error", "client_timeout", "transport_error", "other"}
+// numBaseClasses are the classes every Counts encoding lists, zero or not.
+const numBaseClasses = ClassCircuitOpen
+
+var classNames = [NumClasses]string{"ok", "rejected", "dep_timeout", "dep_error", "client_timeout", "transport_error", "other",
+	"circuit_open", "limited"}
 
 // String returns the class name used in files and reports, e.g. "dep_timeout".
 func (c Class) String() string {
@@ -56,7 +65,8 @@ func (c *Class) UnmarshalText(b []byte) error {
 }
 
 // Counts holds a count per class. It encodes to JSON as an object keyed by
-// class name ({"ok":120,"rejected":3,...}); zero counts are kept.
+// class name ({"ok":120,"rejected":3,...}); zero counts are kept, except
+// those of the policy classes (circuit_open, limited).
 type Counts [NumClasses]int64
 
 // Total is the sum over all classes.
@@ -75,7 +85,9 @@ func (c Counts) Failed() int64 { return c.Total() - c[ClassOK] }
 func (c Counts) MarshalJSON() ([]byte, error) {
 	m := make(map[string]int64, NumClasses)
 	for i, v := range c {
-		m[classNames[i]] = v
+		if v != 0 || Class(i) < numBaseClasses {
+			m[classNames[i]] = v
+		}
 	}
 	return json.Marshal(m)
 }

@@ -1,0 +1,110 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+)
+
+// policyVerdicts judges the policy claims the experiment names
+// (Expectations.Policy); none when it names none.
+func policyVerdicts(cells []Cell, ex Expectations) []Verdict {
+	pc := ex.Policy
+	if pc == nil {
+		return nil
+	}
+	var out []Verdict
+	if b := pc.Breaker; b != nil {
+		out = append(out, breakerLate(cells, ex), victimAtBaseline("BREAKER-ISOLATED",
+			fmt.Sprintf("%s + %s: /%s stays at its baseline: the breaker opens behind a wall", b.Bulkhead, b.Condition, ex.Victim),
+			cells, ex, b.Condition, b.Bulkhead))
+	}
+	if a := pc.Adaptive; a != nil {
+		out = append(out, victimAtBaseline("ADAPTIVE-ISOLATES",
+			fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", a.Mode, ex.Slow, ex.Victim),
+			cells, ex, ex.Slow, a.Mode), adaptiveCost(cells, ex))
+	}
+	return out
+}
+
+// share is 1 when ok, 0 when not, NaN when the run cannot tell.
+func share(defined, ok bool) Num {
+	switch {
+	case !defined:
+		return nan
+	case ok:
+		return 1
+	}
+	return 0
+}
+
+// breakerLate is seed-004's "a breaker eventually opens, but only after the
+// pool has already drained, so the fast failure arrives after the damage".
+func breakerLate(cells []Cell, ex Expectations) Verdict {
+	br := ex.Policy.Breaker
+	b := newBuilder("BREAKER-LATE", fmt.Sprintf("%s + %s: the breaker on /%s opens only after the pool ran out, and /%s is hurt before it opens",
+		br.Shared, br.Condition, ex.Culprit, ex.Victim), cells, ex, [2]string{br.Condition, br.Shared})
+	c := b.cells[0]
+	pol := func(r RunSummary) PolicyRun {
+		if r.Policy == nil {
+			return PolicyRun{BreakerOpenS: nan, PoolExhaustedS: nan, VictimDegradedS: nan}
+		}
+		return *r.Policy
+	}
+	b.check("repeats in which the breaker opened", "share", estimate(c.vals(func(r RunSummary) Num {
+		return share(true, !math.IsNaN(float64(pol(r).BreakerOpenS)))
+	})), ">=", 1)
+	b.check("repeats in which the pool ran out before the breaker opened", "share", estimate(c.vals(func(r RunSummary) Num {
+		p := pol(r)
+		exh, open := float64(p.PoolExhaustedS), float64(p.BreakerOpenS)
+		return share(!math.IsNaN(open), !math.IsNaN(exh) && exh < open)
+	})), ">=", 1)
+	b.check("repeats in which /"+ex.Victim+" degraded before the breaker opened", "share", estimate(c.vals(func(r RunSummary) Num {
+		p := pol(r)
+		deg, open := float64(p.VictimDegradedS), float64(p.BreakerOpenS)
+		return share(!math.IsNaN(open), !math.IsNaN(deg) && deg < open)
+	})), ">=", 1)
+	b.info("time to open", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).BreakerOpenS })))
+	b.info("time to pool exhaustion", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).PoolExhaustedS })))
+	b.info("time to /"+ex.Victim+" degraded", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).VictimDegradedS })))
+	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	b.notes = append(b.notes, "a breaker learns of a failure only when a call ends: a timeout after T, a rejection once the pool and its queue are full")
+	return b.decide()
+}
+
+// victimAtBaseline is P2's test on another cell: the victim's p99 rises by
+// at most P2MaxP99RiseT and its error rate stays below P2MaxErrorRate.
+func victimAtBaseline(name, claim string, cells []Cell, ex Expectations, cond, mode string) Verdict {
+	b := newBuilder(name, claim, cells, ex, [2]string{cond, mode})
+	c := b.cells[0]
+	rise := estimate(c.vals(func(r RunSummary) Num {
+		e := r.ep(ex.Victim)
+		return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
+	}))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
+	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
+	b.info("/"+ex.Culprit+" adaptive limit, fault-phase minimum", "permits", estimate(c.vals(func(r RunSummary) Num {
+		if r.Policy == nil {
+			return nan
+		}
+		return r.Policy.LimiterMinLimit
+	})))
+	return b.decide()
+}
+
+// adaptiveCost is P3 for the adaptive arm: under busy it serves the culprit
+// more than fixed bulkheads do (it pays less for isolation).
+func adaptiveCost(cells []Cell, ex Expectations) Verdict {
+	mode := ex.Policy.Adaptive.Mode
+	b := newBuilder("ADAPTIVE-COST", fmt.Sprintf("%s: /%s's successful throughput is higher with %s than with bulkheads (isolation costs less)",
+		ex.Busy, ex.Culprit, mode), cells, ex, [2]string{ex.Busy, "bulkhead"}, [2]string{ex.Busy, mode})
+	bh, ad := b.cells[0], b.cells[1]
+	gain := bootstrap([][]float64{
+		bh.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }),
+		ad.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }),
+	}, func(m []float64) float64 { return ratio(m[1], m[0]) - 1 })
+	b.check("throughput gain "+mode+"/bulkhead − 1", "share", gain, ">=", ex.P3MinThroughputCost)
+	b.info("/"+ex.Culprit+" ok throughput, bulkhead", "req/s", bh.CulpritOKRate)
+	b.info("/"+ex.Culprit+" ok throughput, "+mode, "req/s", ad.CulpritOKRate)
+	return b.decide()
+}

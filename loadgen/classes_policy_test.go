@@ -1,0 +1,39 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPolicyRefusalsHaveTheirClasses: the built-in rules tell a breaker's
+// and a limiter's 503 from a bulkhead's, and a Counts without them encodes
+// exactly as before they existed.
+func TestPolicyRefusalsHaveTheirClasses(t *testing.T) {
+	c, err := NewClassifier(DefaultRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		header string
+		want   Class
+	}{{"X-Circuit-Open", ClassCircuitOpen}, {"X-Concurrency-Limit", ClassLimited}, {"X-Bulkhead-Reject", ClassRejected}} {
+		h := http.Header{}
+		h.Set(tc.header, "x")
+		if got := c.Classify(503, h, "503 Service Unavailable"); got != tc.want {
+			t.Errorf("503 with %s: %v, want %v", tc.header, got, tc.want)
+		}
+	}
+	var counts Counts
+	counts[ClassOK] = 3
+	b, _ := json.Marshal(counts)
+	if strings.Contains(string(b), "circuit_open") || strings.Contains(string(b), "limited") || !strings.Contains(string(b), `"other":0`) {
+		t.Errorf("counts without policy classes encode as %s", b)
+	}
+	counts[ClassLimited] = 2
+	var back Counts
+	if b, _ = json.Marshal(counts); json.Unmarshal(b, &back) != nil || back != counts {
+		t.Errorf("round trip of %s: %v", b, back)
+	}
+}

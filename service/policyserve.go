@@ -1,0 +1,143 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Response headers that tell the service's own refusals apart. Every
+// refusal is a 503 (seed-002: an overloaded and a broken dependency look
+// the same to the caller); the header says which policy refused.
+const (
+	HeaderCircuitOpen      = "X-Circuit-Open"      // the dependency's breaker is open (value: the endpoint)
+	HeaderConcurrencyLimit = "X-Concurrency-Limit" // the adaptive limiter refused (value: exceeded)
+	HeaderRetryAfter       = "Retry-After"
+	// HeaderAttempts is the number of attempts a retrying stack made, on
+	// every answer of an endpoint with a retry stage.
+	HeaderAttempts = "X-Attempts"
+)
+
+// validatePolicies checks every stack against its endpoint and the layout;
+// fields are "policies.<endpoint>.<field>".
+func (c Config) validatePolicies() error {
+	names := map[string]bool{}
+	for _, e := range c.Endpoints {
+		names[e.Name] = true
+	}
+	keys := make([]string, 0, len(c.Policies))
+	for k := range c.Policies {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !names[k] {
+			return fieldErrorf("policies."+k, "no endpoint %q (endpoints: %s)", k, strings.Join(c.EndpointNames(), ", "))
+		}
+		if err := c.Policies[k].Validate(c.Timeout, c.Layout.Mode); err != nil {
+			return prefixField(err, func(f string) string { return "policies." + k + "." + f })
+		}
+	}
+	return nil
+}
+
+// buildStacks registers the pools and builds the endpoints' stacks. A pool
+// that every endpoint drawing from it replaces by failsafe-go's bulkhead is
+// not registered (it would export a pool nobody uses).
+func (s *Service) buildStacks() {
+	vecs := newPolicyVecs()
+	vecs.register(s.registry)
+	replaced := map[*Pool]bool{}
+	s.stacks = map[string]*stack{}
+	for _, e := range s.cfg.Endpoints {
+		pc, ok := s.cfg.Policies[e.Name]
+		if !ok {
+			continue
+		}
+		pool := s.layout.Pool(e.Name)
+		m := newPolicyMetrics(vecs, s.registry, e.Name, pc)
+		name := e.Name
+		s.stacks[name] = newStack(pc, stackDeps{endpoint: name, pool: pool, dep: s.deps[name], timeout: s.cfg.Timeout,
+			maxWait: s.cfg.Layout.MaxWait, maxBody: s.cfg.MaxBodyBytes, metrics: m,
+			observe: func(res callResult) { s.metrics.observe(name, res) }})
+		if m.failsafe != nil {
+			s.registry.MustRegister(m.failsafe)
+			replaced[pool] = true
+		}
+	}
+	for _, p := range s.layout.Pools() {
+		if !replaced[p] {
+			s.registry.MustRegister(p)
+		}
+	}
+}
+
+// stackEndpoint serves an endpoint through its policy stack.
+func (s *Service) stackEndpoint(name string, st *stack) http.Handler {
+	inflight := s.metrics.inflight.WithLabelValues(name)
+	retries := s.cfg.Policies[name].Retry != nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Inc()
+		defer inflight.Dec()
+		id := r.Header.Get(HeaderRequestID)
+		if id == "" {
+			id = s.idPrefix + "-" + strconv.FormatUint(s.nextID.Add(1), 10)
+		}
+		w.Header().Set(HeaderRequestID, id)
+		var attempts int
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		ctx = context.WithValue(ctx, attemptsKey{}, &attempts)
+		res, err := st.call(ctx)
+		if retries {
+			w.Header().Set(HeaderAttempts, strconv.Itoa(attempts))
+		}
+		if err == nil {
+			writeResult(w, res)
+			return
+		}
+		var df *depFailure
+		if errors.As(err, &df) {
+			writeResult(w, df.res)
+			return
+		}
+		if st.retryAfter != "" {
+			w.Header().Set(HeaderRetryAfter, st.retryAfter)
+		}
+		s.writeRefusal(w, name, err)
+	})
+}
+
+type attemptsKey struct{}
+
+// countAttempt counts one attempt of the call in ctx's request, if counted.
+func countAttempt(ctx context.Context) {
+	if n, ok := ctx.Value(attemptsKey{}).(*int); ok {
+		*n++ // attempts are sequential: a retry starts after the previous attempt ended
+	}
+}
+
+// writeRefusal maps a policy's refusal to 503 with the header naming it.
+func (s *Service) writeRefusal(w http.ResponseWriter, endpoint string, err error) {
+	switch failureOutcome(err) {
+	case OutcomeCircuitOpen:
+		w.Header().Set(HeaderCircuitOpen, endpoint)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Reason: "circuit-open"})
+	case OutcomeLimited:
+		w.Header().Set(HeaderConcurrencyLimit, "exceeded")
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Reason: "limited"})
+	case OutcomeTimeout: // the deadline passed while waiting for a permit
+		writeResult(w, callResult{outcome: outcomeTimeout, err: err})
+	case OutcomeRejected:
+		if errors.Is(err, ErrFull) || errors.Is(err, ErrWaitTimeout) {
+			writeRejection(w, s.layout.Pool(endpoint).Name(), err)
+			return
+		}
+		w.Header().Set(HeaderBulkheadReject, "full")
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Pool: endpoint, Reason: "full"})
+	default: // cancelled: the client is gone; nobody reads this
+		writeRejection(w, s.layout.Pool(endpoint).Name(), err)
+	}
+}
