@@ -29,26 +29,7 @@ func buildPieces(ps []piece) schedule {
 // oracleTimes lists every due time by stepping through the phases, with
 // adjacent equal-rate phases merged: the schedule's contract, computed the
 // slow way.
-func oracleTimes(ps []piece) []int64 {
-	var out []int64
-	var start, end int64
-	for i := 0; i < len(ps); {
-		rate := ps[i].rate
-		end = start
-		for ; i < len(ps) && ps[i].rate == rate; i++ {
-			end += int64(ps[i].dur)
-		}
-		for k := int64(0); ; k++ {
-			t := start + int64(float64(k)*1e9/rate)
-			if t >= end {
-				break
-			}
-			out = append(out, t)
-		}
-		start = end
-	}
-	return out
-}
+func oracleTimes(ps []piece) []int64 { return oracleTimesPhase(ps, 0) }
 
 var pieceTests = []struct {
 	name   string
