@@ -266,8 +266,10 @@ func (b BreakerConfig) validate() error {
 		return fieldErrorf("of", "is for count breakers; a time breaker counts failures within period")
 	case b.Of != 0 && (b.Of < b.Failures || b.Of > 1<<20):
 		return fieldErrorf("of", "must be 0 (consecutive failures) or between failures (%d) and 1048576, got %d", b.Failures, b.Of)
-	case b.Kind == BreakerTime && (b.Period <= 0 || b.Period > time.Hour):
-		return fieldErrorf("period", "a time breaker needs a period between 1ns and 1h, got %s", b.Period)
+	case b.Kind == BreakerTime && (b.Period < MinBreakerPeriod || b.Period > time.Hour):
+		// failsafe-go splits the period into 10 buckets and divides by their
+		// length: below 10ns every call would panic.
+		return fieldErrorf("period", "a time breaker needs a period between %s and 1h, got %s", MinBreakerPeriod, b.Period)
 	case b.Kind != BreakerTime && b.Period != 0:
 		return fieldErrorf("period", "is for time breakers (kind: time)")
 	case b.Delay <= 0 || b.Delay > time.Hour:
@@ -277,6 +279,9 @@ func (b BreakerConfig) validate() error {
 	}
 	return validOutcomes(b.On)
 }
+
+// MinBreakerPeriod is the shortest period of a time-based breaker.
+const MinBreakerPeriod = time.Millisecond
 
 func (l LimiterConfig) validate() error {
 	switch {

@@ -72,6 +72,8 @@ func TestPolicyConfigErrorsNameTheField(t *testing.T) {
 		{PolicyConfig{Breaker: &BreakerConfig{Failures: 0, Delay: time.Second}}, "policies.a.breaker.failures"},
 		{PolicyConfig{Breaker: &BreakerConfig{Failures: 3}}, "policies.a.breaker.delay"},
 		{PolicyConfig{Breaker: &BreakerConfig{Kind: BreakerTime, Failures: 3, Delay: time.Second}}, "policies.a.breaker.period"},
+		// failsafe-go would divide by a zero bucket length on every call.
+		{PolicyConfig{Breaker: &BreakerConfig{Kind: BreakerTime, Failures: 3, Period: 5 * time.Nanosecond, Delay: time.Second}}, "policies.a.breaker.period"},
 		{PolicyConfig{Breaker: &BreakerConfig{Failures: 3, Of: 2, Delay: time.Second}}, "policies.a.breaker.of"},
 		{PolicyConfig{Limiter: &LimiterConfig{Min: 2, Max: 1, Initial: 1}}, "policies.a.limiter.max"},
 		{PolicyConfig{Limiter: &LimiterConfig{Min: 1, Max: 10, Initial: 11}}, "policies.a.limiter.initial"},

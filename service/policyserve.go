@@ -40,6 +40,11 @@ func (c Config) validatePolicies() error {
 		if err := c.Policies[k].Validate(c.Timeout, c.Layout.Mode); err != nil {
 			return prefixField(err, func(f string) string { return "policies." + k + "." + f })
 		}
+		// The test defect routes every endpoint to one pool; failsafe-go's
+		// bulkhead replaces an endpoint's own pool, which then is not its.
+		if c.Layout.BrokenSharedBulkhead && c.Policies[k].Bulkhead == BulkheadFailsafe {
+			return fieldErrorf("policies."+k+".bulkhead", "failsafe cannot be combined with the shared-semaphore test defect")
+		}
 	}
 	return nil
 }
