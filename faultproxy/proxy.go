@@ -157,11 +157,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p.inflight.Add(1)
 	defer p.inflight.Add(-1)
-	p.m.requests.Inc()
-	seq := p.seq.Add(1)
-	set := p.set.Load()
-	d := set.decide(p.seed, seq)
-	e := LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"} // Decision is rendered only for a ledger
+	set, d, e := p.begin(arrived)
 	if d.Latencies > 0 {
 		if !p.delay(ctx, r, arrived, d, &e) {
 			return
@@ -196,27 +192,57 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not go on: the caller went away (the request is dropped) — or it aborts
 // the connection if the proxy is closing.
 func (p *Proxy) delay(ctx context.Context, r *http.Request, arrived time.Time, d Decision, e *LedgerEntry) bool {
-	p.m.injected[TypeLatency].Add(float64(d.Latencies))
-	e.RequestedDelayMS = ms(d.Delay)
 	if d.Delay <= 0 {
-		p.m.delay.Observe(0)
+		p.noteNoDelay(d, e)
 		return true
 	}
-	res, actual := wait(ctx.Done(), p.stop, arrived, d.Delay)
+	switch p.waitDelay(ctx.Done(), arrived, d, e) {
+	case waitCancelled:
+		p.record(r, d, *e)
+		return false
+	case waitStopped:
+		p.record(r, d, *e)
+		abort()
+	}
+	return true
+}
+
+// begin counts a request and decides its faults; the ledger entry starts
+// as "forwarded" (its Decision is rendered only for a ledger). Both data
+// planes start here.
+func (p *Proxy) begin(arrived time.Time) (*faultSet, Decision, LedgerEntry) {
+	p.m.requests.Inc()
+	seq := p.seq.Add(1)
+	set := p.set.Load()
+	d := set.decide(p.seed, seq)
+	return set, d, LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}
+}
+
+// noteNoDelay records latency faults that fired with a zero delay.
+func (p *Proxy) noteNoDelay(d Decision, e *LedgerEntry) {
+	p.m.injected[TypeLatency].Add(float64(d.Latencies))
+	e.RequestedDelayMS = ms(d.Delay)
+	p.m.delay.Observe(0)
+}
+
+// waitDelay waits until d's delay after arrived, or until gone closes or
+// the proxy stops, and notes the wait in the metrics and in e (outcome
+// "cancelled" or "stopped" when it did not run out). Both data planes
+// delay through it.
+func (p *Proxy) waitDelay(gone <-chan struct{}, arrived time.Time, d Decision, e *LedgerEntry) waitResult {
+	p.m.injected[TypeLatency].Add(float64(d.Latencies))
+	e.RequestedDelayMS = ms(d.Delay)
+	res, actual := wait(gone, p.stop, arrived, d.Delay)
 	p.m.delay.Observe(actual.Seconds())
 	e.DelayMS = ms(actual)
 	switch res {
 	case waitCancelled:
 		p.m.cancelled.Inc()
 		e.Outcome = "cancelled"
-		p.record(r, d, *e)
-		return false
 	case waitStopped:
 		e.Outcome = "stopped"
-		p.record(r, d, *e)
-		abort()
 	}
-	return true
+	return res
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

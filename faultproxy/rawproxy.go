@@ -20,33 +20,18 @@ func (p *Proxy) serveRaw(c *rconn) bool {
 	arrived := time.Now()
 	p.inflight.Add(1)
 	defer p.inflight.Add(-1)
-	p.m.requests.Inc()
-	seq := p.seq.Add(1)
-	set := p.set.Load()
-	d := set.decide(p.seed, seq)
-	e := LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}
+	set, d, e := p.begin(arrived)
 	if d.Latencies > 0 {
-		p.m.injected[TypeLatency].Add(float64(d.Latencies))
-		e.RequestedDelayMS = ms(d.Delay)
 		if d.Delay <= 0 {
-			p.m.delay.Observe(0)
+			p.noteNoDelay(d, &e)
 		} else {
 			gone := make(chan struct{})
 			stop := c.watch(func() { close(gone) })
-			res, actual := wait(gone, p.stop, arrived, d.Delay)
+			res := p.waitDelay(gone, arrived, d, &e)
 			stop()
-			p.m.delay.Observe(actual.Seconds())
-			e.DelayMS = ms(actual)
-			switch res {
-			case waitCancelled:
-				p.m.cancelled.Inc()
-				e.Outcome = "cancelled"
+			if res != waitDone { // cancelled, or stopped: the connection is cut
 				p.recordID(c.req.requestID, d, e)
 				return false
-			case waitStopped:
-				e.Outcome = "stopped"
-				p.recordID(c.req.requestID, d, e)
-				return false // the connection is cut
 			}
 		}
 	}
