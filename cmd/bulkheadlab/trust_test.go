@@ -45,17 +45,27 @@ func runSpec(t *testing.T, name, text string, args ...string) (int, string, stri
 	return code, r.out.String(), resultsDir(tmp, name)
 }
 
-// runSpecJudged is runSpec for a test that needs valid runs to judge: a
-// run the harness found INVALID (a machine too busy to measure, as it
-// should say) is run again, up to 3 attempts, and the test is skipped if
-// none was valid — an INVALID run is the harness working, not a verdict.
-func runSpecJudged(t *testing.T, name, text string, args ...string) (int, string, string) {
+// runSpecJudged is runSpec for a test that needs valid runs to judge (see
+// untilJudged).
+func runSpecJudged(t *testing.T, name, text string, args ...string) (code int, out, dir string) {
+	t.Helper()
+	untilJudged(t, func(int) string {
+		code, out, dir = runSpec(t, name, text, args...)
+		return dir
+	})
+	return code, out, dir
+}
+
+// untilJudged calls attempt (with 1, 2, 3) until the results folder it
+// returns has no INVALID run: a machine too busy to measure makes the
+// harness say INVALID, as it should, and that is not a verdict to test. If
+// every attempt had INVALID runs, the test is skipped.
+func untilJudged(t *testing.T, attempt func(i int) string) {
 	t.Helper()
 	for i := 1; ; i++ {
-		code, out, dir := runSpec(t, name, text, args...)
-		invalid := allInvalidReasons(t, dir)
+		invalid := allInvalidReasons(t, attempt(i))
 		if invalid == "" {
-			return code, out, dir
+			return
 		}
 		t.Logf("attempt %d had INVALID runs (the machine could not hold the load): %s", i, invalid)
 		if i == 3 {
