@@ -100,7 +100,7 @@ func TestProxyPrediction(t *testing.T) {
 		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
 		for _, d := range []string{"A", "B"} {
 			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-" + d, Values: map[string]float64{
-				rundata.MetricProxyInflight: 2, MetricProxyRequests: 50 * float64(i)}})
+				rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
 	}
 	pred, ok := r.proxyPrediction([]string{"a", "b"})
@@ -145,8 +145,8 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 				a = level
 			}
 			r.Metrics = append(r.Metrics,
-				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, MetricProxyRequests: 50 * float64(i)}},
-				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), MetricProxyRequests: 50 * float64(i)}})
+				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, rundata.MetricProxyRequests: 50 * float64(i)}},
+				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
 		return describeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}))
 	}

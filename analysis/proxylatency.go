@@ -8,16 +8,13 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// MetricProxyRequests is a fault proxy's request counter.
-const MetricProxyRequests = "faultproxy_requests_total"
-
 // proxyHolding is the mean time a call to dependency dep spent past the
 // service in [from, to], as the fault proxy in front of it saw it: by
 // Little's law, its mean in-flight count over its request rate (both
 // measured by the proxy). NaN without samples or requests.
 func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	comp := rundata.ProxyComponent(dep)
-	reqs := r.metric(comp, MetricProxyRequests)
+	reqs := r.metric(comp, rundata.MetricProxyRequests)
 	n, ok := deltaOver(reqs, from, to)
 	secs := to.Sub(from).Seconds()
 	if !ok || n <= 0 || secs <= 0 {

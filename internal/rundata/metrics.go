@@ -49,6 +49,8 @@ const (
 	// MetricProxyInflight is a fault proxy's count of requests in flight:
 	// seen from outside the service, its concurrent calls to the dependency.
 	MetricProxyInflight = "faultproxy_inflight_requests"
+	// MetricProxyRequests is a fault proxy's request counter.
+	MetricProxyRequests = "faultproxy_requests_total"
 	MetricGoroutines    = "go_goroutines"
 	MetricGoMaxProcs    = "go_sched_gomaxprocs_threads"
 	MetricCPUSeconds    = "process_cpu_seconds_total"
