@@ -211,15 +211,3 @@ func TestRefusalsAreToldApart(t *testing.T) {
 		t.Error("the project's pool a is exported although failsafe's bulkhead replaced it")
 	}
 }
-
-func TestBackoffIsSeededAndBounded(t *testing.T) {
-	c := RetryConfig{Attempts: 5, Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, Jitter: 0.5, Seed: 9}
-	a, b := backoff(c), backoff(c)
-	for n := 1; n <= 5; n++ {
-		da, db := a(n), b(n)
-		base := min(10*time.Millisecond<<(n-1), 40*time.Millisecond)
-		if da != db || da < base/2 || da > base*3/2 {
-			t.Errorf("retry %d: delays %v and %v, want equal and within ±50%% of %v", n, da, db, base)
-		}
-	}
-}

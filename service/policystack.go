@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/backoff"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/failsafe-go/failsafe-go/budget"
@@ -199,7 +199,7 @@ func limiterStage(c LimiterConfig, m *policyMetrics, next stackCall) stackCall {
 }
 
 func retryStage(c RetryConfig, m *policyMetrics, next stackCall) stackCall {
-	delay := backoff(c)
+	delay := backoff.New(c.Backoff, c.MaxBackoff, c.Jitter, c.Seed)
 	b := retrypolicy.NewBuilder[callResult]().HandleIf(outcomeSet(c.On)).WithMaxAttempts(c.Attempts).
 		ReturnLastFailure().
 		WithDelayFunc(func(exec failsafe.ExecutionAttempt[callResult]) time.Duration { return delay(exec.Retries()) }).
@@ -228,32 +228,6 @@ func retryStage(c RetryConfig, m *policyMetrics, next stackCall) stackCall {
 			return last, lastErr
 		}
 		return res, err
-	}
-}
-
-// backoff returns the delay before retry n (1-based): Backoff doubling up
-// to MaxBackoff, varied by ±Jitter from a generator seeded with Seed
-// (failsafe-go's own jitter draws from the global generator).
-func backoff(c RetryConfig) func(n int) time.Duration {
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(c.Seed, 0x5e11ab1e))
-	hi := c.MaxBackoff
-	if hi == 0 {
-		hi = c.Backoff
-	}
-	return func(n int) time.Duration {
-		d := c.Backoff
-		for i := 1; i < n && d < hi; i++ {
-			d *= 2
-		}
-		d = min(d, hi)
-		if c.Jitter > 0 && d > 0 {
-			mu.Lock()
-			u := rng.Float64()
-			mu.Unlock()
-			d = time.Duration(float64(d) * (1 + c.Jitter*(2*u-1)))
-		}
-		return d
 	}
 }
 
