@@ -5,6 +5,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // sample is one classified result, reduced to what the aggregator needs.
@@ -17,7 +19,14 @@ type sample struct {
 	code     uint16
 	class    Class
 	harness  bool
+	// retry, when any count is set, makes this an attempt record of a
+	// retrying client rather than a result: it counts for the request's
+	// window and phase (by intended) and nothing else.
+	retry rundata.RetryCounts
 }
+
+// isAttempt reports whether s is an attempt record.
+func (s *sample) isAttempt() bool { return s.retry != (rundata.RetryCounts{}) }
 
 // phaseSpan is a phase as offsets from t0.
 type phaseSpan struct {
@@ -61,6 +70,7 @@ type openWindow struct {
 	sent               int64 // sends whose actual time falls in the window
 	received, expected int64 // results by intended time; expected per schedule
 	harness            int64
+	retry              rundata.RetryCounts
 	h                  *winHists
 }
 
@@ -69,6 +79,7 @@ type phaseAgg struct {
 	counts  Counts
 	sent    int64 // sends whose actual time falls in the phase
 	harness int64
+	retry   rundata.RetryCounts
 	h       *winHists
 	byClass [NumClasses]*hist
 	other   map[uint16]int64 // status codes of results no rule classified
@@ -126,6 +137,10 @@ func (a *aggregator) phaseIndex(d int64) int {
 // free list is empty.
 func (a *aggregator) add(s sample) {
 	e := a.eps[s.ep]
+	if s.isAttempt() {
+		a.addAttempt(e, s)
+		return
+	}
 	lag := max(0, s.actual-s.intended)
 	e.counts[s.class]++
 	e.received++
@@ -167,6 +182,23 @@ func (a *aggregator) add(s sample) {
 	}
 	for len(e.open) > 0 && e.open[0].received >= e.open[0].expected {
 		a.closeHead(e)
+	}
+}
+
+// addAttempt counts a retrying client's attempt record for its request's
+// window and phase. A record of a window already closed (force-closed, or
+// with no request seq) counts for the phase only.
+func (a *aggregator) addAttempt(e *epAgg, s sample) {
+	if s.intended < 0 {
+		return
+	}
+	if pi := a.phaseIndex(s.intended); pi >= 0 {
+		e.phases[pi].retry.Add(s.retry)
+	}
+	if k := s.intended / a.cfg.window; k >= e.base {
+		if w := a.window(e, k); w != nil {
+			w.retry.Add(s.retry)
+		}
 	}
 }
 
@@ -241,6 +273,7 @@ func (a *aggregator) closeHead(e *epAgg) {
 		Sent:            w.sent,
 		Expected:        w.expected,
 		HarnessErrors:   w.harness,
+		RetryCounts:     w.retry,
 		Partial:         w.received < w.expected,
 	}
 	if pi := a.phaseIndex(start); pi >= 0 {

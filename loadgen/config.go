@@ -47,6 +47,9 @@ type Target struct {
 	// (Its few requests make its lag p99 close to its maximum, so the lag
 	// limit applies to the other targets only.)
 	Canary bool
+	// Retry, if set, makes the target's client retry failed responses (not
+	// for a canary).
+	Retry *Retry
 }
 
 // Phase is a labelled stretch of the run. Phases run back to back.
@@ -139,8 +142,17 @@ type plan struct {
 	schedules   []schedule // per target
 }
 
+// FieldError is a Config error that names its field ("targets[0].rate").
+type FieldError struct{ Field, Msg string }
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("loadgen: %s: %v: %s", e.Field, ErrInvalidConfig, e.Msg)
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
 func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("loadgen: %s: %w: %s", field, ErrInvalidConfig, fmt.Sprintf(format, args...))
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // validate checks cfg and fills in defaults.
@@ -225,6 +237,14 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 		return nil, invalid(field+".rate", "%v is not in (0, 1e7] requests per second", t.Rate)
 	}
 	names[t.Name] = true
+	if t.Retry != nil {
+		if t.Canary {
+			return nil, invalid(field+".retry", "a canary does not retry")
+		}
+		if err := t.Retry.validate(field + ".retry."); err != nil {
+			return nil, err
+		}
+	}
 	if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, invalid(field+".url", "%q is not an http(s) URL", t.URL)
 	}

@@ -130,6 +130,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 				Expected:        e.sched.countIn(sp.start, end),
 				Sent:            p.sent,
 				HarnessErrors:   p.harness,
+				RetryCounts:     p.retry,
 				Excluded:        slices.Contains(cfg.ExcludeFromValidity, sp.name),
 			}
 			if stop >= a.cfg.duration && ei < len(sent) {

@@ -13,6 +13,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // startLead is how far in the future t0 is set, so that every attacker is
@@ -69,7 +71,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var stopAt atomic.Int64 // offset at which ctx ended the run
 	stopAt.Store(int64(p.duration))
-	set := newAttackSet(ctx, p, t0)
+	set := newAttackSet(ctx, p, t0, samples)
 	unhook := context.AfterFunc(ctx, func() {
 		stopAt.Store(min(int64(p.duration), int64(time.Since(t0))))
 		for _, a := range set.atks {
@@ -143,14 +145,21 @@ type attackSet struct {
 	trs    []*http.Transport
 }
 
-func newAttackSet(ctx context.Context, p *plan, t0 time.Time) *attackSet {
+func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sample) *attackSet {
 	deadline := t0.Add(p.duration + max(p.lag, 10*time.Millisecond))
 	n := len(p.cfg.Targets)
 	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n)}
-	for i := range p.cfg.Targets {
+	for i, t := range p.cfg.Targets {
 		s.trs[i] = newTransport()
+		var rt http.RoundTripper = &cancelTransport{rt: s.trs[i], stop: ctx}
+		if t.Retry != nil {
+			ep := int32(i)
+			rt = newRetryTransport(rt, *t.Retry, p.classifiers[i], p.schedules[i], func(intended int64, c rundata.RetryCounts) {
+				samples <- sample{intended: intended, ep: ep, retry: c}
+			})
+		}
 		opts := []func(*vegeta.Attacker){
-			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: &cancelTransport{rt: s.trs[i], stop: ctx}}),
+			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: rt}),
 			vegeta.MaxBody(0),
 		}
 		// Start with vegeta's default worker count; vegeta adds one whenever

@@ -32,6 +32,9 @@ type PhaseStats struct {
 	Expected int64 `json:"expected"`
 	Sent     int64 `json:"sent"`
 	Dropped  int64 `json:"dropped,omitempty"`
+	// RetryCounts are the client's attempts for the phase's requests, when
+	// it retries.
+	RetryCounts
 	// LagP99 and LagMax summarise schedule lag over the phase.
 	LagP99 time.Duration `json:"lag_p99_ns"`
 	LagMax time.Duration `json:"lag_max_ns"`

@@ -3,6 +3,7 @@ package rundata
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -168,8 +169,55 @@ type Window struct {
 	// HarnessErrors counts results whose failure happened on the load
 	// generator's side (see IsHarnessError); they are also in Counts.
 	HarnessErrors int64 `json:"harness_errors,omitempty"`
+	// RetryCounts are the client's attempts for the window's requests, when
+	// it retries (zero otherwise).
+	RetryCounts
 	// Partial is set when the window closed before all of its scheduled
 	// requests came back: the run was stopped, requests were never sent, or
 	// too many windows were open at once.
 	Partial bool `json:"partial,omitempty"`
+}
+
+// RetryCounts counts what a retrying client (the load generator's
+// Target.Retry) sent for a set of requests: every attempt is attributed to
+// its request's intended send time, like the request's result. The fields
+// are zero when the client does not retry.
+type RetryCounts struct {
+	// Attempts is every attempt sent, first attempts and Retries; the first
+	// attempts are the offered load, all of them the delivered load.
+	Attempts int64 `json:"attempts,omitempty"`
+	Retries  int64 `json:"retries,omitempty"`
+	// Retryable counts the attempts whose outcome was a class the client
+	// retries, whether it retried them or not.
+	Retryable int64 `json:"retryable_attempts,omitempty"`
+	// Refused counts retryable outcomes not retried although attempts
+	// remained: the client's retry budget refused, or the server's
+	// Retry-After did not fit in what was left of the client's deadline.
+	Refused int64 `json:"retries_refused,omitempty"`
+}
+
+// Add adds o's counts to a's.
+func (a *RetryCounts) Add(o RetryCounts) {
+	a.Attempts += o.Attempts
+	a.Retries += o.Retries
+	a.Retryable += o.Retryable
+	a.Refused += o.Refused
+}
+
+// Amplification is attempts per first attempt (1 without retries); NaN
+// when the client does not retry or sent nothing.
+func (a RetryCounts) Amplification() float64 {
+	if first := a.Attempts - a.Retries; first > 0 && a.Attempts > 0 {
+		return float64(a.Attempts) / float64(first)
+	}
+	return math.NaN()
+}
+
+// RetryableShare is the share of attempts with a retryable outcome (the
+// rejection share r of the retry-storm claim); NaN without attempts.
+func (a RetryCounts) RetryableShare() float64 {
+	if a.Attempts > 0 {
+		return float64(a.Retryable) / float64(a.Attempts)
+	}
+	return math.NaN()
 }
