@@ -93,6 +93,7 @@ func renderMarkdown(s *Summary) []byte {
 	writeCellsMD(&b, s)
 	writePhasesMD(&b, s)
 	writeLittleMD(&b, s)
+	writeRetriesMD(&b, s)
 	writeRunsMD(&b, s)
 	if len(s.Images) > 0 {
 		p("## Figures\n")
@@ -131,6 +132,32 @@ func writeLittleMD(b *bytes.Buffer, s *Summary) {
 			FormatEstimate(r.PredictedExhaustionS), FormatEstimate(r.MeasuredExhaustionS), FormatEstimate(r.ExhaustionRatio))
 	}
 	fmt.Fprintln(b)
+}
+
+// writeRetriesMD writes, for the runs whose clients retry, offered and
+// delivered load and the amplification against 1 + r + … (nothing when no
+// client retries).
+func writeRetriesMD(b *bytes.Buffer, s *Summary) {
+	head := false
+	for _, r := range s.Runs {
+		for _, e := range r.Endpoints {
+			st := e.Retry
+			if st == nil {
+				continue
+			}
+			if !head {
+				fmt.Fprintf(b, "## Retrying clients: offered and delivered load\n\n")
+				fmt.Fprintf(b, "Fault phase. Offered = requests (first attempts) per second, delivered = every attempt per second; r = share of attempts with a retryable outcome; predicted = 1 + r + … + r^(n−1) for n attempts at most; refused = requests whose retry the budget or a Retry-After beyond the deadline stopped.\n\n")
+				fmt.Fprintf(b, "| run | endpoint | n | offered /s | delivered /s | amplification | r | predicted | refused |\n|---|---|---|---|---|---|---|---|---|\n")
+				head = true
+			}
+			fmt.Fprintf(b, "| %s | /%s | %d | %s | %s | %s | %s | %s | %s |\n", r.ID, e.Endpoint, st.MaxAttempts, numStr(st.OfferedPerS),
+				numStr(st.DeliveredPerS), numStr(st.Amplification), pct(st.RetryableShare), numStr(st.Predicted), pct(st.RefusedShare))
+		}
+	}
+	if head {
+		fmt.Fprintln(b)
+	}
 }
 
 // writePhasesMD writes each endpoint's p50 and p99 per phase and cell.

@@ -116,6 +116,52 @@ type EndpointStats struct {
 	Unclassified      map[string]int64 `json:"unclassified,omitempty"`
 	// Phases are the endpoint's numbers in every phase, in order.
 	Phases []PhaseNumbers `json:"phases"`
+	// Retry holds the fault phase's retry numbers when the endpoint's
+	// clients retry.
+	Retry *RetryStats `json:"retry,omitempty"`
+}
+
+// RetryStats are a retrying client's numbers over a phase.
+type RetryStats struct {
+	// MaxAttempts is the most attempts per request, the first included.
+	MaxAttempts int `json:"max_attempts"`
+	// OfferedPerS is first attempts per second (the requests);
+	// DeliveredPerS every attempt per second (what reached the service).
+	OfferedPerS   Num `json:"offered_per_s"`
+	DeliveredPerS Num `json:"delivered_per_s"`
+	// Amplification is DeliveredPerS / OfferedPerS.
+	Amplification Num `json:"amplification"`
+	// RetryableShare is r: the share of attempts whose outcome the client
+	// retries (for the built-in service mostly rejections).
+	RetryableShare Num `json:"retryable_share"`
+	// Predicted is 1 + r + … + r^(MaxAttempts−1): the amplification if
+	// every attempt failed independently with probability r and nothing
+	// stopped a retry.
+	Predicted Num `json:"predicted_amplification"`
+	// RefusedShare is the share of requests whose retry was refused (by the
+	// budget or a Retry-After beyond the deadline).
+	RefusedShare Num `json:"refused_share"`
+}
+
+// retryStats computes RetryStats from a phase's counts.
+func retryStats(maxAttempts int, c rundata.RetryCounts, secs float64) *RetryStats {
+	st := &RetryStats{MaxAttempts: maxAttempts, OfferedPerS: nan, DeliveredPerS: nan, Amplification: Num(c.Amplification()),
+		RetryableShare: Num(c.RetryableShare()), Predicted: nan, RefusedShare: nan}
+	first := c.Attempts - c.Retries
+	if secs > 0 {
+		st.OfferedPerS, st.DeliveredPerS = Num(float64(first)/secs), Num(float64(c.Attempts)/secs)
+	}
+	if first > 0 {
+		st.RefusedShare = Num(float64(c.Refused) / float64(first))
+	}
+	if r := c.RetryableShare(); !math.IsNaN(r) {
+		p, term := 0.0, 1.0
+		for range maxAttempts {
+			p, term = p+term, term*r
+		}
+		st.Predicted = Num(p)
+	}
+	return st
 }
 
 // PhaseNumbers are one endpoint's numbers in one phase.
@@ -241,6 +287,9 @@ func (r *Run) endpointStats(ep, phase string, ex Expectations) EndpointStats {
 	if secs > 0 {
 		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
+	if info := r.endpointInfo(ep); info.RetryAttempts > 0 {
+		st.Retry = retryStats(info.RetryAttempts, ps.RetryCounts, secs)
+	}
 	rq := ps.ByClass[rundata.ClassRejected.String()]
 	if rq.Count > 0 {
 		st.RejectedP99Ms = Num(ms(rq.P99))
@@ -326,6 +375,7 @@ func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
 		for i, c := range w.Counts {
 			ps.Counts[i] += c
 		}
+		ps.RetryCounts.Add(w.RetryCounts)
 		ps.Latency.P99 = max(ps.Latency.P99, w.Latency.P99)
 		ps.Latency.Count += w.Latency.Count
 	}

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // policyVerdicts judges the policy claims the experiment names
@@ -22,6 +23,9 @@ func policyVerdicts(cells []Cell, ex Expectations) []Verdict {
 		out = append(out, victimAtBaseline("ADAPTIVE-ISOLATES",
 			fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", a.Mode, ex.Slow, ex.Victim),
 			cells, ex, ex.Slow, a.Mode), adaptiveCost(cells, ex))
+	}
+	if pc.Retry != nil {
+		out = append(out, retryVerdicts(cells, ex)...)
 	}
 	return out
 }
@@ -107,4 +111,83 @@ func adaptiveCost(cells []Cell, ex Expectations) Verdict {
 	b.info("/"+ex.Culprit+" ok throughput, bulkhead", "req/s", bh.CulpritOKRate)
 	b.info("/"+ex.Culprit+" ok throughput, "+mode, "req/s", ad.CulpritOKRate)
 	return b.decide()
+}
+
+// retryVerdicts are seed-004's "rejections treated as generic errors and
+// retried, so the rejected load comes straight back", and what stops it.
+func retryVerdicts(cells []Cell, ex Expectations) []Verdict {
+	rr := ex.Policy.Retry.WithDefaults()
+	amp := func(ep string) func(RunSummary) Num {
+		return func(r RunSummary) Num {
+			if st := r.ep(ep).Retry; st != nil {
+				return st.Amplification
+			}
+			return nan
+		}
+	}
+
+	b := newBuilder("RETRY-AMPLIFIES", fmt.Sprintf("%s + %s: clients that retry failures multiply /%s's load by 1 + r + … + r^(n−1) for a rejection share r",
+		rr.Storm, rr.Condition, ex.Culprit), cells, ex, [2]string{rr.Condition, rr.Storm})
+	c := b.cells[0]
+	b.check("/"+ex.Culprit+" amplification (attempts per request)", "×", estimate(c.vals(amp(ex.Culprit))), ">=", rr.MinAmplification)
+	b.check("|measured / predicted − 1|", "share", estimate(c.vals(func(r RunSummary) Num {
+		st := r.ep(ex.Culprit).Retry
+		if st == nil {
+			return nan
+		}
+		return Num(math.Abs(ratio(float64(st.Amplification), float64(st.Predicted)) - 1))
+	})), "<=", rr.Tolerance)
+	b.info("/"+ex.Culprit+" predicted 1 + r + … + r^(n−1)", "×", estimate(c.vals(func(r RunSummary) Num {
+		if st := r.ep(ex.Culprit).Retry; st != nil {
+			return st.Predicted
+		}
+		return nan
+	})))
+	b.info("/"+ex.Culprit+" rejection share r (per attempt)", "share", estimate(c.vals(func(r RunSummary) Num {
+		if st := r.ep(ex.Culprit).Retry; st != nil {
+			return st.RetryableShare
+		}
+		return nan
+	})))
+	b.info("/"+ex.Victim+" amplification", "×", estimate(c.vals(amp(ex.Victim))))
+	b.notes = append(b.notes, "the prediction assumes each attempt fails independently with the measured share r; rejections that come in bursts break it")
+	out := []Verdict{b.decide()}
+
+	b = newBuilder("RETRY-HURTS", fmt.Sprintf("%s: /%s is worse with retrying clients (%s) than without (%s): the rejected load comes straight back",
+		rr.Condition, ex.Victim, rr.Storm, rr.Control), cells, ex, [2]string{rr.Condition, rr.Control}, [2]string{rr.Condition, rr.Storm})
+	ctl, st := b.cells[0], b.cells[1]
+	p99 := func(r RunSummary) Num { return r.ep(ex.Victim).FaultP99Ms }
+	errs := func(r RunSummary) Num { return r.ep(ex.Victim).FaultErrorRate }
+	tms := func(r RunSummary) Num { return r.TimeoutMs }
+	harm := bootstrap([][]float64{ctl.vals(p99), st.vals(p99), ctl.vals(errs), st.vals(errs), st.vals(tms)}, func(m []float64) float64 {
+		return max((m[1]-m[0])/m[4]/ex.P2MaxP99RiseT, (m[3]-m[2])/ex.DegradedErrorRate)
+	})
+	b.check(fmt.Sprintf("/%s harm: max(Δp99 / %.2gT, Δerror rate / %.2g)", ex.Victim, ex.P2MaxP99RiseT, ex.DegradedErrorRate), "×", harm, ">=", 1)
+	b.info("/"+ex.Victim+" fault p99, "+rr.Control, "ms", ctl.VictimP99Ms)
+	b.info("/"+ex.Victim+" fault p99, "+rr.Storm, "ms", st.VictimP99Ms)
+	b.info("/"+ex.Victim+" fault error rate, "+rr.Control, "share", ctl.VictimErrorRate)
+	b.info("/"+ex.Victim+" fault error rate, "+rr.Storm, "share", st.VictimErrorRate)
+	out = append(out, b.decide())
+
+	if len(rr.Contained) == 0 {
+		return out
+	}
+	need := make([][2]string, len(rr.Contained))
+	for i, m := range rr.Contained {
+		need[i] = [2]string{rr.Condition, m}
+	}
+	b = newBuilder("RETRY-CONTAINED", fmt.Sprintf("%s: with %s, retrying clients keep /%s's amplification near 1",
+		rr.Condition, strings.Join(rr.Contained, ", "), ex.Culprit), cells, ex, need...)
+	for i, m := range rr.Contained {
+		c := b.cells[i]
+		b.check(m+": /"+ex.Culprit+" amplification", "×", estimate(c.vals(amp(ex.Culprit))), "<=", rr.ContainedMax)
+		b.info(m+": /"+ex.Culprit+" share of requests whose retry was refused", "share", estimate(c.vals(func(r RunSummary) Num {
+			if st := r.ep(ex.Culprit).Retry; st != nil {
+				return st.RefusedShare
+			}
+			return nan
+		})))
+		b.info(m+": /"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	}
+	return append(out, b.decide())
 }

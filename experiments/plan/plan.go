@@ -97,6 +97,8 @@ type Endpoint struct {
 	Rate float64
 	// Rules classify the results; nil means the built-in service's rules.
 	Rules *loadgen.Rules
+	// Retry, if set, makes the endpoint's clients retry.
+	Retry *loadgen.Retry
 }
 
 // Address is where something is reached: a fixed URL, or the data plane of

@@ -106,7 +106,7 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 			return loadgen.Config{}, fmt.Errorf("endpoint %s: %w", e.Name, err)
 		}
 		canary := run.Load.Canary != nil && e.Name == run.Load.Canary.Name
-		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules, Canary: canary})
+		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules, Canary: canary, Retry: e.Retry})
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{

@@ -199,6 +199,7 @@ func (s *Spec) resolveDurations() {
 	}
 	abs(&s.Load.ClientTimeout)
 	s.resolvePolicies()
+	s.resolveClients()
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {
 			f := &s.Conditions[i].Faults[j]

@@ -74,6 +74,9 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 	for i, e := range s.Endpoints {
 		out[i] = rundata.EndpointInfo{Name: e.Name, Dependency: e.Dependency, Pool: pools[e.Name],
 			Rate: r[e.Name], BaseLatency: s.Dependencies[e.Dependency].Latency.D}
+		if rt := s.clientRetry(m, e.Name, 0); rt != nil {
+			out[i].RetryAttempts = rt.Attempts
+		}
 	}
 	return out
 }

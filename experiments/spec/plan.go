@@ -229,7 +229,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		if x != nil {
 			target = plan.At(es.Targets[e.Name])
 		}
-		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules})
+		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
+			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name)))})
 	}
 	pr.Load.Phases = s.runPhases(r.Condition)
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D

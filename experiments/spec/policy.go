@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -209,5 +210,54 @@ func (s *Spec) validatePolicyClaims(p *problems) {
 	}
 	if a := pc.Adaptive; a != nil && !hasMode(a.Mode) {
 		p.add("expectations.policy.adaptive.mode", "no mode %q in the matrix", a.Mode)
+	}
+	if r := pc.Retry; r != nil {
+		s.validateRetryClaims(p, r, hasCond, hasMode)
+	}
+}
+
+// validateRetryClaims checks the retry claims' roles: the storm's and the
+// contained modes' clients retry, the control's do not.
+func (s *Spec) validateRetryClaims(p *problems, r *rundata.RetryRoles, hasCond, hasMode func(string) bool) {
+	const path = "expectations.policy.retry."
+	if !hasCond(r.Condition) {
+		p.add(path+"condition", "no condition %q in the matrix", r.Condition)
+	}
+	retries := func(mode string) bool {
+		for i := range s.Modes {
+			if s.Modes[i].Name == mode {
+				c := s.ClientsOf(&s.Modes[i])
+				return c != nil && c.Retry != nil
+			}
+		}
+		return false
+	}
+	roles := []struct {
+		field, mode string
+		retry       bool
+	}{{"control", r.Control, false}, {"storm", r.Storm, true}}
+	for i, m := range r.Contained {
+		roles = append(roles, struct {
+			field, mode string
+			retry       bool
+		}{fmt.Sprintf("contained[%d]", i), m, true})
+	}
+	for _, x := range roles {
+		switch {
+		case !hasMode(x.mode):
+			p.add(path+x.field, "no mode %q in the matrix", x.mode)
+		case retries(x.mode) != x.retry && x.retry:
+			p.add(path+x.field, "mode %q: its clients do not retry (give it clients: {retry: ...})", x.mode)
+		case retries(x.mode) != x.retry:
+			p.add(path+x.field, "mode %q: its clients retry; the control's must not (clients: {})", x.mode)
+		}
+	}
+	for _, x := range []struct {
+		field string
+		v     float64
+	}{{"min_amplification", r.MinAmplification}, {"tolerance", r.Tolerance}, {"contained_max", r.ContainedMax}} {
+		if x.v < 0 || x.v > 100 {
+			p.add(path+x.field, "must be between 0 (default) and 100, got %v", x.v)
+		}
 	}
 }

@@ -123,6 +123,8 @@ type LoadSpec struct {
 	// endpoint's schedule is shifted by a seeded random fraction of its
 	// interval, so that the streams are not phase-locked.
 	Lockstep bool `yaml:"lockstep,omitempty"`
+	// Clients is how the clients behave (e.g. retry); a mode may replace it.
+	Clients *Clients `yaml:"clients,omitempty"`
 }
 
 // Phases are the four phase lengths of every run.
@@ -183,6 +185,8 @@ type Mode struct {
 	Pools string `yaml:"pools,omitempty"`
 	// Policies are policy stacks keyed by dependency name (see Policy).
 	Policies map[string]Policy `yaml:"policies,omitempty"`
+	// Clients, if set, replaces load.clients for this mode's runs.
+	Clients *Clients `yaml:"clients,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the

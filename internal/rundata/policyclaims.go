@@ -15,6 +15,42 @@ type PolicyClaims struct {
 	// and serves the culprit more than bulkheads under Expectations.Busy
 	// (ADAPTIVE-COST).
 	Adaptive *AdaptiveRoles `yaml:"adaptive,omitempty" json:"adaptive,omitempty"`
+	// Retry: under Condition, the retrying clients of mode Storm multiply
+	// the culprit's load as 1 + r + … + r^(n−1) (RETRY-AMPLIFIES) and hurt
+	// the victim more than mode Control's clients, which do not retry
+	// (RETRY-HURTS); the clients of the Contained modes (a budget, or
+	// Retry-After honoured) keep the amplification near 1
+	// (RETRY-CONTAINED).
+	Retry *RetryRoles `yaml:"retry,omitempty" json:"retry,omitempty"`
+}
+
+// RetryRoles are the runs and thresholds of the retry claims.
+type RetryRoles struct {
+	Condition string   `yaml:"condition" json:"condition"`
+	Control   string   `yaml:"control" json:"control"`
+	Storm     string   `yaml:"storm" json:"storm"`
+	Contained []string `yaml:"contained,omitempty" json:"contained,omitempty"`
+	// MinAmplification is the least amplification that is a storm (default
+	// 1.25); Tolerance the largest relative distance of the measured
+	// amplification from 1 + r + … (default 0.15); ContainedMax the largest
+	// amplification that is contained (default 1.15).
+	MinAmplification float64 `yaml:"min_amplification,omitempty" json:"min_amplification,omitempty"`
+	Tolerance        float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+	ContainedMax     float64 `yaml:"contained_max,omitempty" json:"contained_max,omitempty"`
+}
+
+// WithDefaults returns r with every zero threshold at its default.
+func (r RetryRoles) WithDefaults() RetryRoles {
+	if r.MinAmplification == 0 {
+		r.MinAmplification = 1.25
+	}
+	if r.Tolerance == 0 {
+		r.Tolerance = 0.15
+	}
+	if r.ContainedMax == 0 {
+		r.ContainedMax = 1.15
+	}
+	return r
 }
 
 // BreakerRoles are the runs of the breaker claims.
@@ -30,4 +66,5 @@ type AdaptiveRoles struct {
 }
 
 // PolicyPredictions are the names of the policy verdicts a spec can check.
-var PolicyPredictions = []string{"BREAKER-LATE", "BREAKER-ISOLATED", "ADAPTIVE-ISOLATES", "ADAPTIVE-COST"}
+var PolicyPredictions = []string{"BREAKER-LATE", "BREAKER-ISOLATED", "ADAPTIVE-ISOLATES", "ADAPTIVE-COST",
+	"RETRY-AMPLIFIES", "RETRY-HURTS", "RETRY-CONTAINED"}

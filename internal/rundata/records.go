@@ -88,6 +88,9 @@ type EndpointInfo struct {
 	Rate       float64 `json:"rate"`       // target requests per second during the fault phase
 	// BaseLatency is the dependency's normal latency.
 	BaseLatency time.Duration `json:"base_latency_ns"`
+	// RetryAttempts is the most attempts its clients make (the first
+	// included); 0 when they do not retry.
+	RetryAttempts int `json:"retry_attempts,omitempty"`
 }
 
 // CanaryInfo describes a run's canary: a request that does no work, sent
