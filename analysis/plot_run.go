@@ -58,6 +58,9 @@ type runSeries struct {
 	p50, p99 []float64 // ms, NaN without results
 	fail     [rundata.NumClasses][]float64
 	success  []float64 // %, NaN without results
+	// retries are a retrying client's retries per second, nil when the
+	// endpoint's clients sent none.
+	retries []float64
 }
 
 func seriesOf(r *Run, ep string, origin time.Time) runSeries {
@@ -78,6 +81,14 @@ func seriesOf(r *Run, ep string, origin time.Time) runSeries {
 				v = float64(w.Counts[c]) / secs
 			}
 			s.fail[c] = append(s.fail[c], v)
+		}
+		if w.Retries > 0 && s.retries == nil {
+			s.retries = make([]float64, len(s.x)-1, len(s.x))
+		}
+		if s.retries != nil && secs > 0 {
+			s.retries = append(s.retries, float64(w.Retries)/secs)
+		} else if s.retries != nil {
+			s.retries = append(s.retries, 0)
 		}
 	}
 	return s
@@ -182,6 +193,12 @@ func failurePanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[strin
 			any = true
 			addSeries(p, leg, "/"+ep+" "+c.String(), s.x, s.fail[c], lineStyle(nameColor(ep, ex), int(c)-1, 1.8), false)
 		}
+		if s.retries != nil {
+			any = true
+			sty := lineStyle(nameColor(ep, ex), 0, 3)
+			sty.Color = color.NRGBA{R: 0x80, G: 0x30, B: 0xa0, A: 0xff}
+			addSeries(p, leg, "/"+ep+" retries sent (client)", s.x, s.retries, sty, false)
+		}
 	}
 	if !any {
 		leg.Add("no failures")
@@ -198,6 +215,7 @@ func failMaxes(eps []string, series map[string]runSeries) [][]float64 {
 		for c := rundata.ClassRejected; c < rundata.NumClasses; c++ {
 			out = append(out, series[ep].fail[c])
 		}
+		out = append(out, series[ep].retries)
 	}
 	return out
 }

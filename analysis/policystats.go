@@ -16,6 +16,9 @@ type PolicyRun struct {
 	// BreakerOpenS is when the culprit's breaker first opened, exact from
 	// bulkheadlab_breaker_opened_at_seconds.
 	BreakerOpenS Num `json:"breaker_open_s"`
+	// BreakerOpenPredictedS is the closed-form prediction of BreakerOpenS
+	// (null when the breaker or the fault has none).
+	BreakerOpenPredictedS Num `json:"breaker_open_predicted_s"`
 	// BreakerOpenIntervals are the spans (s from fault start) the breaker
 	// was open, at the sampling resolution (for the figures).
 	BreakerOpenIntervals [][2]float64 `json:"breaker_open_intervals,omitempty"`
@@ -35,7 +38,10 @@ func (r *Run) policyStats(s *RunSummary, ex Expectations) *PolicyRun {
 	if ex.Policy == nil {
 		return nil
 	}
-	pr := &PolicyRun{BreakerOpenS: nan, PoolExhaustedS: nan, VictimDegradedS: nan, LimiterMinLimit: nan, LimiterMeanLimit: nan}
+	pr := &PolicyRun{BreakerOpenS: nan, BreakerOpenPredictedS: nan, PoolExhaustedS: nan, VictimDegradedS: nan, LimiterMinLimit: nan, LimiterMeanLimit: nan}
+	if d, ok := r.Meta.PredictedBreakerOpen[r.endpointInfo(ex.Culprit).Dependency]; ok {
+		pr.BreakerOpenPredictedS = Num(d.Seconds())
+	}
 	fs, ok := r.faultStart()
 	if !ok {
 		return pr

@@ -50,7 +50,7 @@ func breakerLate(cells []Cell, ex Expectations) Verdict {
 	c := b.cells[0]
 	pol := func(r RunSummary) PolicyRun {
 		if r.Policy == nil {
-			return PolicyRun{BreakerOpenS: nan, PoolExhaustedS: nan, VictimDegradedS: nan}
+			return PolicyRun{BreakerOpenS: nan, BreakerOpenPredictedS: nan, PoolExhaustedS: nan, VictimDegradedS: nan}
 		}
 		return *r.Policy
 	}
@@ -68,6 +68,7 @@ func breakerLate(cells []Cell, ex Expectations) Verdict {
 		return share(!math.IsNaN(open), !math.IsNaN(deg) && deg < open)
 	})), ">=", 1)
 	b.info("time to open", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).BreakerOpenS })))
+	b.info("time to open, closed form (— when there is none)", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).BreakerOpenPredictedS })))
 	b.info("time to pool exhaustion", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).PoolExhaustedS })))
 	b.info("time to /"+ex.Victim+" degraded", "s", estimate(c.vals(func(r RunSummary) Num { return pol(r).VictimDegradedS })))
 	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)

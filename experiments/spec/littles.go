@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // ErrBadSizing is wrapped by PoolSize errors.
@@ -131,4 +133,112 @@ func exhaustion(flows []flow, limit float64) time.Duration {
 		}
 	}
 	return 0
+}
+
+// BreakerOpening predicts, in closed form, when the breaker on each
+// dependency of mode m opens after the fault of condition c starts. There
+// is a closed form only for a count breaker of consecutive failures (of: 0)
+// on a dependency whose every call fails from fault start (errors or
+// aborts, or a delay that reaches the call's timeout) and is seen by the
+// breaker as a failure it counts: then, with λ the calls per second to the
+// dependency and F the failures that open it,
+//
+//   - errors:      F / λ;
+//   - timeouts:    T_call + F / λ (the first calls after fault start end
+//     at their timeout);
+//   - rejections:  t_ex + Q / λ_pool + F / λ (the pool runs out at t_ex,
+//     Little's law; its queue of Q then fills at the pool's arrival rate;
+//     from then on each call is rejected at once),
+//
+// whichever comes first. Dependencies without a closed form are left out.
+func (s *Spec) BreakerOpening(c *Condition, m *Mode) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	rates := s.FaultRates(c)
+	for dep, p := range m.Policies {
+		b := p.Breaker
+		if b == nil || (b.Kind != "" && b.Kind != service.BreakerCount) || b.Of != 0 || c.Dependency != dep {
+			continue
+		}
+		on := b.On
+		if on == nil {
+			on = []string{service.OutcomeError, service.OutcomeTimeout}
+		}
+		var lambda float64
+		var pool *rundata.PoolInfo
+		pools := s.Preview(c, m)
+		for _, e := range s.Endpoints {
+			if e.Dependency != dep {
+				continue
+			}
+			lambda += rates[e.Name]
+			for i := range pools {
+				if slices.Contains(pools[i].Endpoints, e.Name) {
+					pool = &pools[i]
+				}
+			}
+		}
+		if lambda <= 0 {
+			continue
+		}
+		callTimeout := s.Service.Timeout.D
+		if p.Timeout.D > 0 {
+			callTimeout = min(callTimeout, p.Timeout.D)
+		}
+		kind := s.everyCallFails(c, dep, callTimeout)
+		f := float64(b.Failures) / lambda
+		best := math.Inf(1)
+		if kind == service.OutcomeError && slices.Contains(on, service.OutcomeError) {
+			best = f
+		}
+		if kind == service.OutcomeTimeout && slices.Contains(on, service.OutcomeTimeout) {
+			best = callTimeout.Seconds() + f
+		}
+		if kind == service.OutcomeTimeout && slices.Contains(on, service.OutcomeRejected) && pool != nil && pool.PredictedExhaustion > 0 {
+			var poolRate float64
+			for _, e := range pool.Endpoints {
+				poolRate += rates[e]
+			}
+			best = min(best, pool.PredictedExhaustion.Seconds()+float64(pool.Queue)/poolRate+f)
+		}
+		if !math.IsInf(best, 1) {
+			out[dep] = time.Duration(best * float64(time.Second))
+		}
+	}
+	return out
+}
+
+// everyCallFails returns service.OutcomeError when every call to dep fails
+// at once under c (errors, aborts), service.OutcomeTimeout when every call
+// reaches callTimeout (a delay at least that long, or a hang), and "" when
+// some calls may succeed.
+func (s *Spec) everyCallFails(c *Condition, dep string, callTimeout time.Duration) string {
+	if c.Dependency != dep || len(c.Faults) == 0 {
+		return ""
+	}
+	base := s.Dependencies[dep].Latency.D - s.Dependencies[dep].Jitter.D
+	kind := ""
+	var share float64
+	for _, f := range c.Faults {
+		k := ""
+		switch {
+		case f.Type == "error" || f.Type == "abort":
+			k = service.OutcomeError
+		case f.Type == "hang", f.Type == "latency" && (f.Distribution == "" || f.Distribution == "uniform") && base+f.Latency.D-f.Jitter.D >= callTimeout:
+			k = service.OutcomeTimeout
+		default:
+			return ""
+		}
+		if kind != "" && kind != k {
+			return ""
+		}
+		kind = k
+		if f.Percent == 0 {
+			share += 100
+		}
+		share += f.Percent
+	}
+	if share < 100 {
+		return ""
+	}
+	return kind
 }

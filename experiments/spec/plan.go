@@ -307,6 +307,9 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
 	}
+	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
+		m.PredictedBreakerOpen = b
+	}
 	if s.External != nil {
 		m.External = true
 		m.Pools = nil

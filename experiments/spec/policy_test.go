@@ -153,3 +153,64 @@ func TestPolicyPresetsUnderThreeMinutes(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerOpeningClosedForm: breaker-after-drain's breaker (10
+// consecutive failures, rejections counted) on a hanging A at 200/s opens
+// when the pool has run out (Little's law), its queue filled at the pool's
+// arrival rate and 10 rejections followed; a breaker that does not count
+// rejections opens 10 calls after the first timeouts; a windowed breaker
+// or a fault that lets calls succeed has no closed form.
+func TestBreakerOpeningClosedForm(t *testing.T) {
+	b, err := PresetSource("breaker-after-drain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("p.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &s.Conditions[0]
+	mode := func(name string) *Mode {
+		for i := range s.Modes {
+			if s.Modes[i].Name == name {
+				return &s.Modes[i]
+			}
+		}
+		t.Fatalf("no mode %s", name)
+		return nil
+	}
+	near := func(got, want time.Duration) bool {
+		return got > want-5*time.Millisecond && got < want+5*time.Millisecond
+	}
+	sh := s.Preview(c, mode("shared-breaker"))[0].PredictedExhaustion
+	want := sh + 20*time.Second/400 + 10*time.Second/200
+	if got := s.BreakerOpening(c, mode("shared-breaker"))["A"]; !near(got, want) {
+		t.Errorf("shared-breaker: %v, want exhaustion %v + queue 20/400/s + 10/200/s = %v", got, sh, want)
+	}
+	if got := s.BreakerOpening(c, mode("shared"))["A"]; got != 0 {
+		t.Errorf("shared has no breaker but a prediction %v", got)
+	}
+	m := *mode("shared-breaker")
+	pol := m.Policies["A"]
+	br := *pol.Breaker
+	br.On = []string{"timeout"}
+	pol.Breaker = &br
+	m.Policies = map[string]Policy{"A": pol}
+	if got := s.BreakerOpening(c, &m)["A"]; !near(got, 250*time.Millisecond+50*time.Millisecond) {
+		t.Errorf("timeouts only: %v, want T + 10/200/s = 300ms", got)
+	}
+	br.Of = 20
+	if got, ok := s.BreakerOpening(c, &m)["A"]; ok {
+		t.Errorf("a breaker over the last 20 calls has no closed form, got %v", got)
+	}
+	br.Of = 0
+	slow := Condition{Name: "slow", Dependency: "A", Faults: []Fault{{Type: "latency", Percent: 100, Latency: Abs(100 * time.Millisecond)}}}
+	if got, ok := s.BreakerOpening(&slow, &m)["A"]; ok {
+		t.Errorf("a delay below the timeout lets calls succeed: no closed form, got %v", got)
+	}
+	failing := Condition{Name: "failing", Dependency: "A", Faults: []Fault{{Type: "error", Percent: 100, Status: 500}}}
+	br.On = nil
+	if got := s.BreakerOpening(&failing, &m)["A"]; !near(got, 50*time.Millisecond) {
+		t.Errorf("every call an error: %v, want 10/200/s = 50ms", got)
+	}
+}

@@ -52,6 +52,10 @@ type RunMeta struct {
 	Canary *CanaryInfo `json:"canary,omitempty"`
 	// Pools describes each pool of the service (one in shared mode).
 	Pools []PoolInfo `json:"pools"`
+	// PredictedBreakerOpen is, per dependency whose breaker has a closed
+	// form (spec.BreakerOpening), the predicted time from fault start until
+	// it opens.
+	PredictedBreakerOpen map[string]time.Duration `json:"predicted_breaker_open_ns,omitempty"`
 	// Phases are the actual phase spans, in order.
 	Phases []PhaseSpan `json:"phases"`
 	// Faults are the actual fault switches as acknowledged by the proxy.
