@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // newValidateCmd builds the `validate` command.
@@ -79,7 +78,7 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	for _, warning := range s.Warnings() {
 		fmt.Fprintf(out, "  warning: %s\n", warning)
 	}
-	fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(rundata.Predictions)))
+	fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(spec.AllPredictions())))
 	if s.External != nil {
 		for i := range s.Modes {
 			m := &s.Modes[i]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // needs is what the matrix must hold for a prediction to be decided: the
@@ -33,6 +35,9 @@ func (s *Spec) needs(pred string) (conds []string, modes []string) {
 // observable (an external service's pools are only through
 // external.metrics).
 func (s *Spec) Undecidable(pred string) string {
+	if claim, ok := policyClaimOf[pred]; ok && !s.namesPolicyClaim(claim) {
+		return fmt.Sprintf("%s is judged only when expectations.policy.%s names its runs", pred, claim)
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -57,6 +62,35 @@ func (s *Spec) Undecidable(pred string) string {
 		}
 	}
 	return ""
+}
+
+// policyClaimOf maps a policy prediction to its claim in
+// expectations.policy (whose validation checks the runs it names).
+var policyClaimOf = map[string]string{
+	"BREAKER-LATE": "breaker", "BREAKER-ISOLATED": "breaker",
+	"ADAPTIVE-ISOLATES": "adaptive", "ADAPTIVE-COST": "adaptive",
+	"RETRY-AMPLIFIES": "retry", "RETRY-HURTS": "retry", "RETRY-CONTAINED": "retry",
+}
+
+// namesPolicyClaim reports whether expectations.policy sets claim's roles.
+func (s *Spec) namesPolicyClaim(claim string) bool {
+	pc := s.Expectations.Policy
+	switch {
+	case pc == nil:
+		return false
+	case claim == "breaker":
+		return pc.Breaker != nil
+	case claim == "adaptive":
+		return pc.Adaptive != nil
+	case claim == "retry":
+		return pc.Retry != nil
+	}
+	return false
+}
+
+// AllPredictions are the base and the policy predictions, in report order.
+func AllPredictions() []string {
+	return append(slices.Clone(rundata.Predictions), rundata.PolicyPredictions...)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -356,10 +356,10 @@ func (s *Spec) validateExpectations(p *problems) {
 	}
 	for i, c := range e.Check {
 		if !slices.Contains(rundata.Predictions, c) && !slices.Contains(rundata.PolicyPredictions, c) {
-			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(rundata.Predictions, ", "), c)
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(AllPredictions(), ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
-				why, orNone(s.Decidable(rundata.Predictions)))
+				why, orNone(s.Decidable(AllPredictions())))
 		}
 	}
 }
