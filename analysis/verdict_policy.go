@@ -17,12 +17,12 @@ func policyVerdicts(cells []Cell, ex Expectations) []Verdict {
 	if b := pc.Breaker; b != nil {
 		out = append(out, breakerLate(cells, ex), victimAtBaseline("BREAKER-ISOLATED",
 			fmt.Sprintf("%s + %s: /%s stays at its baseline: the breaker opens behind a wall", b.Bulkhead, b.Condition, ex.Victim),
-			cells, ex, b.Condition, b.Bulkhead))
+			cells, ex, b.Condition, b.Bulkhead, false))
 	}
 	if a := pc.Adaptive; a != nil {
 		out = append(out, victimAtBaseline("ADAPTIVE-ISOLATES",
 			fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", a.Mode, ex.Slow, ex.Victim),
-			cells, ex, ex.Slow, a.Mode), adaptiveCost(cells, ex))
+			cells, ex, ex.Slow, a.Mode, true), adaptiveCost(cells, ex))
 	}
 	if pc.Retry != nil {
 		out = append(out, retryVerdicts(cells, ex)...)
@@ -78,7 +78,7 @@ func breakerLate(cells []Cell, ex Expectations) Verdict {
 
 // victimAtBaseline is P2's test on another cell: the victim's p99 rises by
 // at most P2MaxP99RiseT and its error rate stays below P2MaxErrorRate.
-func victimAtBaseline(name, claim string, cells []Cell, ex Expectations, cond, mode string) Verdict {
+func victimAtBaseline(name, claim string, cells []Cell, ex Expectations, cond, mode string, limiter bool) Verdict {
 	b := newBuilder(name, claim, cells, ex, [2]string{cond, mode})
 	c := b.cells[0]
 	rise := estimate(c.vals(func(r RunSummary) Num {
@@ -88,12 +88,14 @@ func victimAtBaseline(name, claim string, cells []Cell, ex Expectations, cond, m
 	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
 	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
 	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
-	b.info("/"+ex.Culprit+" adaptive limit, fault-phase minimum", "permits", estimate(c.vals(func(r RunSummary) Num {
-		if r.Policy == nil {
-			return nan
-		}
-		return r.Policy.LimiterMinLimit
-	})))
+	if limiter {
+		b.info("/"+ex.Culprit+" adaptive limit, fault-phase minimum", "permits", estimate(c.vals(func(r RunSummary) Num {
+			if r.Policy == nil {
+				return nan
+			}
+			return r.Policy.LimiterMinLimit
+		})))
+	}
 	return b.decide()
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a preset and commits-ready keeps its results as a reference:
-#   scripts/reference.sh PRESET [DEST]   (DEST defaults to results/PRESET)
+#   scripts/reference.sh PRESET [DEST]   (DEST defaults to results/reference-PRESET)
 # Kept: index.json, spec.yaml and, per run, meta.json and the data the
 # analysis reads (windows, phases, metrics) gzip-compressed; left out: the
 # raw vegeta files, the components' logs and earlier INVALID attempts. The
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:?usage: scripts/reference.sh PRESET [DEST]}
-dest=${2:-results/$preset}
+dest=${2:-results/reference-$preset}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/bulkheadlab" ./cmd/bulkheadlab
