@@ -72,7 +72,17 @@ type PolicyConfig struct {
 	// RetryAfter, when positive, is sent as Retry-After (in whole seconds,
 	// rounded up) with every 503 of the endpoint.
 	RetryAfter time.Duration
+	// Limit, when positive, is a fixed bulkhead of the endpoint nested in
+	// the layout's pool: at most Limit of its calls hold a permit of that
+	// pool at once, and a call beyond it is rejected at once (the pool
+	// LimitPoolName(endpoint), with no queue, exported like every pool).
+	// A worker pool shared by every endpoint with a bulkhead per dependency
+	// inside it is `shared` layout with a Limit on each.
+	Limit int
 }
+
+// LimitPoolName is the name of endpoint's nested bulkhead (PolicyConfig.Limit).
+func LimitPoolName(endpoint string) string { return endpoint + "-limit" }
 
 // RetryConfig is a retry policy (failsafe-go's retrypolicy).
 type RetryConfig struct {
@@ -203,6 +213,10 @@ func (pc PolicyConfig) Validate(t time.Duration, mode Mode) error {
 		return fieldErrorf("bulkhead", "failsafe replaces the endpoint's own pool, so it needs bulkhead mode")
 	case pc.RetryAfter < 0 || pc.RetryAfter > time.Hour:
 		return fieldErrorf("retry_after", "must be between 0 (none) and 1h, got %s", pc.RetryAfter)
+	case pc.Limit < 0 || pc.Limit > maxPoolDimension:
+		return fieldErrorf("limit", "must be between 0 (none) and %d, got %d", maxPoolDimension, pc.Limit)
+	case pc.Limit > 0 && pc.Bulkhead == BulkheadFailsafe:
+		return fieldErrorf("limit", "nests in the project's pool; failsafe's bulkhead replaces that pool")
 	}
 	if r := pc.Retry; r != nil {
 		if err := r.validate(); err != nil {
@@ -313,6 +327,7 @@ type policyWire struct {
 	Breaker    *breakerWire `json:"breaker,omitempty"`
 	Limiter    *limiterWire `json:"limiter,omitempty"`
 	RetryAfter string       `json:"retry_after,omitempty"`
+	Limit      int          `json:"limit,omitempty"`
 }
 
 type retryWire struct {
@@ -353,7 +368,7 @@ func durString(d time.Duration) string {
 
 // MarshalJSON renders the stack as --policy takes it.
 func (pc PolicyConfig) MarshalJSON() ([]byte, error) {
-	w := policyWire{Order: pc.Order, Timeout: durString(pc.Timeout), Bulkhead: pc.Bulkhead, RetryAfter: durString(pc.RetryAfter)}
+	w := policyWire{Order: pc.Order, Timeout: durString(pc.Timeout), Bulkhead: pc.Bulkhead, RetryAfter: durString(pc.RetryAfter), Limit: pc.Limit}
 	if r := pc.Retry; r != nil {
 		w.Retry = &retryWire{Attempts: r.Attempts, Backoff: durString(r.Backoff), MaxBackoff: durString(r.MaxBackoff),
 			Jitter: r.Jitter, Seed: r.Seed, On: r.On, Budget: r.Budget}
@@ -388,7 +403,7 @@ func (pc *PolicyConfig) UnmarshalJSON(b []byte) error {
 		}
 		return d
 	}
-	out := PolicyConfig{Order: w.Order, Timeout: dur("timeout", w.Timeout), Bulkhead: w.Bulkhead, RetryAfter: dur("retry_after", w.RetryAfter)}
+	out := PolicyConfig{Order: w.Order, Timeout: dur("timeout", w.Timeout), Bulkhead: w.Bulkhead, RetryAfter: dur("retry_after", w.RetryAfter), Limit: w.Limit}
 	if r := w.Retry; r != nil {
 		out.Retry = &RetryConfig{Attempts: r.Attempts, Backoff: dur("retry.backoff", r.Backoff),
 			MaxBackoff: dur("retry.max_backoff", r.MaxBackoff), Jitter: r.Jitter, Seed: r.Seed, On: r.On, Budget: r.Budget}

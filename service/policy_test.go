@@ -27,7 +27,8 @@ func TestServeArgsRoundTripPolicies(t *testing.T) {
 				Breaker: &BreakerConfig{Kind: BreakerTime, Failures: 5, Period: time.Second, Delay: 2 * time.Second, HalfOpenTrials: 3,
 					On: []string{OutcomeError}},
 			},
-			"b": {Limiter: &LimiterConfig{Min: 1, Max: 30, Initial: 10, Window: 500 * time.Millisecond, MinSamples: 20, MaxLimitFactor: 2}},
+			"b": {Limiter: &LimiterConfig{Min: 1, Max: 30, Initial: 10, Window: 500 * time.Millisecond, MinSamples: 20, MaxLimitFactor: 2},
+				Limit: 3},
 		},
 	}
 	var f ServeFlags
@@ -65,6 +66,8 @@ func TestPolicyConfigErrorsNameTheField(t *testing.T) {
 		{PolicyConfig{Timeout: time.Second}, "policies.a.timeout"},
 		{PolicyConfig{Bulkhead: "channel"}, "policies.a.bulkhead"},
 		{PolicyConfig{Bulkhead: BulkheadFailsafe}, "policies.a.bulkhead"}, // shared mode
+		{PolicyConfig{Limit: -1}, "policies.a.limit"},
+		{PolicyConfig{Limit: 1<<30 + 1}, "policies.a.limit"},
 		{PolicyConfig{Retry: &RetryConfig{Attempts: 1}}, "policies.a.retry.attempts"},
 		{PolicyConfig{Retry: &RetryConfig{Attempts: 3, Jitter: 2}}, "policies.a.retry.jitter"},
 		{PolicyConfig{Retry: &RetryConfig{Attempts: 3, On: []string{"slow"}}}, "policies.a.retry.on"},
@@ -209,5 +212,48 @@ func TestRefusalsAreToldApart(t *testing.T) {
 	}
 	if strings.Contains(m, `bulkhead_pool_acquired_total{pool="a"}`) {
 		t.Error("the project's pool a is exported although failsafe's bulkhead replaced it")
+	}
+}
+
+// TestLimitNestsInTheSharedPool: a limit of 2 on /a inside a shared pool of
+// 6 lets two slow /a calls hold permits and rejects the third at once
+// (503 X-Bulkhead-Reject: full), while /b still gets the pool's other
+// permits; the nested bulkhead is exported as the pool "a-limit".
+func TestLimitNestsInTheSharedPool(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer slow.Close()
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer fast.Close()
+	_, svc := startService(t, Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 6}, Timeout: 10 * time.Second,
+		Endpoints: TwoEndpoints(slow.URL, fast.URL), Policies: map[string]PolicyConfig{"a": {Limit: 2}}})
+	c := testClient(t)
+	done := make(chan reply, 2)
+	for range 2 {
+		go func() { done <- get(t, c, svc+"/a", nil) }()
+	}
+	<-entered
+	<-entered
+	ra := get(t, c, svc+"/a", nil)
+	rb := get(t, c, svc+"/b", nil)
+	m := get(t, c, svc+"/metrics", nil).body
+	close(release)
+	<-done
+	<-done
+	if ra.status != 503 || ra.header.Get(HeaderBulkheadReject) != "full" {
+		t.Errorf("third /a beyond the limit of 2: %d %v, want 503 full", ra.status, ra.header)
+	}
+	if rb.status != 200 {
+		t.Errorf("/b with 4 shared permits free: %d", rb.status)
+	}
+	for _, want := range []string{`bulkhead_pool_in_use{pool="a-limit"} 2`, `bulkhead_pool_limit{pool="a-limit"} 2`,
+		`bulkhead_pool_in_use{pool="shared"} 2`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

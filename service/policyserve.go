@@ -65,7 +65,13 @@ func (s *Service) buildStacks() {
 		pool := s.layout.Pool(e.Name)
 		m := newPolicyMetrics(vecs, s.registry, e.Name, pc)
 		name := e.Name
-		s.stacks[name] = newStack(pc, stackDeps{endpoint: name, pool: pool, dep: s.deps[name], timeout: s.cfg.Timeout,
+		var limit *Pool
+		if pc.Limit > 0 {
+			// Validate checked the size; a nested bulkhead has no queue.
+			limit, _ = NewPool(LimitPoolName(name), PoolConfig{Size: pc.Limit})
+			s.registry.MustRegister(limit)
+		}
+		s.stacks[name] = newStack(pc, stackDeps{endpoint: name, pool: pool, limit: limit, dep: s.deps[name], timeout: s.cfg.Timeout,
 			maxWait: s.cfg.Layout.MaxWait, maxBody: s.cfg.MaxBodyBytes, metrics: m,
 			observe: func(res callResult) { s.metrics.observe(name, res) }})
 		if m.failsafe != nil {

@@ -73,12 +73,15 @@ type stack struct {
 type stackDeps struct {
 	endpoint string
 	pool     *Pool
-	dep      *dependency
-	timeout  time.Duration
-	maxWait  time.Duration
-	maxBody  int64
-	observe  func(callResult)
-	metrics  *policyMetrics
+	// limit, if set, is the endpoint's nested bulkhead (PolicyConfig.Limit),
+	// acquired before pool.
+	limit   *Pool
+	dep     *dependency
+	timeout time.Duration
+	maxWait time.Duration
+	maxBody int64
+	observe func(callResult)
+	metrics *policyMetrics
 }
 
 // newStack composes cfg's stages around the dependency call, outer first.
@@ -127,8 +130,23 @@ func buildStage(name string, cfg PolicyConfig, d stackDeps, next stackCall) stac
 		if cfg.Bulkhead == BulkheadFailsafe {
 			return failsafeBulkheadStage(d, next)
 		}
-		pool := d.pool
+		pool, limit := d.pool, d.limit
+		if limit == nil {
+			return func(ctx context.Context) (callResult, error) {
+				permit, err := pool.Acquire(ctx)
+				if err != nil {
+					return callResult{}, err
+				}
+				defer permit.Release()
+				return next(ctx)
+			}
+		}
 		return func(ctx context.Context) (callResult, error) {
+			lp, err := limit.Acquire(ctx)
+			if err != nil {
+				return callResult{}, err
+			}
+			defer lp.Release()
 			permit, err := pool.Acquire(ctx)
 			if err != nil {
 				return callResult{}, err

@@ -69,7 +69,9 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 	pools := map[string]string{}
 	for _, pl := range s.Pools(m) {
 		for _, e := range pl.Endpoints {
-			pools[e] = pl.Name
+			if !pl.Nested {
+				pools[e] = pl.Name
+			}
 		}
 	}
 	out := make([]rundata.EndpointInfo, len(s.Endpoints))

@@ -75,6 +75,9 @@ type PoolLayout struct {
 	Limit     int      // permits
 	Queue     int      // queue length
 	Endpoints []string // endpoints drawing from it
+	// Nested marks an endpoint's own bulkhead inside the layout's pool (a
+	// policy's limit): its endpoint draws from both.
+	Nested bool
 }
 
 // layoutConfig is the service's pool layout in mode m.
@@ -93,6 +96,11 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	out := make([]PoolLayout, len(specs))
 	for i, p := range specs {
 		out[i] = PoolLayout{Name: p.Name, Limit: p.Config.Size, Queue: p.Config.Queue, Endpoints: p.Endpoints}
+	}
+	for _, e := range s.Endpoints {
+		if p, ok := m.Policies[e.Dependency]; ok && p.Limit > 0 {
+			out = append(out, PoolLayout{Name: service.LimitPoolName(e.Name), Limit: p.Limit, Endpoints: []string{e.Name}, Nested: true})
+		}
 	}
 	return out
 }

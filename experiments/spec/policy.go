@@ -30,6 +30,8 @@ type Policy struct {
 	Breaker    *BreakerSpec `yaml:"breaker,omitempty"`
 	Limiter    *LimiterSpec `yaml:"limiter,omitempty"`
 	RetryAfter Duration     `yaml:"retry_after,omitempty"`
+	// Limit nests a bulkhead of this many calls inside the layout's pool.
+	Limit int `yaml:"limit,omitempty"`
 }
 
 // RetrySpec is service.RetryConfig in a spec; the seed is the run's.
@@ -104,7 +106,7 @@ func (s *Spec) resolvePolicies() {
 
 // config is p as the service takes it; seed seeds the retry's jitter.
 func (p Policy) config(seed uint64) service.PolicyConfig {
-	pc := service.PolicyConfig{Order: p.Order, Timeout: p.Timeout.D, Bulkhead: p.Bulkhead, RetryAfter: p.RetryAfter.D}
+	pc := service.PolicyConfig{Order: p.Order, Timeout: p.Timeout.D, Bulkhead: p.Bulkhead, RetryAfter: p.RetryAfter.D, Limit: p.Limit}
 	if r := p.Retry; r != nil {
 		pc.Retry = &service.RetryConfig{Attempts: r.Attempts, Backoff: r.Backoff.D, MaxBackoff: r.MaxBackoff.D,
 			Jitter: r.Jitter, Seed: seed, On: r.On}

@@ -566,8 +566,10 @@ func (s *Spec) Warnings() []string {
 		}
 		var sizes, queues int
 		for _, pl := range s.Pools(&s.Modes[i]) {
-			sizes += pl.Limit
-			queues += pl.Queue
+			if !pl.Nested {
+				sizes += pl.Limit
+				queues += pl.Queue
+			}
 		}
 		if sizes != s.Service.PoolSize || queues != *s.Service.Queue {
 			out = append(out, fmt.Sprintf("modes[%d]: the bulkheads hold %d permits and %d queue places against a shared pool of %d and %d: "+
