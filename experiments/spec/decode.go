@@ -298,32 +298,43 @@ func yamlProblem(p *problems, err error) {
 
 // decodeSpec parses data strictly into a new Spec. Problems are reported
 // into p; the returned spec is partial when p has errors.
-func decodeSpec(p *problems, data []byte) *Spec {
+func decodeSpec(p *problems, data []byte) (*Spec, *yaml.Node) {
 	s := &Spec{}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		yamlProblem(p, err)
-		return s
+		return s, nil
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		p.addAt(1, "", "empty document")
-		return s
+		return s, nil
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
 		yamlProblem(p, err)
-		return s
+		return s, nil
 	default:
 		p.addAt(next.Line, "", "a second YAML document: a file holds one spec (remove the '---' and what follows, or split the file)")
-		return s
+		return s, nil
 	}
-	p.lines[""] = root.Content[0].Line
+	doc := root.Content[0]
+	// sweep: {field: ..., values: ...} is a list of one.
+	if sw := mapValue(doc, "sweep"); sw != nil && sw.Kind == yaml.MappingNode {
+		c := *sw
+		*sw = yaml.Node{Kind: yaml.SequenceNode, Line: c.Line, Column: c.Column, Content: []*yaml.Node{&c}}
+	}
+	decodeNode(p, doc, s)
+	return s, doc
+}
+
+// decodeNode decodes the document node doc into s.
+func decodeNode(p *problems, doc *yaml.Node, s *Spec) {
+	p.lines[""] = doc.Line
 	d := &decoder{p: p}
-	d.decode(root.Content[0], reflect.ValueOf(s).Elem(), "")
-	return s
+	d.decode(doc, reflect.ValueOf(s).Elem(), "")
 }
 
 // plainNode reports whether n holds no aliases and nests at most 32 deep,

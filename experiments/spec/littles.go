@@ -89,18 +89,35 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 // (Σ rate × holding time) in the baseline and fault phases of condition c
 // in mode m, and the time from fault start until the pool is exhausted.
 func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
+	if info := s.sweep; info != nil {
+		ps, om, oc, _ := info.pointFor(m.Name, c.Name)
+		return ps.Preview(ps.condition(oc), ps.mode(om))
+	}
 	fr := s.FaultRates(c)
 	var out []rundata.PoolInfo
-	for _, pl := range s.Pools(m) {
+	pools := s.Pools(m)
+	// An endpoint with a nested bulkhead holds at most its limit of the
+	// layout's pool.
+	nested := map[string]float64{}
+	for _, pl := range pools {
+		if pl.Nested {
+			nested[pl.Endpoints[0]] = float64(pl.Limit)
+		}
+	}
+	for _, pl := range pools {
 		var base, fault float64
 		var flows []flow
 		for _, e := range pl.Endpoints {
 			dep := s.DependencyOf(e)
 			wb, wf := s.HoldingTime(dep, nil), s.HoldingTime(dep, c)
 			r0, r1 := s.Load.Rates[e], fr[e]
-			base += r0 * wb.Seconds()
-			fault += r1 * wf.Seconds()
-			flows = append(flows, flow{r0, wb.Seconds(), r1, wf.Seconds()})
+			f := flow{rate0: r0, w0: wb.Seconds(), rate1: r1, w1: wf.Seconds(), cap: math.Inf(1)}
+			if l, ok := nested[e]; ok && !pl.Nested {
+				f.cap = l
+			}
+			base += min(r0*wb.Seconds(), f.cap)
+			fault += min(r1*wf.Seconds(), f.cap)
+			flows = append(flows, f)
 		}
 		out = append(out, rundata.PoolInfo{
 			Name: pl.Name, Limit: pl.Limit, Queue: pl.Queue, MaxWait: s.Service.MaxWait.D, Endpoints: pl.Endpoints,
@@ -111,8 +128,9 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 	return out
 }
 
-// flow is one endpoint's arrivals into a pool before and after fault start.
-type flow struct{ rate0, w0, rate1, w1 float64 }
+// flow is one endpoint's arrivals into a pool before and after fault
+// start; it holds at most cap permits (a nested bulkhead; +Inf: none).
+type flow struct{ rate0, w0, rate1, w1, cap float64 }
 
 // exhaustion returns the first time after fault start at which the
 // permits in use reach limit, or 0 if they never do. Permits in use at t
@@ -128,7 +146,7 @@ func exhaustion(flows []flow, limit float64) time.Duration {
 		t := horizon * float64(i) / steps
 		var inUse float64
 		for _, f := range flows {
-			inUse += f.rate1*min(t, f.w1) + f.rate0*max(0, f.w0-t)
+			inUse += min(f.rate1*min(t, f.w1)+f.rate0*max(0, f.w0-t), f.cap)
 		}
 		if inUse >= limit {
 			return time.Duration(t * float64(time.Second))

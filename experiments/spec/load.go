@@ -90,11 +90,30 @@ func Parse(file string, data []byte) (*Spec, error) {
 		p.addAt(0, "", "file larger than %d bytes", MaxSpecSize)
 		return nil, p.err()
 	}
-	s := decodeSpec(p, data)
-	s.file, s.lines = file, p.lines
+	s, doc := decodeSpec(p, data)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	if len(s.Sweep) > 0 {
+		return parseSwept(file, doc, s.Sweep, p)
+	}
+	return finishParse(file, s, p)
+}
+
+// parseNode parses one document node (a sweep point: no sweep of its own).
+func parseNode(file string, doc *yaml.Node) (*Spec, error) {
+	p := &problems{file: file, lines: map[string]int{}}
+	s := &Spec{}
+	decodeNode(p, doc, s)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return finishParse(file, s, p)
+}
+
+// finishParse fills defaults into a decoded spec, resolves and validates it.
+func finishParse(file string, s *Spec, p *problems) (*Spec, error) {
+	s.file, s.lines = file, p.lines
 	if s.Service.Timeout.Rel > 0 {
 		p.add("service.timeout", "must be absolute (e.g. 250ms): it is T itself")
 		return nil, p.err()
@@ -123,6 +142,12 @@ func (s *Spec) Validate() error {
 // Marshal returns the resolved spec as YAML; Parse of the result gives back
 // an equal spec.
 func (s *Spec) Marshal() ([]byte, error) {
+	if info := s.sweep; info != nil {
+		// The base and its sweep: parsing them expands the same matrix.
+		b := *info.base
+		b.Sweep, b.Repeats, b.Description = s.Sweep, s.Repeats, s.Description
+		return b.Marshal()
+	}
 	var b bytes.Buffer
 	if s.Description != "" {
 		fmt.Fprintf(&b, "# %s (resolved)\n", s.Name)

@@ -177,9 +177,24 @@ func (s *Spec) Plan() (*plan.Plan, error) {
 	}
 	p := &plan.Plan{Experiment: s.Name, Spec: y}
 	for _, r := range s.Expand() {
+		if info := s.sweep; info != nil {
+			p.Runs = append(p.Runs, info.planRun(r, rules))
+			continue
+		}
 		p.Runs = append(p.Runs, s.planRun(r, rules))
 	}
 	return p, nil
+}
+
+// planRun plans run r of a swept spec: as its point's spec plans the run
+// of the original mode and condition, under the variants' names.
+func (info *sweepInfo) planRun(r Run, rules *loadgen.Rules) plan.Run {
+	ps, om, oc, applied := info.pointFor(r.Mode.Name, r.Condition.Name)
+	pr := ps.planRun(Run{ID: r.ID, Condition: ps.condition(oc), Mode: ps.mode(om), Repeat: r.Repeat, Seed: r.Seed}, rules)
+	pr.Mode, pr.Condition = r.Mode.Name, r.Condition.Name
+	pr.Meta.Mode, pr.Meta.Condition = r.Mode.Name, r.Condition.Name
+	pr.Meta.Sweep = info.sweepValues(applied, om, oc)
+	return pr
 }
 
 // rules decodes the external classification rules (nil: the built-in ones).

@@ -38,9 +38,12 @@ type Spec struct {
 	Validity Validity `yaml:"validity"`
 	// External, when set, points the load at the user's own service.
 	External *External `yaml:"external,omitempty"`
+	// Sweep lists swept fields (see Sweep); in YAML one mapping or a list.
+	Sweep []Sweep `yaml:"sweep,omitempty"`
 
 	file  string         // the file name used in error messages
 	lines map[string]int // field path → line, from decoding
+	sweep *sweepInfo     // set when Sweep is: the base and the points
 }
 
 // Validity holds the rules that make a run valid: the harness must show

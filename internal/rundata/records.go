@@ -2,6 +2,7 @@ package rundata
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -52,6 +53,9 @@ type RunMeta struct {
 	Canary *CanaryInfo `json:"canary,omitempty"`
 	// Pools describes each pool of the service (one in shared mode).
 	Pools []PoolInfo `json:"pools"`
+	// Sweep, for a run of a swept spec, names the mode and condition the
+	// run is a variant of and the values of the swept fields it carries.
+	Sweep *SweepPoint `json:"sweep,omitempty"`
 	// PredictedBreakerOpen is, per dependency whose breaker has a closed
 	// form (spec.BreakerOpening), the predicted time from fault start until
 	// it opens.
@@ -150,4 +154,52 @@ type PhaseValidity struct {
 	LagP99       time.Duration `json:"lag_p99_ns"`
 	// HarnessErrors counts transport errors at the load generator.
 	HarnessErrors int64 `json:"harness_errors"`
+}
+
+// SweepPoint is where a run sits in a sweep (spec.Sweep).
+type SweepPoint struct {
+	// Mode and Condition are the original names the run's mode and
+	// condition are variants of (the run's own names carry the values).
+	Mode      string       `json:"mode"`
+	Condition string       `json:"condition"`
+	Values    []SweepValue `json:"values"`
+}
+
+// SweepValue is one swept field's value in a run: as written, and as a
+// number (a duration in seconds) when it is one, else NaN (null in JSON).
+type SweepValue struct {
+	Field  string  `json:"field"`
+	Value  string  `json:"value"`
+	Number float64 `json:"-"`
+}
+
+// MarshalJSON writes Number, null when NaN.
+func (v SweepValue) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Field  string   `json:"field"`
+		Value  string   `json:"value"`
+		Number *float64 `json:"number"`
+	}
+	p := plain{Field: v.Field, Value: v.Value}
+	if !math.IsNaN(v.Number) && !math.IsInf(v.Number, 0) {
+		p.Number = &v.Number
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *SweepValue) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Field  string   `json:"field"`
+		Value  string   `json:"value"`
+		Number *float64 `json:"number"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*v = SweepValue{Field: p.Field, Value: p.Value, Number: math.NaN()}
+	if p.Number != nil {
+		v.Number = *p.Number
+	}
+	return nil
 }
