@@ -94,6 +94,7 @@ func renderMarkdown(s *Summary) []byte {
 	writePhasesMD(&b, s)
 	writeLittleMD(&b, s)
 	writeRetriesMD(&b, s)
+	writeSizingMD(&b, s)
 	writeRunsMD(&b, s)
 	if len(s.Images) > 0 {
 		p("## Figures\n")
@@ -158,6 +159,41 @@ func writeRetriesMD(b *bytes.Buffer, s *Summary) {
 	if head {
 		fmt.Fprintln(b)
 	}
+}
+
+// writeSizingMD writes the sizing curve as a table (nothing without one).
+func writeSizingMD(b *bytes.Buffer, s *Summary) {
+	sc := s.Sizing
+	if sc == nil || len(sc.Points) == 0 {
+		return
+	}
+	ex := s.Expectations
+	fmt.Fprintf(b, "## Sizing: %s\n\n", sc.Field)
+	good := "none of the swept sizes"
+	if !math.IsNaN(float64(sc.GoodLo)) {
+		good = fmt.Sprintf("%s–%s", numStr(sc.GoodLo), numStr(sc.GoodHi))
+	}
+	fmt.Fprintf(b, "Little's law: /%s needs %s permits in %s, so the size it recommends is %d; the measured good region is %s.\n\n",
+		ex.Culprit, numStr(sc.LittleDemand), ex.Healthy, sc.LittleSize, good)
+	fmt.Fprintf(b, "| size | /%s rejected, %s | /%s ok req/s, %s | /%s rejected, %s | /%s ok req/s, %s | /%s p99 rise (T), %s | /%s error rate, %s | region |\n",
+		ex.Culprit, ex.Healthy, ex.Culprit, ex.Healthy, ex.Culprit, ex.Busy, ex.Culprit, ex.Busy, ex.Victim, ex.Slow, ex.Victim, ex.Slow)
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|\n")
+	for _, p := range sc.Points {
+		region := "good"
+		switch {
+		case !p.Known:
+			region = "not measured (no valid run)"
+		case p.TooSmall && p.Hurts:
+			region = "too small, and /" + ex.Victim + " hurt"
+		case p.TooSmall:
+			region = "too small (rejects " + ex.Healthy + " traffic)"
+		case p.Hurts:
+			region = "too large (/" + ex.Victim + " hurt in " + ex.Slow + ")"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Value, FormatEstimate(p.HealthyRejected), FormatEstimate(p.HealthyOKPerS),
+			FormatEstimate(p.BusyRejected), FormatEstimate(p.BusyOKPerS), FormatEstimate(p.SlowVictimP99RiseT), FormatEstimate(p.SlowVictimErrorRate), region)
+	}
+	fmt.Fprintln(b)
 }
 
 // writePhasesMD writes each endpoint's p50 and p99 per phase and cell.

@@ -103,6 +103,7 @@ func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
 		{ComparisonP99File, comparisonFigure(exp, sum.Expectations, metricP99)},
 		{ComparisonSuccessFile, comparisonFigure(exp, sum.Expectations, metricSuccess)},
 		{SummaryChartFile, summaryFigure(sum)},
+		{SizingChartFile, sizingFigure(sum)},
 	}
 	for _, f := range figs {
 		if f.fig == nil {

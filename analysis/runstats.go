@@ -67,6 +67,8 @@ type RunSummary struct {
 	// Policy holds the culprit's policy numbers when the experiment names
 	// policy claims.
 	Policy *PolicyRun `json:"policy,omitempty"`
+	// Sweep is where the run sits in a sweep, if the spec had one.
+	Sweep *rundata.SweepPoint `json:"sweep,omitempty"`
 	// Image is the run's PNG, relative to the report folder.
 	Image string `json:"image,omitempty"`
 }
@@ -202,7 +204,7 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s := RunSummary{
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
-		Retried: r.Meta.Attempts, TimeoutMs: Num(ms(r.Meta.Timeout)), TimeToDegradeT: nan,
+		Retried: r.Meta.Attempts, TimeoutMs: Num(ms(r.Meta.Timeout)), TimeToDegradeT: nan, Sweep: r.Meta.Sweep,
 	}
 	for _, v := range r.Meta.Validity {
 		if !v.Valid {

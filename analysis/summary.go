@@ -34,6 +34,8 @@ type Summary struct {
 	Cells        []Cell               `json:"cells"`
 	Verdicts     []Verdict            `json:"verdicts"`
 	Little       []LittleRow          `json:"littles_law"`
+	// Sizing is the sizing curve of a sweep named by expectations.sizing.
+	Sizing *SizingCurve `json:"sizing,omitempty"`
 	// ExhaustionRules are the rules behind RunSummary.Exhausted.
 	ExhaustionRules []string `json:"exhaustion_rules"`
 	// Images lists the figures written next to the summary, relative paths.
@@ -137,6 +139,8 @@ func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s.Little = buildLittle(s.Cells)
 	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), failFast(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
 	s.Verdicts = append(s.Verdicts, policyVerdicts(s.Cells, ex)...)
+	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
+	s.Verdicts = append(s.Verdicts, sizingVerdicts(s.Sizing, s.Cells, ex)...)
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)

@@ -38,6 +38,9 @@ func (s *Spec) Undecidable(pred string) string {
 	if claim, ok := policyClaimOf[pred]; ok && !s.namesPolicyClaim(claim) {
 		return fmt.Sprintf("%s is judged only when expectations.policy.%s names its runs", pred, claim)
 	}
+	if slices.Contains(rundata.SizingPredictions, pred) && s.Expectations.Sizing == nil {
+		return fmt.Sprintf("%s is judged only when expectations.sizing names a swept mode", pred)
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -90,7 +93,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return append(slices.Clone(rundata.Predictions), rundata.PolicyPredictions...)
+	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -97,7 +97,12 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if len(s.Sweep) > 0 {
 		return parseSwept(file, doc, s.Sweep, p)
 	}
-	return finishParse(file, s, p)
+	s, err := finishParse(file, s, p)
+	if err != nil {
+		return nil, err
+	}
+	s.validateSizing(p)
+	return s, p.err()
 }
 
 // parseNode parses one document node (a sweep point: no sweep of its own).

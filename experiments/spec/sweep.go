@@ -131,6 +131,7 @@ func parseSwept(file string, root *yaml.Node, sweeps []Sweep, p *problems) (*Spe
 	s.Sweep = sweeps
 	q := &problems{file: file, lines: base.lines}
 	s.validate(q)
+	s.validateSizing(q)
 	if err := q.err(); err != nil {
 		return nil, err
 	}
@@ -553,4 +554,37 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// validateSizing checks expectations.sizing: its mode is swept by exactly
+// one numeric field of its own, and the healthy and slow conditions are in
+// the matrix.
+func (s *Spec) validateSizing(p *problems) {
+	sz := s.Expectations.Sizing
+	if sz == nil {
+		return
+	}
+	const path = "expectations.sizing."
+	var own []sweepField
+	if info := s.sweep; info != nil {
+		for _, f := range info.fields {
+			if f.scope == "mode" && f.name == sz.Mode {
+				own = append(own, f)
+			}
+		}
+	}
+	if len(own) != 1 {
+		p.add(path+"mode", "mode %q must be swept by exactly one field under it (sweep: {field: modes.%s..., values: [...]}), it has %d", sz.Mode, sz.Mode, len(own))
+	}
+	for _, c := range []string{s.Expectations.Healthy, s.Expectations.Slow} {
+		if s.condition(c) == nil {
+			p.add(path+"mode", "the sizing claims need condition %q in the matrix", c)
+		}
+	}
+	if sz.MaxHealthyRejection < 0 || sz.MaxHealthyRejection >= 1 {
+		p.add(path+"max_healthy_rejection", "must be a share in [0, 1), got %v", sz.MaxHealthyRejection)
+	}
+	if sz.Headroom < 0 || sz.Headroom > 100 {
+		p.add(path+"headroom", "must be between 0 (default 2) and 100, got %v", sz.Headroom)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -355,7 +354,7 @@ func (s *Spec) validateExpectations(p *problems) {
 		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
-		if !slices.Contains(rundata.Predictions, c) && !slices.Contains(rundata.PolicyPredictions, c) {
+		if !slices.Contains(AllPredictions(), c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(AllPredictions(), ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",

@@ -53,7 +53,36 @@ type Expectations struct {
 	Check []string `yaml:"check" json:"check"`
 	// Policy names the runs of the policy claims; nil: none judged.
 	Policy *PolicyClaims `yaml:"policy,omitempty" json:"policy,omitempty"`
+	// Sizing names the swept mode of the sizing claims; nil: none judged.
+	Sizing *SizingRoles `yaml:"sizing,omitempty" json:"sizing,omitempty"`
 }
+
+// SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
+// mode whose culprit bulkhead is swept (a sweep of one numeric field under
+// it); the conditions are the expectations' healthy, busy and slow.
+type SizingRoles struct {
+	Mode string `yaml:"mode" json:"mode"`
+	// MaxHealthyRejection is the largest share of the culprit's requests a
+	// size may reject in healthy and still be in the good region (default
+	// 0.01); Headroom multiplies Little's-law demand into the size it
+	// recommends (default 2, seed-000's "doubled for peaks").
+	MaxHealthyRejection float64 `yaml:"max_healthy_rejection,omitempty" json:"max_healthy_rejection,omitempty"`
+	Headroom            float64 `yaml:"headroom,omitempty" json:"headroom,omitempty"`
+}
+
+// WithDefaults returns r with every zero threshold at its default.
+func (r SizingRoles) WithDefaults() SizingRoles {
+	if r.MaxHealthyRejection == 0 {
+		r.MaxHealthyRejection = 0.01
+	}
+	if r.Headroom == 0 {
+		r.Headroom = 2
+	}
+	return r
+}
+
+// SizingPredictions are the names of the sizing verdicts.
+var SizingPredictions = []string{"SIZING-TOO-SMALL", "SIZING-TOO-LARGE", "SIZING-LITTLE"}
 
 // Predictions are the names of the verdicts a spec can check: P2 is
 // isolation, FAILFAST the culprit's quick failures (DESIGN's P2 split in two),

@@ -1,0 +1,238 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// SizingCurve is a swept bulkhead size against what it did, per size: the
+// culprit's rejections and successful throughput in healthy and busy, the
+// victim's p99 and errors in slow, and the regions read from them.
+type SizingCurve struct {
+	// Mode is the swept mode; Field the swept field.
+	Mode  string `json:"mode"`
+	Field string `json:"field"`
+	// Points are sorted by Size.
+	Points []SizingPoint `json:"points"`
+	// LittleDemand is the culprit's in-flight demand in healthy by
+	// Little's law (rate × holding time); LittleSize is it times the
+	// headroom, rounded up: the size `bulkheadlab size` recommends.
+	LittleDemand Num `json:"little_demand"`
+	LittleSize   int `json:"little_size"`
+	// GoodLo and GoodHi bound the good region: the sizes that neither
+	// reject the culprit's healthy traffic nor let the slow culprit hurt
+	// the victim (null when no swept size is good). The region is the
+	// longest run of adjacent good sizes.
+	GoodLo Num `json:"good_lo"`
+	GoodHi Num `json:"good_hi"`
+}
+
+// SizingPoint is one swept size.
+type SizingPoint struct {
+	Size  float64 `json:"size"`
+	Value string  `json:"value"`
+	// Modes of the cells (the variant's name).
+	Mode                string   `json:"mode"`
+	HealthyRejected     Estimate `json:"healthy_rejected_share"`
+	HealthyOKPerS       Estimate `json:"healthy_ok_per_s"`
+	BusyRejected        Estimate `json:"busy_rejected_share"`
+	BusyOKPerS          Estimate `json:"busy_ok_per_s"`
+	SlowVictimP99RiseT  Estimate `json:"slow_victim_p99_rise_t"`
+	SlowVictimErrorRate Estimate `json:"slow_victim_error_rate"`
+	// TooSmall: it rejects more than the allowed share in healthy; Hurts:
+	// in slow the victim is not at its baseline (P2's rule).
+	TooSmall bool `json:"too_small"`
+	Hurts    bool `json:"hurts"`
+	// Known is set when both were measured (valid healthy and slow runs).
+	Known bool `json:"known"`
+}
+
+// Good reports whether the size is in the good region.
+func (p SizingPoint) Good() bool { return p.Known && !p.TooSmall && !p.Hurts }
+
+// rejectedShare is the share of the endpoint's fault-phase results that a
+// bulkhead, breaker or limiter of the service refused.
+func rejectedShare(e EndpointStats) Num {
+	tot := e.FaultCounts.Total()
+	if tot == 0 {
+		return nan
+	}
+	c := e.FaultCounts
+	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
+}
+
+// buildSizing computes the sizing curve of ex.Sizing's mode, nil without
+// sizing roles or without a sweep of one numeric field under that mode.
+func buildSizing(runs []RunSummary, cells []Cell, ex Expectations) *SizingCurve {
+	if ex.Sizing == nil {
+		return nil
+	}
+	roles := ex.Sizing.WithDefaults()
+	sc := &SizingCurve{Mode: roles.Mode, LittleDemand: nan, GoodLo: nan, GoodHi: nan}
+	bySize := map[float64]*SizingPoint{}
+	for _, r := range runs {
+		sw := r.Sweep
+		if sw == nil || sw.Mode != roles.Mode || len(sw.Values) != 1 || math.IsNaN(sw.Values[0].Number) {
+			continue
+		}
+		sc.Field = sw.Values[0].Field
+		x := sw.Values[0].Number
+		if bySize[x] == nil {
+			bySize[x] = &SizingPoint{Size: x, Value: sw.Values[0].Value, Mode: r.Mode}
+		}
+	}
+	if len(bySize) == 0 {
+		return sc
+	}
+	cellOf := func(cond, mode string) *Cell { return cell(cells, cond, mode) }
+	for _, p := range bySize {
+		if c := cellOf(ex.Healthy, p.Mode); c != nil {
+			p.HealthyRejected = estimate(c.vals(func(r RunSummary) Num { return rejectedShare(r.ep(ex.Culprit)) }))
+			p.HealthyOKPerS = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }))
+			sc.LittleDemand = littleDemand(c, ex.Culprit)
+		}
+		if c := cellOf(ex.Busy, p.Mode); c != nil {
+			p.BusyRejected = estimate(c.vals(func(r RunSummary) Num { return rejectedShare(r.ep(ex.Culprit)) }))
+			p.BusyOKPerS = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }))
+		}
+		if c := cellOf(ex.Slow, p.Mode); c != nil {
+			p.SlowVictimP99RiseT = estimate(c.vals(func(r RunSummary) Num {
+				e := r.ep(ex.Victim)
+				return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
+			}))
+			p.SlowVictimErrorRate = c.VictimErrorRate
+		}
+		p.TooSmall = p.HealthyRejected.Mean > roles.MaxHealthyRejection
+		p.Hurts = p.SlowVictimP99RiseT.Mean > ex.P2MaxP99RiseT || p.SlowVictimErrorRate.Mean > ex.P2MaxErrorRate
+		p.Known = p.HealthyRejected.Defined() && p.SlowVictimP99RiseT.Defined() && p.SlowVictimErrorRate.Defined()
+		sc.Points = append(sc.Points, *p)
+	}
+	slices.SortFunc(sc.Points, func(a, b SizingPoint) int { return cmpFloat(a.Size, b.Size) })
+	if d := float64(sc.LittleDemand); !math.IsNaN(d) {
+		sc.LittleSize = max(1, int(math.Ceil(d*roles.Headroom-1e-9)))
+	}
+	// The good region: the longest run of adjacent good sizes.
+	bestLo, bestN := -1, 0
+	for i := 0; i < len(sc.Points); {
+		if !sc.Points[i].Good() {
+			i++
+			continue
+		}
+		j := i
+		for j < len(sc.Points) && sc.Points[j].Good() {
+			j++
+		}
+		if j-i > bestN {
+			bestLo, bestN = i, j-i
+		}
+		i = j
+	}
+	if bestN > 0 {
+		sc.GoodLo, sc.GoodHi = Num(sc.Points[bestLo].Size), Num(sc.Points[bestLo+bestN-1].Size)
+	}
+	return sc
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// littleDemand is the culprit's in-flight demand in the cell's runs by
+// Little's law: the baseline demand the spec predicted for the culprit's
+// own (nested) bulkhead, mean over the runs.
+func littleDemand(c *Cell, culprit string) Num {
+	var sum float64
+	var n int
+	for _, r := range c.runs {
+		for _, p := range r.Pools {
+			if p.Pool == service.LimitPoolName(culprit) || p.Pool == culprit {
+				if d := float64(p.PredictedDemand); !math.IsNaN(d) {
+					// PoolStats' predicted demand is the fault phase's; in
+					// healthy that is the baseline's.
+					sum += d
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return nan
+	}
+	return Num(sum / float64(n))
+}
+
+// sizingVerdicts are seed-004's two sizing claims and Little's law's size
+// against the measured good region.
+func sizingVerdicts(sc *SizingCurve, cells []Cell, ex Expectations) []Verdict {
+	if sc == nil {
+		return nil
+	}
+	roles := ex.Sizing.WithDefaults()
+	var modes [][2]string
+	for _, p := range sc.Points {
+		modes = append(modes, [2]string{ex.Healthy, p.Mode}, [2]string{ex.Slow, p.Mode})
+	}
+	var out []Verdict
+	if len(sc.Points) == 0 {
+		for _, n := range rundata.SizingPredictions {
+			b := newBuilder(n, "no sweep of one numeric field under mode "+roles.Mode, cells, ex, [2]string{ex.Healthy, roles.Mode})
+			out = append(out, b.decide())
+		}
+		return out
+	}
+	first, last := sc.Points[0], sc.Points[len(sc.Points)-1]
+
+	b := newBuilder("SIZING-TOO-SMALL", fmt.Sprintf("a bulkhead sized so small it rejects during normal operation: /%s's bulkhead of %s rejects more than %s of its healthy traffic, and a larger one does not",
+		ex.Culprit, first.Value, fmtG(roles.MaxHealthyRejection)), cells, ex, [2]string{ex.Healthy, first.Mode}, [2]string{ex.Healthy, last.Mode})
+	b.check(fmt.Sprintf("size %s: /%s rejected in %s", first.Value, ex.Culprit, ex.Healthy), "share", first.HealthyRejected, ">", roles.MaxHealthyRejection)
+	b.check(fmt.Sprintf("size %s: /%s rejected in %s", last.Value, ex.Culprit, ex.Healthy), "share", last.HealthyRejected, "<=", roles.MaxHealthyRejection)
+	out = append(out, b.decide())
+
+	b = newBuilder("SIZING-TOO-LARGE", fmt.Sprintf("a bulkhead sized so large it never binds is no bulkhead: with /%s's bulkhead at %s, a slow %s hurts /%s",
+		ex.Culprit, last.Value, ex.Culprit, ex.Victim), cells, ex, [2]string{ex.Slow, last.Mode})
+	b.check(fmt.Sprintf("size %s: /%s harm in %s: max(p99 rise / %sT, error rate / %s)", last.Value, ex.Victim, ex.Slow, fmtG(ex.P2MaxP99RiseT), fmtG(ex.P2MaxErrorRate)),
+		"×", bootstrapHarm(cells, ex, last.Mode), ">", 1)
+	b.info(fmt.Sprintf("size %s: /%s p99 rise in %s", first.Value, ex.Victim, ex.Slow), "T", first.SlowVictimP99RiseT)
+	out = append(out, b.decide())
+
+	b = newBuilder("SIZING-LITTLE", fmt.Sprintf("Little's law's size (demand × %s, rounded up) lies in the measured good region", fmtG(roles.Headroom)),
+		cells, ex, modes...)
+	in := nan
+	if !math.IsNaN(float64(sc.GoodLo)) && sc.LittleSize > 0 {
+		in = share(true, float64(sc.LittleSize) >= float64(sc.GoodLo) && float64(sc.LittleSize) <= float64(sc.GoodHi))
+	} else if sc.LittleSize > 0 {
+		in = 0 // no good region: it cannot lie in it
+	}
+	b.check("Little's-law size inside the good region", "share", Estimate{Mean: float64(in), Lo: math.NaN(), Hi: math.NaN(), N: 1}, ">=", 1)
+	b.info("Little's-law demand in "+ex.Healthy, "permits", Estimate{Mean: float64(sc.LittleDemand), Lo: math.NaN(), Hi: math.NaN(), N: 1})
+	b.info("Little's-law size", "permits", Estimate{Mean: float64(sc.LittleSize), Lo: math.NaN(), Hi: math.NaN(), N: 1})
+	b.info("good region, smallest size", "permits", Estimate{Mean: float64(sc.GoodLo), Lo: math.NaN(), Hi: math.NaN(), N: 1})
+	b.info("good region, largest size", "permits", Estimate{Mean: float64(sc.GoodHi), Lo: math.NaN(), Hi: math.NaN(), N: 1})
+	b.notes = append(b.notes, fmt.Sprintf("good: rejects at most %s of %s's /%s traffic and keeps /%s at its baseline in %s (P2's rule)",
+		fmtG(roles.MaxHealthyRejection), ex.Healthy, ex.Culprit, ex.Victim, ex.Slow))
+	return append(out, b.decide())
+}
+
+// bootstrapHarm is the victim's harm in the slow cell of mode: the larger
+// of its p99 rise over P2's limit and its error rate over P2's limit.
+func bootstrapHarm(cells []Cell, ex Expectations, mode string) Estimate {
+	c := cell(cells, ex.Slow, mode)
+	if c == nil {
+		return Estimate{Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	}
+	return estimate(c.vals(func(r RunSummary) Num {
+		e := r.ep(ex.Victim)
+		rise := ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs))
+		return Num(max(rise/ex.P2MaxP99RiseT, float64(e.FaultErrorRate)/ex.P2MaxErrorRate))
+	}))
+}
