@@ -32,8 +32,12 @@ type Experiment struct {
 	// Expectations are read from spec.yaml's `expectations:` key, with
 	// defaults for zero fields (DefaultExpectations when the key is absent).
 	Expectations rundata.Expectations
-	// Runs are in index order.
+	// Runs are in index order; runs a repeats: auto experiment did not
+	// need (status skipped) are left out.
 	Runs []*Run
+	// AutoRepeats is set when the spec's repeats were auto: the report
+	// then says how many repeats each checked verdict needed.
+	AutoRepeats bool
 }
 
 // Run is one run's data. Partial runs are kept: Problems says what is
@@ -83,11 +87,14 @@ func Load(dir string) (*Experiment, error) {
 	if err := checkIndex(exp.Index); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
 	}
-	exp.Expectations, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
+	exp.Expectations, exp.AutoRepeats, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range exp.Index.Runs {
+		if e.Status == rundata.StatusSkipped {
+			continue
+		}
 		exp.Runs = append(exp.Runs, loadRun(filepath.Join(dir, rundata.RunsDir, e.ID), e))
 	}
 	return exp, nil
@@ -111,21 +118,22 @@ func checkIndex(ix rundata.Index) error {
 
 // readExpectations reads only the `expectations:` key of a spec file. A
 // missing file gives the defaults; a malformed one is an ErrNotResults error.
-func readExpectations(path string) (Expectations, error) {
+func readExpectations(path string) (Expectations, bool, error) {
 	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rundata.DefaultExpectations(), nil
+		return rundata.DefaultExpectations(), false, nil
 	}
 	if err != nil {
-		return Expectations{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
+		return Expectations{}, false, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
 	}
 	var doc struct {
 		Expectations Expectations `yaml:"expectations"`
+		AutoRepeats  bool         `yaml:"auto_repeats"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return Expectations{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
+		return Expectations{}, false, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
 	}
-	return doc.Expectations.WithDefaults(), nil
+	return doc.Expectations.WithDefaults(), doc.AutoRepeats, nil
 }
 
 func loadRun(dir string, e rundata.IndexEntry) *Run {

@@ -74,6 +74,17 @@ func renderMarkdown(s *Summary) []byte {
 		p("| %s | **%s** | %s |", v.Name, v.Outcome, mdEscape(v.Reason))
 	}
 	p("")
+	if len(s.RepeatsNeeded) > 0 {
+		p("Repeats: auto. Repeats each checked verdict needed to be clear of its threshold (its interval wholly on one side):\n")
+		for _, n := range s.RepeatsNeeded {
+			if n.Repeats == 0 {
+				p("- %s (%s): not clear after %d", n.Verdict, n.Outcome, n.Of)
+			} else {
+				p("- %s (%s): %d of %d", n.Verdict, n.Outcome, n.Repeats, n.Of)
+			}
+		}
+		p("")
+	}
 	for _, v := range s.Verdicts {
 		p("### %s — %s\n", v.Name, v.Outcome)
 		p("%s.\n", v.Claim)

@@ -36,6 +36,9 @@ type Summary struct {
 	Little       []LittleRow          `json:"littles_law"`
 	// Sizing is the sizing curve of a sweep named by expectations.sizing.
 	Sizing *SizingCurve `json:"sizing,omitempty"`
+	// RepeatsNeeded, for repeats: auto, is how many repeats each checked
+	// verdict needed to be clear of its threshold.
+	RepeatsNeeded []RepeatNeed `json:"repeats_needed,omitempty"`
 	// ExhaustionRules are the rules behind RunSummary.Exhausted.
 	ExhaustionRules []string `json:"exhaustion_rules"`
 	// Images lists the figures written next to the summary, relative paths.
@@ -131,6 +134,14 @@ type LittleRow struct {
 // WithDefaults of a partial one): a zero threshold is taken as zero. It
 // does not touch the file system.
 func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
+	s := evaluate(exp, ex)
+	if exp.AutoRepeats {
+		s.RepeatsNeeded = repeatsNeeded(exp, ex)
+	}
+	return s
+}
+
+func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: ExhaustionRules}
 	for _, r := range exp.Runs {
 		s.Runs = append(s.Runs, summarizeRun(r, ex))

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,8 +123,15 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration()},
 		Launcher: launcher(o),
 	}
+	if sp.AutoRepeats {
+		r.AfterRound = func(dir *runner.ResultsDir, repeat int) bool { return autoStop(w, dir.Path, repeat, sp.Repeats) }
+	}
 	if o.resume == "" {
 		fmt.Fprintf(w, "%s: %d runs × %s of load\n", sp.Name, len(p.Runs), sp.RunDuration())
+		if sp.AutoRepeats {
+			fmt.Fprintf(w, "repeats: auto — from round %d on, it stops once every checked verdict is clear of its threshold (at most %d rounds)\n",
+				spec.MinAutoRepeats, sp.Repeats)
+		}
 	}
 	for _, warning := range sp.Warnings() {
 		fmt.Fprintf(w, "warning: %s\n", warning)
@@ -251,4 +261,32 @@ func writableDir(flag, dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// autoStop decides, after round repeat of a repeats: auto experiment,
+// whether to stop: from spec.MinAutoRepeats rounds on, when every checked
+// verdict of the results so far is clear of its threshold.
+func autoStop(w io.Writer, dir string, repeat, most int) bool {
+	if repeat < spec.MinAutoRepeats {
+		return false
+	}
+	exp, err := analysis.Load(dir)
+	if err != nil {
+		fmt.Fprintf(w, "repeats: auto: cannot read the results so far (%v); going on\n", err)
+		return false
+	}
+	s := analysis.Evaluate(exp, exp.Expectations)
+	var open []string
+	for _, name := range exp.Expectations.Check {
+		i := slices.IndexFunc(s.Verdicts, func(v analysis.Verdict) bool { return v.Name == name })
+		if i < 0 || !s.Verdicts[i].Clear() {
+			open = append(open, name)
+		}
+	}
+	if len(open) == 0 {
+		fmt.Fprintf(w, "repeats: auto: after %d rounds every checked verdict is clear of its threshold; %d rounds not needed\n", repeat, most-repeat)
+		return true
+	}
+	fmt.Fprintf(w, "repeats: auto: after %d rounds not yet clear: %s\n", repeat, strings.Join(open, ", "))
+	return false
 }

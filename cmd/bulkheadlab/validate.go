@@ -70,6 +70,11 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	total := time.Duration(len(runs)) * s.RunDuration()
 	fmt.Fprintf(w, "  matrix: %d conditions × %d modes × %d repeats = %d runs of %s ≈ %s of load, about %s in all\n",
 		len(s.Conditions), len(s.Modes), s.Repeats, len(runs), s.RunDuration(), total, s.EstimatedDuration().Round(time.Second))
+	if s.AutoRepeats {
+		per := s.EstimatedDuration() / time.Duration(s.Repeats)
+		fmt.Fprintf(w, "  repeats: auto — %d to %d rounds: stops once every checked verdict is clear of its threshold (about %s to %s)\n",
+			spec.MinAutoRepeats, s.Repeats, (per * spec.MinAutoRepeats).Round(time.Second), s.EstimatedDuration().Round(time.Second))
+	}
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID

@@ -45,6 +45,11 @@ type Runner struct {
 	Version string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// AfterRound, if set, is called after each round (the runs of one
+	// repeat, INVALID ones re-run) with the results folder and the round's
+	// repeat number; when it returns true the runner stops, and the runs
+	// of later rounds are recorded as skipped (repeats: auto).
+	AfterRound func(dir *ResultsDir, repeat int) bool
 }
 
 // Run runs every pending run of the matrix in order. A run that comes out
@@ -86,6 +91,14 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		}
 		if i+1 == len(runs) || runs[i+1].Repeat != run.Repeat {
 			failed = append(failed, r.retry(ctx, dir, &invalid, do)...)
+			if i+1 < len(runs) && ctx.Err() == nil && r.AfterRound != nil && r.AfterRound(dir, run.Repeat) {
+				for _, later := range runs[i+1:] {
+					if err := dir.SetStatus(later.ID, rundata.StatusSkipped); err != nil {
+						failed = append(failed, fmt.Sprintf("%s: %v", later.ID, err))
+					}
+				}
+				break
+			}
 		}
 	}
 	if ctx.Err() != nil {

@@ -321,6 +321,7 @@ func decodeSpec(p *problems, data []byte) (*Spec, *yaml.Node) {
 		return s, nil
 	}
 	doc := root.Content[0]
+	autoRepeats(doc)
 	// sweep: {field: ..., values: ...} is a list of one.
 	if sw := mapValue(doc, "sweep"); sw != nil && sw.Kind == yaml.MappingNode {
 		c := *sw
@@ -328,6 +329,27 @@ func decodeSpec(p *problems, data []byte) (*Spec, *yaml.Node) {
 	}
 	decodeNode(p, doc, s)
 	return s, doc
+}
+
+// DefaultMaxRepeats is the most rounds of `repeats: auto` without
+// max_repeats.
+const DefaultMaxRepeats = 10
+
+// autoRepeats rewrites `repeats: auto` (and max_repeats) into its resolved
+// form: repeats: <max>, auto_repeats: true. A max_repeats without auto is
+// left for the decoder to refuse as an unknown field.
+func autoRepeats(doc *yaml.Node) {
+	r := mapValue(doc, "repeats")
+	if r == nil || r.Kind != yaml.ScalarNode || r.Value != "auto" {
+		return
+	}
+	r.Value, r.Tag = strconv.Itoa(DefaultMaxRepeats), "!!int"
+	if m := mapValue(doc, "max_repeats"); m != nil {
+		*r = *m
+		deleteKey(doc, "max_repeats")
+	}
+	doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "auto_repeats", Line: r.Line},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true", Line: r.Line})
 }
 
 // decodeNode decodes the document node doc into s.

@@ -18,7 +18,13 @@ type Spec struct {
 	// its own seed from it (Run.Seed).
 	Seed int64 `yaml:"seed"`
 	// Repeats is how many times the matrix is run, interleaved (default 1).
+	// In YAML `repeats: auto` (with `max_repeats: N`, default 10) sets
+	// Repeats to N and AutoRepeats.
 	Repeats int `yaml:"repeats"`
+	// AutoRepeats stops after a round (from the MinRepeatsForCI-th on) once
+	// every checked verdict is clear of its threshold; Repeats is then the
+	// most rounds run.
+	AutoRepeats bool `yaml:"auto_repeats,omitempty"`
 
 	Service Service `yaml:"service"`
 	// Endpoints are the service's endpoints and the dependency each calls,

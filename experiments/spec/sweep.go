@@ -588,3 +588,7 @@ func (s *Spec) validateSizing(p *problems) {
 		p.add(path+"headroom", "must be between 0 (default 2) and 100, got %v", sz.Headroom)
 	}
 }
+
+// MinAutoRepeats is the fewest rounds `repeats: auto` runs: the repeats a
+// verdict's confidence interval needs (analysis.MinRepeatsForCI).
+const MinAutoRepeats = 3

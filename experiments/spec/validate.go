@@ -40,6 +40,9 @@ func (s *Spec) validate(p *problems) {
 	if s.Repeats < 1 || s.Repeats > 100 {
 		p.add("repeats", "must be between 1 and 100, got %d", s.Repeats)
 	}
+	if s.AutoRepeats && s.Repeats < MinAutoRepeats {
+		p.add("repeats", "auto needs max_repeats ≥ %d (a verdict's interval needs that many repeats), got %d", MinAutoRepeats, s.Repeats)
+	}
 	if !s.validateEndpoints(p) {
 		return // everything else is keyed by endpoint and dependency names
 	}

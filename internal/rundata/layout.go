@@ -58,6 +58,7 @@ const (
 	StatusComplete    = "complete"    // finished; data complete
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or a crash; data partial
 	StatusFailed      = "failed"      // the harness failed (a child died, ...)
+	StatusSkipped     = "skipped"     // not run: repeats: auto stopped before its round
 )
 
 // runIDRE is what a run ID may be: it names a folder under runs/.
