@@ -28,6 +28,10 @@ type Options struct {
 	// 1..RunFigureRepeats (the cross-run figures always cover every run),
 	// to keep a committed report small.
 	RunFigureRepeats int
+
+	// namesOnly lists the figures in the summary without drawing them (for
+	// tests that compare report.md: drawing is most of the time).
+	namesOnly bool
 }
 
 // Names of the cross-run figures.
@@ -60,7 +64,7 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 		return nil, fmt.Errorf("analysis: report folder: %w", err)
 	}
 	if !opts.NoImages {
-		if err := writeImages(exp, &sum, out, opts.RunFigureRepeats); err != nil {
+		if err := writeImages(exp, &sum, out, opts.RunFigureRepeats, opts.namesOnly); err != nil {
 			return nil, err
 		}
 	}
@@ -71,7 +75,7 @@ func WriteReport(dir string, opts Options) (*Summary, error) {
 }
 
 // writeImages renders every figure and records its name in sum.
-func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
+func writeImages(exp *Experiment, sum *Summary, out string, repeats int, namesOnly bool) error {
 	// Per-run figures are independent: render them on every core. Names are
 	// recorded in run order afterwards, so the output stays deterministic.
 	var g errgroup.Group
@@ -82,6 +86,9 @@ func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
 			continue
 		}
 		drawn[i] = true
+		if namesOnly {
+			continue
+		}
 		g.Go(func() error {
 			return savePNG(filepath.Join(out, "run-"+r.Entry.ID+".png"), runFigure(r, sum.Expectations))
 		})
@@ -107,6 +114,10 @@ func writeImages(exp *Experiment, sum *Summary, out string, repeats int) error {
 	}
 	for _, f := range figs {
 		if f.fig == nil {
+			continue
+		}
+		if namesOnly {
+			sum.Images = append(sum.Images, f.name)
 			continue
 		}
 		if err := savePNG(filepath.Join(out, f.name), f.fig); err != nil {
