@@ -14,7 +14,7 @@ import (
 // connection pools: measured, not inferred. Summaries list it only when a
 // run has those metrics, so reports of runs without them are unchanged.
 const ConnPoolRule = "connections (measured): a connection pool's in_use ≥ limit, or calls waiting for a connection (bulkheadlab_conn_pool_in_use, _limit, _waiting); " +
-	"for a service that exports its connection pools it replaces the rule above"
+	"for a service that exports its connection pools it replaces the rule above; a worker pool that ran out in the same sample is named, with the connections in its detail"
 
 // exhaustionRules are the rules behind the runs' Exhausted: ExhaustionRules,
 // with ConnPoolRule after the connections rule when any run exports
@@ -83,6 +83,19 @@ func (r *Run) connPoolHit(from, to time.Time) (hit, bool) {
 		}
 	}
 	return best, found
+}
+
+// tiedConnections names the measured connections hit that tied with the
+// winner of hits (sorted by time; ties go in the listed order, so the pool
+// wins): within one sampling interval the two cannot be ordered, and the
+// reader should see both.
+func tiedConnections(hits []hit) string {
+	for _, h := range hits[1:] {
+		if h.res == ResourceConnections && h.at.Equal(hits[0].at) && hits[0].res != ResourceConnections {
+			return "; in the same sample, " + h.detail
+		}
+	}
+	return ""
 }
 
 // connWaits describes the connection waits of pool's dependencies between

@@ -78,8 +78,8 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	}
 	to := r.faultEnd()
 	var hits []hit
-	conn := r.connHit
-	if r.observesConnPools() {
+	conn, measured := r.connHit, r.observesConnPools()
+	if measured {
 		conn = r.connPoolHit // measured: replaces the inference from timeouts
 	}
 	for _, f := range []func(time.Time, time.Time) (hit, bool){r.poolHit, conn, r.cpuHit, r.memHit} {
@@ -92,6 +92,9 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
 	h := hits[0]
+	if measured {
+		h.detail += tiedConnections(hits)
+	}
 	return Exhaustion{Resource: h.res, AfterFaultS: Num(h.at.Sub(from).Seconds()), Detail: h.detail}
 }
 
