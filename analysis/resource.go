@@ -30,6 +30,8 @@ const (
 // report prints it. Every rule is checked on the service's samples from fault
 // start (run start without a fault) to the end of the fault phase, and the
 // resource whose rule first holds is named; ties go in the listed order.
+// For a service that exports its connection pools, ConnPoolRule replaces
+// the connections rule here (and summaries list it; see exhaustionRules).
 var ExhaustionRules = []string{
 	"pool: in_use ≥ limit and (waiting ≥ queue limit or rejected_total rose since the previous sample)",
 	"connections: dependency timeouts rose while the pool drawing on that dependency was below its limit (the call waited for something other than a permit)",
@@ -76,7 +78,11 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	}
 	to := r.faultEnd()
 	var hits []hit
-	for _, f := range []func(time.Time, time.Time) (hit, bool){r.poolHit, r.connHit, r.cpuHit, r.memHit} {
+	conn, measured := r.connHit, r.observesConnPools()
+	if measured {
+		conn = r.connPoolHit // measured: replaces the inference from timeouts
+	}
+	for _, f := range []func(time.Time, time.Time) (hit, bool){r.poolHit, conn, r.cpuHit, r.memHit} {
 		if h, ok := f(from, to); ok {
 			hits = append(hits, h)
 		}
@@ -86,6 +92,9 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
 	h := hits[0]
+	if measured {
+		h.detail += tiedConnections(hits)
+	}
 	return Exhaustion{Resource: h.res, AfterFaultS: Num(h.at.Sub(from).Seconds()), Detail: h.detail}
 }
 

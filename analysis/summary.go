@@ -142,7 +142,7 @@ func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 }
 
 func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
-	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: ExhaustionRules}
+	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: exhaustionRules(exp.Runs)}
 	for _, r := range exp.Runs {
 		s.Runs = append(s.Runs, summarizeRun(r, ex))
 	}

@@ -24,6 +24,7 @@ type synthRun struct {
 	noHelp     bool    // bulkhead+slow: /b degrades anyway (bulkheads do not help)
 	slowReject bool    // bulkhead+slow: /a's rejections wait a full T
 	gap        bool    // /b has an empty window and a window with no successes
+	conns      int     // > 0: the service shares this many connections and exports the pool
 	seed       uint64
 }
 
@@ -372,6 +373,9 @@ func synthMetrics(r synthRun, start time.Time, wins []rundata.Window) []rundata.
 			v[`bulkhead_pool_rejected_total{pool="`+p.Name+`",reason="full"}`] = rejected[p.Name]
 			v[`bulkhead_pool_rejected_total{pool="`+p.Name+`",reason="wait_timeout"}`] = 0
 		}
+		if r.conns > 0 {
+			synthConns(v, r.conns, meta.Pools)
+		}
 		for _, e := range meta.Endpoints {
 			w := 0.010
 			if inFault && r.cond == "slow" && e.Name == "a" {
@@ -390,4 +394,17 @@ func synthMetrics(r synthRun, start time.Time, wins []rundata.Window) []rundata.
 		}
 	}
 	return out
+}
+
+// synthConns adds a connection pool of k shared by every dependency to the
+// service's sample v: each permit in use wants a connection, and the calls
+// beyond k wait for one.
+func synthConns(v map[string]float64, k int, pools []rundata.PoolInfo) {
+	want := 0.0
+	for _, p := range pools {
+		want += v[poolKey("bulkhead_pool_in_use", p.Name)]
+	}
+	v[poolKey(rundata.MetricConnPoolLimit, "shared")] = float64(k)
+	v[poolKey(rundata.MetricConnPoolInUse, "shared")] = min(want, float64(k))
+	v[poolKey(rundata.MetricConnPoolWaiting, "shared")] = max(0, want-float64(k))
 }

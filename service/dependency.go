@@ -23,25 +23,34 @@ const (
 	outcomeCancelled = "cancelled"
 )
 
-// dependency is one downstream the service calls, with its own transport
-// (its own connection pool). Safe for concurrent use.
+// dependency is one downstream the service calls, with its own transport.
+// Its calls hold a slot of its connection pool (its own, or one shared with
+// the other dependencies) for their round trip. Safe for concurrent use.
 type dependency struct {
 	name      string
 	url       string
 	transport *http.Transport
 	client    *http.Client
+
+	conns        *connPool
+	connWait     prometheus.Observer
+	connTimeouts prometheus.Counter
 }
 
-func newDependency(name, url string, conns int) *dependency {
+// newDependency returns the dependency name at url, whose calls draw from
+// conns. Its transport keeps up to limit connections (the connection pool's
+// limit, so that the pool, not the transport, is what a call waits for).
+func newDependency(name, url string, limit int, conns *connPool, m connWaitMetrics) *dependency {
 	t := &http.Transport{
 		Proxy:               nil, // never route the experiment through an environment proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxConnsPerHost:     conns,
-		MaxIdleConnsPerHost: conns,
-		MaxIdleConns:        conns,
+		MaxConnsPerHost:     limit,
+		MaxIdleConnsPerHost: limit,
+		MaxIdleConns:        limit,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t}}
+	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t},
+		conns: conns, connWait: m.wait.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name)}
 }
 
 // callResult is what one dependency call produced.
@@ -54,7 +63,9 @@ type callResult struct {
 }
 
 // call performs GET url under ctx (which carries the timeout T) and reads
-// the whole body, so a body that arrives too late is a timeout too.
+// the whole body, so a body that arrives too late is a timeout too. The wait
+// for a connection slot counts against ctx: a call whose deadline passes
+// while it waits is a timeout that never reached the dependency.
 func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) callResult {
 	start := time.Now()
 	res := d.do(ctx, requestID, maxBody)
@@ -78,6 +89,15 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
 	}
 	req.Header.Set(HeaderRequestID, requestID)
+	waited, err := d.conns.acquire(ctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			d.connTimeouts.Inc()
+		}
+		return callResult{err: fmt.Errorf("dependency %s: waiting %v for a connection of pool %s: %w", d.name, waited.Round(time.Microsecond), d.conns.name, err)}
+	}
+	defer d.conns.release() // deferred first, so it runs after the body is closed
+	d.connWait.Observe(waited.Seconds())
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}

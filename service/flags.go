@@ -40,6 +40,7 @@ func (e *FlagError) Unwrap() error { return ErrInvalidConfig }
 type ServeFlags struct {
 	cfg                     Config
 	mode, poolSizes, queues string
+	connsLayout             string
 	depA, depB              string
 	endpoints               []string
 	policies                []string
@@ -56,7 +57,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.queues, "queues", "", "explicit bulkhead queue lengths per endpoint, e.g. a=10,b=10 (bulkhead mode only)")
 	fs.DurationVar(&f.cfg.Layout.MaxWait, "max-wait", DefaultTimeout, "longest wait in a pool's queue")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", DefaultTimeout, "T: timeout of each dependency call")
-	fs.IntVar(&f.cfg.Conns, "conns", DefaultConns, "connection pool size per dependency")
+	fs.IntVar(&f.cfg.Conns, "conns", DefaultConns, "connections per dependency, or in all with --conns-layout shared")
+	fs.StringVar(&f.connsLayout, "conns-layout", "", "connection pools: per-dependency (one pool of --conns per dependency; the default) or shared (one pool of --conns for all dependencies)")
 	fs.StringArrayVar(&f.endpoints, "endpoint", nil, "an endpoint and its dependency's URL, NAME=URL (repeatable; GET /NAME calls URL)")
 	fs.StringVar(&f.depA, "dep-a", "", "URL of dependency A: shorthand for --endpoint a=URL")
 	fs.StringVar(&f.depB, "dep-b", "", "URL of dependency B: shorthand for --endpoint b=URL")
@@ -82,6 +84,11 @@ func (f *ServeFlags) Config() (Config, error) {
 	}
 	if c.Layout.Queues, err = ParseSizes(f.queues); err != nil {
 		return Config{}, &FlagError{Flag: "--queues", Msg: err.Error()}
+	}
+	if f.connsLayout != "" {
+		if c.ConnsLayout, err = ParseConnsLayout(f.connsLayout); err != nil {
+			return Config{}, &FlagError{Flag: "--conns-layout", Msg: configMsg(err)}
+		}
 	}
 	if c.Conns < 1 {
 		return Config{}, &FlagError{Flag: "--conns", Msg: fmt.Sprintf("must be at least 1, got %d", c.Conns)}
@@ -110,7 +117,7 @@ func (f *ServeFlags) Config() (Config, error) {
 // serveFlagOf maps Config field names (before any ".name" suffix) to flags.
 var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
-	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns",
+	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
 	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
 }
 
@@ -155,6 +162,9 @@ func ServeArgs(c Config) []string {
 		"--max-wait", l.MaxWait.String(),
 		"--timeout", c.Timeout.String(),
 		"--conns", strconv.Itoa(c.Conns),
+	}
+	if c.ConnsLayout != "" {
+		args = append(args, "--conns-layout", string(c.ConnsLayout))
 	}
 	names := c.EndpointNames()
 	if l.PoolSizes != nil {

@@ -76,8 +76,14 @@ type Config struct {
 	Layout LayoutConfig
 	// Timeout is T, the deadline of each dependency call (required).
 	Timeout time.Duration
-	// Conns bounds each dependency's connection pool (MaxConnsPerHost and
-	// MaxIdleConnsPerHost of its own http.Transport). Zero means
+	// ConnsLayout is how the dependencies' connections are pooled; the
+	// zero value means ConnsPerDependency.
+	ConnsLayout ConnsLayout
+	// Conns bounds the connection pools: each dependency's with
+	// ConnsPerDependency, all dependencies together with ConnsShared. A
+	// call holds a slot from sending its request until the response body is
+	// closed; each dependency's http.Transport keeps up to Conns
+	// connections (MaxConnsPerHost, MaxIdleConnsPerHost). Zero means
 	// DefaultConns.
 	Conns int
 	// Endpoints are the service's endpoints, in order (at least one).
@@ -121,6 +127,11 @@ func (c Config) Validate() error {
 	case c.BurnCPU < 0 || c.BurnCPU > 64:
 		return fieldErrorf("burn_cpu", "must be between 0 and 64, got %d", c.BurnCPU)
 	}
+	if c.ConnsLayout != "" {
+		if _, err := ParseConnsLayout(string(c.ConnsLayout)); err != nil {
+			return err
+		}
+	}
 	seen := map[string]bool{}
 	for _, e := range c.Endpoints {
 		field := "endpoints." + e.Name
@@ -163,15 +174,16 @@ func ValidateURL(s string) error {
 // concurrent use. Build it with New, serve it with Handler or Serve, and
 // Close it when done.
 type Service struct {
-	cfg      Config
-	layout   *Layout
-	deps     map[string]*dependency
-	registry *prometheus.Registry
-	handler  http.Handler
-	metrics  serviceMetrics
-	stacks   map[string]*stack
-	idPrefix string
-	nextID   atomic.Uint64
+	cfg       Config
+	layout    *Layout
+	connPools []*connPool
+	deps      map[string]*dependency
+	registry  *prometheus.Registry
+	handler   http.Handler
+	metrics   serviceMetrics
+	stacks    map[string]*stack
+	idPrefix  string
+	nextID    atomic.Uint64
 }
 
 // New validates cfg and builds the service, its pools, transports and
@@ -197,12 +209,19 @@ func New(cfg Config) (*Service, error) {
 		metrics:  newServiceMetrics(),
 		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36),
 	}
+	pools, connsOf := newConnPools(cfg.ConnsLayout, cfg.Conns, cfg.EndpointNames())
+	s.connPools = pools
+	connWait := newConnWaitMetrics()
 	s.deps = map[string]*dependency{}
 	for _, e := range cfg.Endpoints {
-		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns)
+		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait)
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	s.metrics.register(s.registry, cfg.EndpointNames())
+	connWait.register(s.registry, cfg.EndpointNames())
+	for _, p := range pools {
+		s.registry.MustRegister(p)
+	}
 	s.buildStacks()
 	mux := http.NewServeMux()
 	for _, e := range cfg.Endpoints {

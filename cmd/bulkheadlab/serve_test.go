@@ -50,6 +50,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--timeout", "0s"}, "--timeout"},
 		{[]string{"--max-wait", "0s"}, "--max-wait"},
 		{[]string{"--conns", "0"}, "--conns"},
+		{[]string{"--conns-layout", "pooled"}, "--conns-layout"},
+		{[]string{"--conns-layout", "shared", "--conns", "0"}, "--conns"},
 		{[]string{"--mode", "pooled"}, "--mode"},
 		{[]string{"--dep-a", "localhost:80"}, "--dep-a"},
 		{[]string{"--dep-b", "http://"}, "--dep-b"},

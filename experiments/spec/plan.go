@@ -110,6 +110,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
 		Policies: s.servicePolicies(m, func(string) uint64 { return 0 })}
+	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	for _, e := range s.Endpoints {
 		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name})
 	}

@@ -94,8 +94,14 @@ type Service struct {
 	Queue *int `yaml:"queue"`
 	// MaxWait is the longest a caller waits in a queue (default T).
 	MaxWait Duration `yaml:"max_wait"`
-	// Conns is the service's HTTP connection pool size per dependency.
+	// Conns bounds the service's HTTP connections: per dependency, or K in
+	// all when ConnsLayout is shared.
 	Conns int `yaml:"conns"`
+	// ConnsLayout is how the connections are pooled: "per-dependency" (a
+	// pool of Conns per dependency; empty means this) or "shared" (one pool
+	// of Conns for every dependency: a call waits for a connection while
+	// the others hold them, whatever its own bulkhead allows).
+	ConnsLayout string `yaml:"conns_layout,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.

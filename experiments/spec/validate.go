@@ -108,6 +108,9 @@ func (s *Spec) validateService(p *problems) {
 	if sv.Conns < 1 || sv.Conns > 100000 {
 		p.add("service.conns", "must be between 1 and 100000, got %d", sv.Conns)
 	}
+	if _, err := service.ParseConnsLayout(sv.ConnsLayout); sv.ConnsLayout != "" && err != nil {
+		p.add("service.conns_layout", "must be %s or %s, got %q", service.ConnsPerDependency, service.ConnsShared, sv.ConnsLayout)
+	}
 	if w := sv.MaxWait.D; w < 0 || w > time.Minute {
 		p.add("service.max_wait", "must be between 0 and 1m, got %s", w)
 	}

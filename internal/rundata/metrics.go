@@ -46,6 +46,18 @@ const (
 	MetricDepRequests        = "bulkheadlab_dependency_requests_total"
 	MetricDepDurationSum     = "bulkheadlab_dependency_duration_seconds_sum"
 	MetricDepDurationCount   = "bulkheadlab_dependency_duration_seconds_count"
+	// The service's connection pools, labelled pool (an endpoint's name, or
+	// "shared" when every dependency draws from one pool): slots, slots
+	// held by calls in their round trip, calls waiting for a slot.
+	MetricConnPoolLimit   = "bulkheadlab_conn_pool_limit"
+	MetricConnPoolInUse   = "bulkheadlab_conn_pool_in_use"
+	MetricConnPoolWaiting = "bulkheadlab_conn_pool_waiting"
+	// The time calls waited for a connection slot, labelled dependency
+	// like MetricDepRequests (the histogram's _sum and _count), and the
+	// calls whose deadline passed while they waited.
+	MetricConnWaitSum      = "bulkheadlab_conn_wait_seconds_sum"
+	MetricConnWaitCount    = "bulkheadlab_conn_wait_seconds_count"
+	MetricConnWaitTimeouts = "bulkheadlab_conn_wait_timeouts_total"
 	// MetricProxyInflight is a fault proxy's count of requests in flight:
 	// seen from outside the service, its concurrent calls to the dependency.
 	MetricProxyInflight = "faultproxy_inflight_requests"

@@ -1,0 +1,141 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// ConnPoolRule is the connections rule for a service that exports its
+// connection pools: measured, not inferred. Summaries list it only when a
+// run has those metrics, so reports of runs without them are unchanged.
+const ConnPoolRule = "connections (measured): a connection pool's in_use ≥ limit, or calls waiting for a connection (bulkheadlab_conn_pool_in_use, _limit, _waiting); " +
+	"for a service that exports its connection pools it replaces the rule above; a worker pool that ran out in the same sample is named, with the connections in its detail"
+
+// exhaustionRules are the rules behind the runs' Exhausted: ExhaustionRules,
+// with ConnPoolRule after the connections rule when any run exports
+// connection pools.
+func exhaustionRules(runs []*Run) []string {
+	if !slices.ContainsFunc(runs, (*Run).observesConnPools) {
+		return ExhaustionRules
+	}
+	var out []string
+	for _, rule := range ExhaustionRules {
+		out = append(out, rule)
+		if strings.HasPrefix(rule, ResourceConnections+":") {
+			out = append(out, ConnPoolRule)
+		}
+	}
+	return out
+}
+
+// observesConnPools reports whether the service's samples hold connection
+// pool metrics.
+func (r *Run) observesConnPools() bool {
+	for _, s := range r.Metrics {
+		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool")) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// connPoolNames returns the connection pools in the service's samples.
+func (r *Run) connPoolNames() []string {
+	set := map[string]bool{}
+	for _, s := range r.Metrics {
+		if s.Component == rundata.ServiceComponent {
+			for _, p := range rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool") {
+				set[p] = true
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+// connPoolHit applies ConnPoolRule: the first sample in [from, to] at which
+// a connection pool was full or had callers waiting.
+func (r *Run) connPoolHit(from, to time.Time) (hit, bool) {
+	var best hit
+	found := false
+	for _, pool := range r.connPoolNames() {
+		inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolInUse, pool))
+		limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolLimit, pool))
+		waiting := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolWaiting, pool))
+		for i, p := range inUse {
+			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
+				continue
+			}
+			lim, _ := valueAt(limit, p.t)
+			w, _ := valueAt(waiting, p.t)
+			if (lim <= 0 || p.v < lim) && w <= 0 {
+				continue
+			}
+			detail := fmt.Sprintf("connection pool %s: in_use %s/%s, waiting %s", pool, fmtG(p.v), fmtG(lim), fmtG(w))
+			if i > 0 {
+				detail += r.connWaits(pool, inUse[i-1].t, p.t)
+			}
+			best, found = hit{ResourceConnections, p.t, detail}, true
+		}
+	}
+	return best, found
+}
+
+// tiedConnections names the measured connections hit that tied with the
+// winner of hits (sorted by time; ties go in the listed order, so the pool
+// wins): within one sampling interval the two cannot be ordered, and the
+// reader should see both.
+func tiedConnections(hits []hit) string {
+	for _, h := range hits[1:] {
+		if h.res == ResourceConnections && h.at.Equal(hits[0].at) && hits[0].res != ResourceConnections {
+			return "; in the same sample, " + h.detail
+		}
+	}
+	return ""
+}
+
+// connWaits describes the connection waits of pool's dependencies between
+// two samples: "; b waited 41 ms on average (12 calls), 2 timed out
+// waiting". A pool named after an endpoint is that endpoint's own; any other
+// (shared) serves every dependency.
+func (r *Run) connWaits(pool string, from, to time.Time) string {
+	deps := rundata.LabelValues(r.samplesAt(to), rundata.MetricConnWaitCount, "dependency")
+	if slices.Contains(deps, pool) {
+		deps = []string{pool}
+	}
+	var parts []string
+	for _, d := range deps {
+		l := rundata.L("dependency", d)
+		sum, ok1 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, _ := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		var part string
+		if ok1 && ok2 && n > 0 && sum > 0 {
+			part = fmt.Sprintf("%s waited %s ms on average (%s calls)", d, fmtG(math.Round(10000*sum/n)/10), fmtG(n))
+		}
+		if timeouts > 0 {
+			part = strings.TrimPrefix(part+fmt.Sprintf(", %s of %s timed out waiting", fmtG(timeouts), d), ", ")
+		}
+		if part != "" {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
+}
+
+// samplesAt returns the values of the service's sample at t (nil if none).
+func (r *Run) samplesAt(t time.Time) map[string]float64 {
+	for _, s := range r.Metrics {
+		if s.Component == rundata.ServiceComponent && s.Time.Equal(t) {
+			return s.Values
+		}
+	}
+	return nil
+}

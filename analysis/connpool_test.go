@@ -1,0 +1,151 @@
+package analysis
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// connScenario is a bulkhead service (pools a and b of 10 permits, queues of
+// 10) sampled every 250 ms over a 5 s fault phase, optionally with one
+// connection pool of 8 shared by both dependencies. The ...At fields are
+// the sample from which something holds (-1: never).
+type connScenario struct {
+	poolAt     int  // pool a full with a full queue
+	conns      bool // the service exports its connection pools
+	connAt     int  // the connection pool full, 3 calls waiting, b's calls waiting 41 ms
+	waitOnlyAt int  // 7 of 8 connections in use but 2 calls waiting
+	timeoutsAt int  // b's dependency timeouts rise, its pool below its limit
+}
+
+func (c connScenario) run() *Run {
+	fs := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &Run{Meta: rundata.RunMeta{
+		Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A", Pool: "a"}, {Name: "b", Dependency: "B", Pool: "b"}},
+		Pools:     []rundata.PoolInfo{{Name: "a", Limit: 10, Queue: 10}, {Name: "b", Limit: 10, Queue: 10}},
+		Phases:    []rundata.PhaseSpan{{Name: rundata.PhaseFault, Start: fs, End: fs.Add(5 * time.Second)}},
+	}}
+	since := func(at, i int) bool { return at >= 0 && i >= at }
+	var waitB, timeoutsB, n float64
+	for i := range 20 {
+		v := map[string]float64{}
+		pool := func(name string, inUse, waiting float64) {
+			v[poolKey(rundata.MetricPoolLimit, name)], v[poolKey(rundata.MetricPoolQueueLimit, name)] = 10, 10
+			v[poolKey(rundata.MetricPoolInUse, name)], v[poolKey(rundata.MetricPoolWaiting, name)] = inUse, waiting
+		}
+		if since(c.poolAt, i) {
+			pool("a", 10, 10)
+		} else {
+			pool("a", 4, 0)
+		}
+		pool("b", 2, 0)
+		if since(c.timeoutsAt, i) {
+			timeoutsB += 5
+		}
+		v[rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", "b"), rundata.L("outcome", "timeout"))] = timeoutsB
+		n += 50
+		if c.conns {
+			inUse, waiting := 5.0, 0.0
+			switch {
+			case since(c.connAt, i):
+				inUse, waiting = 8, 3
+				waitB += 50 * 0.041
+			case since(c.waitOnlyAt, i):
+				inUse, waiting = 7, 2
+			}
+			v[poolKey(rundata.MetricConnPoolLimit, "shared")] = 8
+			v[poolKey(rundata.MetricConnPoolInUse, "shared")] = inUse
+			v[poolKey(rundata.MetricConnPoolWaiting, "shared")] = waiting
+			for _, d := range []string{"a", "b"} {
+				l := rundata.L("dependency", d)
+				v[rundata.Key(rundata.MetricConnWaitCount, l)] = n
+				v[rundata.Key(rundata.MetricConnWaitSum, l)] = map[string]float64{"b": waitB}[d]
+				v[rundata.Key(rundata.MetricConnWaitTimeouts, l)] = 0
+			}
+		}
+		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: fs.Add(time.Duration(i) * 250 * time.Millisecond), Component: rundata.ServiceComponent, Values: v})
+	}
+	return r
+}
+
+// TestExhaustionConnections: with connection-pool metrics the connections
+// rule is measured (full or waiting) and wins when the connections ran out
+// before the worker pool; without them the inference from timeouts stands.
+func TestExhaustionConnections(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		sc     connScenario
+		want   string
+		at     float64
+		detail string
+	}{
+		{"connections before the worker pool", connScenario{poolAt: 4, conns: true, connAt: 2, waitOnlyAt: -1, timeoutsAt: -1},
+			ResourceConnections, 0.5, "connection pool shared: in_use 8/8, waiting 3; b waited 41 ms on average (50 calls)"},
+		{"worker pool before the connections", connScenario{poolAt: 2, conns: true, connAt: 4, waitOnlyAt: -1, timeoutsAt: -1},
+			ResourcePool, 0.5, "pool a: in_use 10/10"},
+		{"same sample: the listed order (pool first), the connections named too", connScenario{poolAt: 3, conns: true, connAt: 3, waitOnlyAt: -1, timeoutsAt: -1},
+			ResourcePool, 0.75, "pool a: in_use 10/10, waiting 10/10, rejections rising: false; in the same sample, connection pool shared: in_use 8/8, waiting 3; b waited 41 ms"},
+		{"callers waiting with a slot momentarily free", connScenario{poolAt: 6, conns: true, connAt: -1, waitOnlyAt: 1, timeoutsAt: -1},
+			ResourceConnections, 0.25, "connection pool shared: in_use 7/8, waiting 2"},
+		{"connections never ran out", connScenario{poolAt: 2, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1},
+			ResourcePool, 0.5, "pool a"},
+		{"no connection metrics: inferred from timeouts, as before", connScenario{poolAt: 6, connAt: -1, waitOnlyAt: -1, timeoutsAt: 2},
+			ResourceConnections, 0.5, "dependency B: timeouts rose by 5 while pool b had 2/10 in use"},
+		{"connection metrics replace the inference", connScenario{poolAt: 6, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: 2},
+			ResourcePool, 1.5, "pool a"},
+	} {
+		got := tt.sc.run().exhaustion(nil)
+		if got.Resource != tt.want || float64(got.AfterFaultS) != tt.at || !strings.HasPrefix(got.Detail, tt.detail) {
+			t.Errorf("%s: %+v\n got %s after %v s: %q\nwant %s after %v s: %q…", tt.name, tt.sc, got.Resource, got.AfterFaultS, got.Detail, tt.want, tt.at, tt.detail)
+		}
+	}
+}
+
+// TestExhaustionRulesListConnPoolRule: the measured rule is listed only
+// when a run exports connection pools, right after the inferred one.
+func TestExhaustionRulesListConnPoolRule(t *testing.T) {
+	without := connScenario{poolAt: 2, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
+	with := connScenario{poolAt: 2, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
+	if got := exhaustionRules([]*Run{without}); !slices.Equal(got, ExhaustionRules) {
+		t.Errorf("rules without connection metrics changed:\n%q", got)
+	}
+	got := exhaustionRules([]*Run{without, with})
+	i := slices.Index(got, ConnPoolRule)
+	if len(got) != len(ExhaustionRules)+1 || i < 1 || !strings.HasPrefix(got[i-1], ResourceConnections+":") {
+		t.Errorf("rules with connection metrics:\n%q", got)
+	}
+}
+
+// TestSynthConnectionsFirst runs the whole analysis on synthetic run data
+// of a slow A behind bulkheads of 10 + 10 whose service shares 3
+// connections: the connections ran out at fault start, before A's
+// bulkhead; the summary names them and lists the measured rule.
+func TestSynthConnectionsFirst(t *testing.T) {
+	dir := writeSynth(t, t.TempDir(), "", []synthRun{
+		{cond: "slow", mode: "bulkhead", repeat: 1, seed: 1, conns: 3},
+		{cond: "slow", mode: "bulkhead", repeat: 2, seed: 2},
+	})
+	exp, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Evaluate(exp, rundata.DefaultExpectations())
+	if !slices.Contains(s.ExhaustionRules, ConnPoolRule) {
+		t.Errorf("rules lack the measured connections rule: %q", s.ExhaustionRules)
+	}
+	for _, tc := range []struct {
+		run, resource string
+		at            float64
+	}{{"slow-bulkhead-r1", ResourceConnections, 0}, {"slow-bulkhead-r2", ResourcePool, 0.25}} {
+		i := slices.IndexFunc(s.Runs, func(r RunSummary) bool { return r.ID == tc.run })
+		if i < 0 {
+			t.Fatalf("no run %s", tc.run)
+		}
+		if e := s.Runs[i].Exhausted; e.Resource != tc.resource || float64(e.AfterFaultS) != tc.at {
+			t.Errorf("%s: exhausted %s after %v s (%s), want %s after %v s", tc.run, e.Resource, e.AfterFaultS, e.Detail, tc.resource, tc.at)
+		}
+	}
+}

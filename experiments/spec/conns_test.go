@@ -1,0 +1,66 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// TestConnsLayoutErrors: a bad service.conns_layout is reported with its
+// file, line and field.
+func TestConnsLayoutErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"name: t\nservice:\n  conns: 8\n  conns_layout: pooled\n", `t.yaml:4: service.conns_layout: must be per-dependency or shared, got "pooled"`},
+		{"name: t\nservice: {conns_layout: Shared}\n", `t.yaml:2: service.conns_layout: must be per-dependency or shared, got "Shared"`},
+		{"name: t\nservice:\n  conns_layout: shared\n  conns: 0\n", "t.yaml:4: service.conns: must be between 1 and 100000, got 0"},
+		{"name: t\nservice:\n  conns_layout: [shared]\n", "t.yaml:3: service.conns_layout"},
+	} {
+		_, err := Parse("t.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// TestConnsLayoutReachesTheService: the layout and K go to every run's
+// service config and its flags; a spec that does not name a layout gives
+// the service's zero layout (per-dependency) and renders no flag, as
+// before.
+func TestConnsLayoutReachesTheService(t *testing.T) {
+	for _, tc := range []struct {
+		service string
+		want    service.ConnsLayout
+		conns   int
+	}{
+		{"{conns: 16, conns_layout: shared}", service.ConnsShared, 16},
+		{"{conns: 16, conns_layout: per-dependency}", service.ConnsPerDependency, 16},
+		{"{pool_size: 20}", "", service.DefaultConns},
+	} {
+		s, err := Parse("t.yaml", []byte("name: t\nservice: "+tc.service+"\nconditions: [slow]\n"))
+		if err != nil {
+			t.Fatalf("service %s: %v", tc.service, err)
+		}
+		p, err := s.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Runs {
+			var svc *plan.Service
+			for _, c := range r.Components {
+				if c.Service != nil {
+					svc = c.Service
+				}
+			}
+			if svc == nil {
+				t.Fatalf("service %s: run %s has no service", tc.service, r.ID)
+			}
+			c := svc.Config
+			args := strings.Join(service.ServeArgs(c), " ")
+			if c.ConnsLayout != tc.want || c.Conns != tc.conns || strings.Contains(args, "--conns-layout") != (tc.want != "") {
+				t.Errorf("service %s, run %s: conns layout %q, conns %d, flags %s; want %q, %d", tc.service, r.ID, c.ConnsLayout, c.Conns, args, tc.want, tc.conns)
+			}
+		}
+	}
+}
