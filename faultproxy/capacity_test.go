@@ -74,40 +74,68 @@ func concurrentTimes(t *testing.T, e *testEnv, n int) []time.Duration {
 	return round()
 }
 
+// serviceGroups splits sorted answer times into groups, starting a new
+// group at every gap of at least half a service time, and returns their
+// sizes: [4 4] for 8 requests at once to a server of capacity 4 (one
+// service time, then two), [8] to one of unlimited capacity.
+func serviceGroups(sorted []time.Duration, service time.Duration) []int {
+	var out []int
+	for i, d := range sorted {
+		if i == 0 || d-sorted[i-1] >= service/2 {
+			out = append(out, 0)
+		}
+		out[len(out)-1]++
+	}
+	return out
+}
+
 // TestCapacityFaultQueuesFIFO: on either data plane, a capacity fault of C
-// slots with a 20ms service time answers 8 requests at once in one service
-// time (C of them) or two (the rest); a latency fault of the same delay
-// (no capacity) answers all 8 in one. The lower bounds are what an M/G/c
-// server guarantees; the upper ones are generous.
+// slots with a 20ms service time answers 8 requests at once after one
+// service time (C of them) or two (the rest); a latency fault of the same
+// delay (no capacity) answers all 8 after one. What an M/G/c server
+// guarantees (the k-th group no earlier than k service times) is checked
+// on every attempt. The grouping is checked with generous bounds (a gap of
+// half a service time between groups, within a second in all), and
+// measured up to 3 times: on 2 busy cores a request can be held up by a
+// scheduler for a while.
 func TestCapacityFaultQueuesFIFO(t *testing.T) {
 	const lat = 20 * time.Millisecond
 	tests := []struct {
-		name  string
-		fault Fault
-		fast  int // answered within one service time
+		name     string
+		fault    Fault
+		perGroup int   // served at once
+		want     []int // group sizes
 	}{
-		{"latency-only", Fault{Type: TypeLatency, Percent: 100, Latency: lat}, 8},
-		{"capacity-4", Fault{Type: TypeCapacity, Percent: 100, Capacity: 4, Latency: lat}, 4},
-		{"capacity-8", Fault{Type: TypeCapacity, Percent: 100, Capacity: 8, Latency: lat}, 8},
+		{"latency-only", Fault{Type: TypeLatency, Percent: 100, Latency: lat}, 8, []int{8}},
+		{"capacity-4", Fault{Type: TypeCapacity, Percent: 100, Capacity: 4, Latency: lat}, 4, []int{4, 4}},
+		{"capacity-8", Fault{Type: TypeCapacity, Percent: 100, Capacity: 8, Latency: lat}, 8, []int{8}},
 	}
 	for _, pl := range planes {
 		for _, tt := range tests {
 			t.Run(pl.name+"/"+tt.name, func(t *testing.T) {
 				e := newPlaneEnv(t, pl.raw, pl.opt)
 				e.set(t, tt.fault)
-				got := concurrentTimes(t, e, 8)
-				t.Logf("%s plane, %s (%v), 8 requests at once: %v", pl.name, tt.name, lat, got)
-				for i, d := range got {
-					lo, hi := lat, 2*lat // about one service time
-					if i >= tt.fast {
-						lo, hi = 2*lat, 2*lat+time.Second // waited for one
+				var attempts []string
+				for attempt := 1; ; attempt++ {
+					got := concurrentTimes(t, e, 8)
+					groups := serviceGroups(got, lat)
+					t.Logf("%s plane, %s (%v), 8 requests at once: %v (groups %v)", pl.name, tt.name, lat, got, groups)
+					for i, d := range got {
+						if floor := time.Duration(i/tt.perGroup+1) * lat; d < floor {
+							t.Fatalf("%s plane, %s: answer %d of 8 after %v, before %v (%d service times) (all: %v)", pl.name, tt.name, i+1, d, floor, i/tt.perGroup+1, got)
+						}
 					}
-					if d < lo || d >= hi {
-						t.Errorf("%s plane, %s: answer %d of 8 after %v, want within [%v, %v) (all: %v)", pl.name, tt.name, i+1, d, lo, hi, got)
+					if n := e.p.capacity.inService.Load() + e.p.capacity.queued.Load(); n != 0 {
+						t.Fatalf("%d requests still in service or waiting after every answer", n)
 					}
-				}
-				if n := e.p.capacity.inService.Load() + e.p.capacity.queued.Load(); n != 0 {
-					t.Errorf("%d requests still in service or waiting after every answer", n)
+					if slices.Equal(groups, tt.want) && got[len(got)-1] < time.Second {
+						return
+					}
+					attempts = append(attempts, fmt.Sprintf("%v (groups %v)", got, groups))
+					if attempt == 3 {
+						t.Errorf("%s plane, %s: 8 requests at once answered in groups of %v, want %v:\n%s", pl.name, tt.name, groups, tt.want, strings.Join(attempts, "\n"))
+						return
+					}
 				}
 			})
 		}
