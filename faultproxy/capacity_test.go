@@ -418,3 +418,42 @@ func TestCapacityFaultLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityFaultShutdown: on either data plane, Shutdown ends a request
+// being served and one waiting for a slot at once (their connections are
+// cut), and returns without waiting for the service time.
+func TestCapacityFaultShutdown(t *testing.T) {
+	for _, pl := range planes {
+		t.Run(pl.name, func(t *testing.T) {
+			e := newPlaneEnv(t, pl.raw, pl.opt)
+			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Capacity: 1, Latency: MaxDuration})
+			errs := make(chan error, 2)
+			for i := range 2 {
+				go func() {
+					_, _, _, err := e.get(context.Background(), "/", "")
+					errs <- err
+				}()
+				waitFor(t, fmt.Sprintf("request %d to be served or queued", i+1), func() bool {
+					return e.p.capacity.inService.Load()+e.p.capacity.queued.Load() == int64(i+1)
+				})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			if err := e.srv.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			for range 2 {
+				if err := <-errs; err == nil {
+					t.Error("a request served or queued during Shutdown got an answer, want its connection cut")
+				}
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Shutdown with a request served and one queued took %v", d)
+			}
+			if in, q := e.p.capacity.inService.Load(), e.p.capacity.queued.Load(); in != 0 || q != 0 {
+				t.Errorf("after Shutdown: %d in service, %d queued; want none", in, q)
+			}
+		})
+	}
+}
