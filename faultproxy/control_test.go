@@ -46,6 +46,10 @@ func TestControlAPI(t *testing.T) {
 		{"PUT", "/faults", `{"faults":[{"type":"latency","latency":"-5ms"}]}`, 400, `faults[0].latency: must not be negative`},
 		{"PUT", "/faults", `{"faults":[{"type":"error","status":1000}]}`, 400, `faults[0].status`},
 		{"PUT", "/faults", `{"faults":[{"type":"nope"}]}`, 400, `faults[0].type: unknown fault type`},
+		{"PUT", "/faults", `{"faults":[{"type":"abort"},{"type":"capacity","capacity":0}]}`, 400, `{"error":"faults[1].capacity: must be between 1 and 1048576, got 0"}`},
+		{"PUT", "/faults", `{"faults":[{"type":"abort"},{"type":"capacity","capacity":2,"queue":-3}]}`, 400, `{"error":"faults[1].queue: must be between 0 (up to 10000) and 10000, got -3"}`},
+		{"PUT", "/faults", `{"faults":[{"type":"capacity","capacity":1},{"type":"capacity","capacity":2}]}`, 400, `{"error":"faults[1].type: at most one capacity fault`},
+		{"PUT", "/faults", `{"faults":[{"type":"latency","queue":3}]}`, 400, `{"error":"faults[0].queue: only valid for type capacity"}`},
 		{"PUT", "/faults", `{"faults":[{"type":"abort","body":"` + strings.Repeat("x", MaxControlBody) + `"}]}`, 413, `body: larger than`},
 		{"GET", "/faults", "", 200, `"latency":"225ms"`}, // rejected PUTs changed nothing
 		{"PUT", "/faults", `{"faults":[{"type":"error","percent":100}]}`, 200, `"status":503`},
@@ -55,6 +59,14 @@ func TestControlAPI(t *testing.T) {
 		{"GET", "/metrics", "", 200, "faultproxy_faults_injected_total{type=\"hang\"} 0"},
 		{"GET", "/metrics", "", 200, "faultproxy_injected_delay_seconds_bucket"},
 		{"GET", "/metrics", "", 200, "faultproxy_upstream_errors_total 0"},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_in_service 0"},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_queue_length 0"},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_limit 0"},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_queue_wait_seconds_count 0"},
+		{"PUT", "/faults", `{"faults":[{"type":"capacity","percent":50,"capacity":4,"latency":"20ms"}]}`, 200,
+			`{"faults":[{"type":"capacity","percent":50,"latency":"20ms","distribution":"uniform","capacity":4,"queue":10000}]}`},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_limit 4"},
+		{"GET", "/metrics", "", 200, "faultproxy_capacity_queue_limit 10000"},
 		{"GET", "/metrics", "", 200, "go_goroutines"},
 	}
 	for i, tt := range tests {

@@ -9,6 +9,9 @@ import (
 // proxy swaps whole sets atomically; nothing mutates a set once installed.
 type faultSet struct {
 	faults []Fault
+	// capacity is the server of the set's capacity fault, nil if it has
+	// none (a set has at most one).
+	capacity *capacityServer
 }
 
 var emptySet = &faultSet{}
@@ -20,6 +23,9 @@ func newFaultSet(fs []Fault) *faultSet {
 	s := &faultSet{faults: make([]Fault, len(fs))}
 	for i, f := range fs {
 		s.faults[i] = f.normalized()
+		if f.Type == TypeCapacity && s.capacity == nil {
+			s.capacity = newCapacityServer(s.faults[i])
+		}
 	}
 	return s
 }
@@ -35,7 +41,8 @@ func (s *faultSet) snapshot() []Fault {
 
 // Decision is what the proxy does to one request.
 type Decision struct {
-	// Delay is the sum of the delays of the latency faults that fired.
+	// Delay is the sum of the delays of the latency faults that fired,
+	// plus the service time of a capacity fault that fired.
 	Delay time.Duration
 	// Latencies is the number of latency faults that fired.
 	Latencies int
@@ -44,10 +51,26 @@ type Decision struct {
 	Terminal int
 	// TerminalType is the type of that fault, empty if none.
 	TerminalType string
+	// Capacity is whether the set's capacity fault fired: the request
+	// takes one of its slots before anything else happens to it.
+	Capacity bool
 }
 
-// String names the decision: "pass", "latency", "error", "latency+hang"...
+// String names the decision: "pass", "latency", "error", "latency+hang",
+// "capacity", "capacity+latency+error"...
 func (d Decision) String() string {
+	s := d.effects()
+	switch {
+	case !d.Capacity:
+		return s
+	case s == "pass":
+		return TypeCapacity
+	}
+	return TypeCapacity + "+" + s
+}
+
+// effects names what happens to the request once it may go on.
+func (d Decision) effects() string {
 	switch {
 	case d.Latencies > 0 && d.Terminal >= 0:
 		switch d.TerminalType { // constant names for the known types: no allocation
@@ -103,8 +126,8 @@ func splitmix(x uint64) uint64 {
 }
 
 // decide applies the combination rule (see the package doc) to request seq:
-// every fault is rolled in order; fired latencies add up; the first fired
-// terminal fault wins.
+// every fault is rolled in order; fired latencies (and a capacity fault's
+// service time) add up; the first fired terminal fault wins.
 func (s *faultSet) decide(seed, seq uint64) Decision {
 	d := Decision{Terminal: -1}
 	if len(s.faults) == 0 {
@@ -119,6 +142,13 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 		if f.Type == TypeLatency {
 			d.Delay += sampleDelay(f, &r)
 			d.Latencies++
+			continue
+		}
+		if f.Type == TypeCapacity {
+			if f.Latency != 0 || f.Jitter != 0 {
+				d.Delay += sampleDelay(f, &r)
+			}
+			d.Capacity = true
 			continue
 		}
 		if d.Terminal < 0 {

@@ -1,5 +1,5 @@
 // Package faultproxy is an HTTP reverse proxy that injects faults (latency,
-// error, abort, hang) per request with a seeded probability, with a JSON
+// error, abort, hang, capacity) per request with a seeded probability, with a JSON
 // control API on a separate listener and a Go client for it.
 //
 // # Faults
@@ -19,14 +19,25 @@
 //   - abort: close the connection without a response; the caller sees EOF
 //     or a reset.
 //   - hang: send nothing until the caller gives up or the proxy closes.
+//   - capacity: serve at most Capacity of the affected requests at once;
+//     the others wait for a slot in arrival order, at most Queue of them
+//     (beyond: 503 with X-Dep-Overloaded at once), and leave the queue if
+//     their caller goes away. An optional Latency ± Jitter (any
+//     distribution, as for latency) is each request's service time.
 //
 // # Combination rule
 //
-// Several faults may be active at once. For every request each fault is
-// rolled, independently and in list order. Then:
+// Several faults may be active at once (at most one capacity fault). For
+// every request each fault is rolled, independently and in list order.
+// Then:
 //
-//  1. the delays of all latency faults that fired add up, and the request
-//     waits for the sum (a single timer);
+//  0. if the capacity fault fired, the request takes one of its slots
+//     first (waiting in its queue, or answered 503 if the queue is full),
+//     and holds it until its answer is complete: everything below is its
+//     service, and the delay of step 1 runs from when it got the slot;
+//  1. the delays of all latency faults that fired (and the capacity
+//     fault's service time) add up, and the request waits for the sum (a
+//     single timer);
 //  2. after the wait, the first terminal fault (error, abort, hang) that
 //     fired, in list order, decides the outcome; the others are ignored;
 //  3. if no terminal fault fired, the request is forwarded to the upstream.
@@ -54,5 +65,7 @@
 // plane never takes a lock that the control plane needs, so control calls
 // answer in bounded time however loaded the data plane is. A request uses
 // the set that was current when it arrived. See [Proxy.ControlHandler] for
-// the HTTP API and [Client] for its Go client.
+// the HTTP API and [Client] for its Go client. A capacity fault's slots
+// belong to its set: a new set starts with every slot free, and requests
+// that hold or wait for a slot of the old one finish there.
 package faultproxy

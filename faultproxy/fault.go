@@ -19,6 +19,8 @@ const (
 	TypeError   = "error"
 	TypeAbort   = "abort"
 	TypeHang    = "hang"
+	// TypeCapacity is the capacity fault (capacity.go).
+	TypeCapacity = "capacity"
 )
 
 // Limits on fault parameters, so that sums and conversions never overflow and
@@ -56,20 +58,24 @@ func fieldErr(field, format string, args ...any) error {
 //	{"type":"error","percent":100,"status":503,"body":"...","headers":{"K":"V"}}
 //	{"type":"abort","percent":5}
 //	{"type":"hang","percent":1}
+//	{"type":"capacity","percent":100,"capacity":4,"queue":100,"latency":"20ms","jitter":"2ms"}
 //
 // Fields that do not belong to Type must be zero. In JSON an omitted percent
 // means 100; in Go the zero value 0 means "never fires". A Fault is a value;
 // the proxy copies it when a set is installed.
 type Fault struct {
-	// Type is one of TypeLatency, TypeError, TypeAbort, TypeHang.
+	// Type is one of TypeLatency, TypeError, TypeAbort, TypeHang,
+	// TypeCapacity.
 	Type string
 	// Percent is the probability, 0–100, that the fault fires on a request.
 	Percent float64
 
-	// Latency is the base delay of a latency fault.
+	// Latency is the base delay of a latency fault, or the service time
+	// of a capacity fault (optional: zero adds none).
 	Latency time.Duration
-	// Jitter is the spread of a latency fault: ± Jitter for "uniform" (so
-	// Jitter ≤ Latency), the tail scale for "pareto" and "lognormal".
+	// Jitter is the spread of a latency (or capacity) fault's delay: ±
+	// Jitter for "uniform" (so Jitter ≤ Latency), the tail scale for
+	// "pareto" and "lognormal".
 	Jitter time.Duration
 	// Distribution is "uniform" (default), "pareto" or "lognormal".
 	Distribution string
@@ -82,6 +88,13 @@ type Fault struct {
 	Body string
 	// Headers are added to an error fault's response.
 	Headers map[string]string
+
+	// Capacity is how many affected requests a capacity fault lets be
+	// served at once, at least 1.
+	Capacity int
+	// Queue is how many affected requests may wait for a slot of a
+	// capacity fault; zero means MaxQueue (normalised to it).
+	Queue int
 }
 
 // faultWire is the JSON form of a Fault.
@@ -95,13 +108,15 @@ type faultWire struct {
 	Status       int               `json:"status,omitempty"`
 	Body         string            `json:"body,omitempty"`
 	Headers      map[string]string `json:"headers,omitempty"`
+	Capacity     int               `json:"capacity,omitempty"`
+	Queue        int               `json:"queue,omitempty"`
 }
 
 // MarshalJSON encodes f in the control API's form. Percent is always written.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	p := f.Percent
 	w := faultWire{Type: f.Type, Percent: &p, Distribution: f.Distribution,
-		Status: f.Status, Body: f.Body, Headers: f.Headers}
+		Status: f.Status, Body: f.Body, Headers: f.Headers, Capacity: f.Capacity, Queue: f.Queue}
 	w.Latency = durString(f.Latency)
 	w.Jitter = durString(f.Jitter)
 	w.Max = durString(f.Max)
@@ -158,6 +173,9 @@ func ParseFaults(r io.Reader) ([]Fault, error) {
 			return nil, err
 		}
 		out = append(out, f)
+	}
+	if err := oneCapacity(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -240,7 +258,7 @@ func jsonKind(t reflect.Type) string {
 // toFault converts and validates one wire fault; field prefixes messages.
 func (w faultWire) toFault(field string) (Fault, error) {
 	f := Fault{Type: w.Type, Percent: 100, Distribution: w.Distribution,
-		Status: w.Status, Body: w.Body, Headers: w.Headers}
+		Status: w.Status, Body: w.Body, Headers: w.Headers, Capacity: w.Capacity, Queue: w.Queue}
 	if w.Percent != nil {
 		f.Percent = *w.Percent
 	}
@@ -279,7 +297,7 @@ func (f Fault) validate(field string) error {
 	if math.IsNaN(f.Percent) || f.Percent < 0 || f.Percent > 100 {
 		return fieldErr(field+".percent", "must be within 0–100, got %v", f.Percent)
 	}
-	if f.Type != TypeLatency {
+	if f.Type != TypeLatency && f.Type != TypeCapacity {
 		if err := noLatencyFields(f, field); err != nil {
 			return err
 		}
@@ -289,17 +307,24 @@ func (f Fault) validate(field string) error {
 			return err
 		}
 	}
+	if f.Type != TypeCapacity {
+		if err := noCapacityFields(f, field); err != nil {
+			return err
+		}
+	}
 	switch f.Type {
 	case TypeLatency:
 		return validateLatency(f, field)
 	case TypeError:
 		return validateError(f, field)
+	case TypeCapacity:
+		return validateCapacity(f, field)
 	case TypeAbort, TypeHang:
 		return nil
 	case "":
-		return fieldErr(field+".type", "required (latency, error, abort or hang)")
+		return fieldErr(field+".type", "required (latency, error, abort, hang or capacity)")
 	default:
-		return fieldErr(field+".type", "unknown fault type %q (want latency, error, abort or hang)", f.Type)
+		return fieldErr(field+".type", "unknown fault type %q (want latency, error, abort, hang or capacity)", f.Type)
 	}
 }
 
@@ -310,6 +335,8 @@ func (f Fault) normalized() Fault {
 		return normalizeLatency(f)
 	case TypeError:
 		return normalizeError(f)
+	case TypeCapacity:
+		return normalizeCapacity(f)
 	}
 	return f
 }
@@ -324,5 +351,5 @@ func ValidateFaults(fs []Fault) error {
 			return err
 		}
 	}
-	return nil
+	return oneCapacity(fs)
 }

@@ -26,6 +26,13 @@ func TestParseFaultsValid(t *testing.T) {
 		{`{"faults":[{"type":"error","percent":0}]}`, []Fault{{Type: TypeError, Percent: 0, Status: 503}}},
 		{`{"faults":[{"type":"abort","percent":5},{"type":"hang","percent":1}]}`,
 			[]Fault{{Type: TypeAbort, Percent: 5}, {Type: TypeHang, Percent: 1}}},
+		{`{"faults":[{"type":"capacity","capacity":4}]}`, // queue defaults to MaxQueue; no service time
+			[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 4, Queue: MaxQueue}}},
+		{`{"faults":[{"type":"capacity","percent":50,"capacity":4,"queue":8,"latency":"20ms","jitter":"2ms"}]}`,
+			[]Fault{{Type: TypeCapacity, Percent: 50, Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform}}},
+		{`{"faults":[{"type":"capacity","capacity":1,"latency":"10ms","jitter":"5ms","distribution":"pareto"},{"type":"error","percent":1}]}`,
+			[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 1, Queue: MaxQueue, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond,
+				Distribution: DistPareto, Max: 510 * time.Millisecond}, {Type: TypeError, Percent: 1, Status: 503}}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFaults(strings.NewReader(tt.body))
@@ -74,6 +81,23 @@ func TestParseFaultsInvalid(t *testing.T) {
 		{`{"faults":[{"type":"abort"},{"type":"abort","bogus":1}]}`, `faults[1]: unknown field "bogus"`},
 		{`{"faults":[{"type":"abort"},{"type":"abort"},7]}`, "faults[2]: want object, got JSON number"},
 		{`{"faults":[{"type":"abort"},{"type":"latency","latency":"zz"}]}`, "faults[1].latency: not a Go duration"},
+		// The capacity fault: its own fields, a service time like a latency's, one per set.
+		{`{"faults":[{"type":"capacity"}]}`, "faults[0].capacity: must be between 1 and"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":0}]}`, "faults[1].capacity: must be between 1 and 1048576, got 0"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":-2}]}`, "faults[1].capacity: must be between 1 and 1048576, got -2"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":"4"}]}`, "faults[1].capacity: want integer, got JSON string"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4.5}]}`, "faults[1].capacity: want integer, got JSON number"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"queue":-1}]}`, "faults[1].queue: must be between 0 (up to 10000) and 10000, got -1"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"queue":10001}]}`, "faults[1].queue: must be between 0"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"latency":"-1ms"}]}`, "faults[1].latency: must not be negative"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"latency":"1ms","jitter":"2ms"}]}`, "faults[1].jitter: 2ms exceeds latency"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"latency":"soon"}]}`, "faults[1].latency: not a Go duration"},
+		{`{"faults":[{"type":"abort"},{"type":"capacity","capacity":4,"status":503}]}`, "faults[1].status: only valid for type error"},
+		{`{"faults":[{"type":"latency","capacity":4}]}`, "faults[0].capacity: only valid for type capacity"},
+		{`{"faults":[{"type":"error","queue":4}]}`, "faults[0].queue: only valid for type capacity"},
+		{`{"faults":[{"type":"hang","latency":"1s"}]}`, "faults[0].latency: only valid for type latency or capacity"},
+		{`{"faults":[{"type":"capacity","capacity":1},{"type":"abort"},{"type":"capacity","capacity":2}]}`,
+			"faults[2].type: at most one capacity fault in a set (faults[0] is one)"},
 		{`{"faults":{}}`, "faults: want list, got JSON object"},
 		{`{"fault":[]}`, `body: unknown field "fault"`},
 		{`{"faults":[]} {}`, "body: unexpected data"},
@@ -103,6 +127,7 @@ func TestFaultJSONRoundTrip(t *testing.T) {
 		{Type: TypeError, Percent: 0, Status: 429, Body: "slow down", Headers: map[string]string{"Retry-After": "1"}},
 		{Type: TypeAbort, Percent: 5},
 		{Type: TypeHang, Percent: 1},
+		{Type: TypeCapacity, Percent: 75, Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform},
 	}
 	b, err := marshalFaults(in)
 	if err != nil {

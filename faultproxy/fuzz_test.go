@@ -18,6 +18,8 @@ func FuzzParseFaults(f *testing.F) {
 		`{"faults":[{"type":"error","percent":100,"status":503,"body":"x","headers":{"K":"V"}}]}`,
 		`{"faults":[{"type":"abort","percent":5},{"type":"hang","percent":1}]}`,
 		`{"faults":[{"type":"abort","percent":1e309}]}`,
+		`{"faults":[{"type":"capacity","percent":50,"capacity":4,"queue":8,"latency":"20ms","jitter":"2ms"}]}`,
+		`{"faults":[{"type":"capacity","capacity":1},{"type":"capacity","capacity":1}]}`,
 		`{"faults":null}`, `{}`, `[]`, `null`, ``, `{"faults":[{}]}`,
 	} {
 		f.Add([]byte(s))

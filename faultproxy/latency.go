@@ -67,17 +67,19 @@ func normalizeLatency(f Fault) Fault {
 	return f
 }
 
-// noLatencyFields rejects latency parameters on other fault types.
+// noLatencyFields rejects latency parameters on fault types without a
+// delay.
 func noLatencyFields(f Fault, field string) error {
+	const msg = "only valid for type latency or capacity"
 	switch {
 	case f.Latency != 0:
-		return fieldErr(field+".latency", "only valid for type latency")
+		return fieldErr(field+".latency", msg)
 	case f.Jitter != 0:
-		return fieldErr(field+".jitter", "only valid for type latency")
+		return fieldErr(field+".jitter", msg)
 	case f.Distribution != "":
-		return fieldErr(field+".distribution", "only valid for type latency")
+		return fieldErr(field+".distribution", msg)
 	case f.Max != 0:
-		return fieldErr(field+".max", "only valid for type latency")
+		return fieldErr(field+".max", msg)
 	}
 	return nil
 }

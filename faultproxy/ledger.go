@@ -28,10 +28,15 @@ type LedgerEntry struct {
 	// RequestedDelayMS and DelayMS are the decided and the actual delay.
 	RequestedDelayMS float64 `json:"requested_delay_ms"`
 	DelayMS          float64 `json:"delay_ms"`
+	// QueueWaitMS is how long the request waited for a slot of a capacity
+	// fault (zero when one was free or no capacity fault fired).
+	QueueWaitMS float64 `json:"queue_wait_ms,omitempty"`
 	// Outcome is what happened: forwarded, error, abort, hang, cancelled
-	// (the caller went away during the delay) or stopped (proxy closing).
+	// (the caller went away during a wait for a slot or the delay),
+	// overloaded (a capacity fault's queue was full) or stopped (proxy
+	// closing).
 	Outcome string `json:"outcome"`
-	// Status is the status of an error fault.
+	// Status is the status of an error fault, or of an overloaded answer.
 	Status int `json:"status,omitempty"`
 }
 

@@ -16,6 +16,8 @@ type metrics struct {
 	upstream       prometheus.Histogram
 	upstreamErrors prometheus.Counter
 	cancelled      prometheus.Counter
+	queueWait      prometheus.Histogram // capacity fault
+	overloaded     prometheus.Counter   // capacity fault
 }
 
 // delayBuckets cover 0.5 ms to 60 s, with extra resolution around the
@@ -58,7 +60,16 @@ func newMetrics(p *Proxy) *metrics {
 		}),
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "faultproxy_cancelled_total",
-			Help: "Requests whose caller went away during a delay, a hang or the upstream call.",
+			Help: "Requests whose caller went away during a wait for a capacity slot, a delay, a hang or the upstream call.",
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faultproxy_capacity_queue_wait_seconds",
+			Help:    "Time requests a capacity fault fired on waited for a slot, of those that got one (zero when one was free).",
+			Buckets: delayBuckets,
+		}),
+		overloaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "faultproxy_capacity_overloaded_total",
+			Help: "Requests answered 503 (X-Dep-Overloaded) because the capacity fault's queue was full.",
 		}),
 		injected: map[string]prometheus.Counter{},
 	}
@@ -66,14 +77,30 @@ func newMetrics(p *Proxy) *metrics {
 		Name: "faultproxy_faults_injected_total",
 		Help: "Faults that fired, by type.",
 	}, []string{"type"})
-	for _, t := range []string{TypeLatency, TypeError, TypeAbort, TypeHang} {
+	for _, t := range []string{TypeLatency, TypeError, TypeAbort, TypeHang, TypeCapacity} {
 		m.injected[t] = injected.WithLabelValues(t)
 	}
-	reg.MustRegister(m.requests, injected, m.delay, m.upstream, m.upstreamErrors, m.cancelled,
+	reg.MustRegister(m.requests, injected, m.delay, m.upstream, m.upstreamErrors, m.cancelled, m.queueWait, m.overloaded,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "faultproxy_inflight_requests",
 			Help: "Data-plane requests in progress (delayed, hanging or forwarded).",
 		}, func() float64 { return float64(p.Inflight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_capacity_in_service",
+			Help: "Requests holding a slot of a capacity fault (being served).",
+		}, func() float64 { return float64(p.capacity.inService.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_capacity_queue_length",
+			Help: "Requests waiting for a slot of a capacity fault.",
+		}, func() float64 { return float64(p.capacity.queued.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_capacity_limit",
+			Help: "Slots of the current capacity fault; 0 when none is set.",
+		}, func() float64 { l, _ := p.set.Load().capacity.limits(); return float64(l) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_capacity_queue_limit",
+			Help: "Most requests that may wait for a slot of the current capacity fault; 0 when none is set.",
+		}, func() float64 { _, q := p.set.Load().capacity.limits(); return float64(q) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "faultproxy_ledger_dropped_total",
 			Help: "Ledger entries dropped because the ledger writer fell behind.",

@@ -45,6 +45,7 @@ type Proxy struct {
 	set       atomic.Pointer[faultSet]
 	seq       atomic.Uint64
 	inflight  atomic.Int64
+	capacity  capacityStats // over every set's capacity server
 	target    *url.URL
 	h1        *h1Client // nil: transport carries the requests
 	transport http.RoundTripper
@@ -114,7 +115,11 @@ func (p *Proxy) SetFaults(fs []Fault) error {
 	if err := ValidateFaults(fs); err != nil {
 		return err
 	}
-	p.set.Store(newFaultSet(fs))
+	set := newFaultSet(fs)
+	if set.capacity != nil {
+		set.capacity.stats = &p.capacity // before the set is published
+	}
+	p.set.Store(set)
 	return nil
 }
 
@@ -158,8 +163,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.inflight.Add(1)
 	defer p.inflight.Add(-1)
 	set, d, e := p.begin(arrived)
-	if d.Latencies > 0 {
-		if !p.delay(ctx, r, arrived, d, &e) {
+	start := arrived // of the request's service
+	if d.Capacity {
+		res, at := p.admit(set.capacity, ctx.Done, arrived, &e)
+		switch res {
+		case admitFull:
+			p.record(r, d, e)
+			writeError(w, overloaded)
+			return
+		case admitCancelled:
+			p.record(r, d, e)
+			return
+		case admitStopped:
+			p.record(r, d, e)
+			abort()
+		}
+		defer set.capacity.release() // also when a fault aborts (panics)
+		start = at
+	}
+	if d.Latencies > 0 || d.Delay > 0 {
+		if !p.delay(ctx, r, start, d, &e) {
 			return
 		}
 	}
@@ -188,15 +211,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delay waits until the decided delay after the request's arrival. It reports false if the request must
-// not go on: the caller went away (the request is dropped) — or it aborts
-// the connection if the proxy is closing.
-func (p *Proxy) delay(ctx context.Context, r *http.Request, arrived time.Time, d Decision, e *LedgerEntry) bool {
+// delay waits until the decided delay after start (the request's arrival,
+// or when it got a slot of a capacity fault). It reports false if the
+// request must not go on: the caller went away (the request is dropped) —
+// or it aborts the connection if the proxy is closing.
+func (p *Proxy) delay(ctx context.Context, r *http.Request, start time.Time, d Decision, e *LedgerEntry) bool {
 	if d.Delay <= 0 {
 		p.noteNoDelay(d, e)
 		return true
 	}
-	switch p.waitDelay(ctx.Done(), arrived, d, e) {
+	switch p.waitDelay(ctx.Done(), start, d, e) {
 	case waitCancelled:
 		p.record(r, d, *e)
 		return false
@@ -225,14 +249,14 @@ func (p *Proxy) noteNoDelay(d Decision, e *LedgerEntry) {
 	p.m.delay.Observe(0)
 }
 
-// waitDelay waits until d's delay after arrived, or until gone closes or
+// waitDelay waits until d's delay after start, or until gone closes or
 // the proxy stops, and notes the wait in the metrics and in e (outcome
 // "cancelled" or "stopped" when it did not run out). Both data planes
 // delay through it.
-func (p *Proxy) waitDelay(gone <-chan struct{}, arrived time.Time, d Decision, e *LedgerEntry) waitResult {
+func (p *Proxy) waitDelay(gone <-chan struct{}, start time.Time, d Decision, e *LedgerEntry) waitResult {
 	p.m.injected[TypeLatency].Add(float64(d.Latencies))
 	e.RequestedDelayMS = ms(d.Delay)
-	res, actual := wait(gone, p.stop, arrived, d.Delay)
+	res, actual := wait(gone, p.stop, start, d.Delay)
 	p.m.delay.Observe(actual.Seconds())
 	e.DelayMS = ms(actual)
 	switch res {

@@ -21,20 +21,85 @@ func (p *Proxy) serveRaw(c *rconn) bool {
 	p.inflight.Add(1)
 	defer p.inflight.Add(-1)
 	set, d, e := p.begin(arrived)
+	if d.Capacity {
+		return p.serveRawCapacity(c, set, d, e, arrived)
+	}
 	if d.Latencies > 0 {
-		if d.Delay <= 0 {
-			p.noteNoDelay(d, &e)
-		} else {
-			gone := make(chan struct{})
-			stop := c.watch(func() { close(gone) })
-			res := p.waitDelay(gone, arrived, d, &e)
-			stop()
-			if res != waitDone { // cancelled, or stopped: the connection is cut
-				p.recordID(c.req.requestID, d, e)
-				return false
-			}
+		w := clientWatch{c: c}
+		ok := p.delayRaw(c, &w, arrived, d, &e)
+		w.end()
+		if !ok {
+			return false
 		}
 	}
+	return p.actRaw(c, set, d, e)
+}
+
+// serveRawCapacity is serveRaw for a request that a capacity fault fired
+// on: it waits for a slot (watching its client), and holds it through its
+// delay and its outcome.
+func (p *Proxy) serveRawCapacity(c *rconn, set *faultSet, d Decision, e LedgerEntry, arrived time.Time) bool {
+	w := &clientWatch{c: c}
+	res, start := p.admit(set.capacity, w.gone, arrived, &e)
+	if res != admitted {
+		w.end()
+		p.recordID(c.req.requestID, d, e)
+		return res == admitFull && c.writeFault(&overloaded) // else the connection is cut
+	}
+	defer set.capacity.release()
+	ok := true
+	if d.Latencies > 0 || d.Delay > 0 {
+		ok = p.delayRaw(c, w, start, d, &e)
+	}
+	w.end() // before the upstream call, which watches the client its own way
+	return ok && p.actRaw(c, set, d, e)
+}
+
+// delayRaw waits the decided delay from start, watching the client through
+// w. It reports false if the request ends here (the client went away or
+// the proxy is closing: the connection is cut), recorded.
+func (p *Proxy) delayRaw(c *rconn, w *clientWatch, start time.Time, d Decision, e *LedgerEntry) bool {
+	if d.Delay <= 0 {
+		p.noteNoDelay(d, e)
+		return true
+	}
+	if p.waitDelay(w.gone(), start, d, e) != waitDone {
+		p.recordID(c.req.requestID, d, *e)
+		return false
+	}
+	return true
+}
+
+// clientWatch watches a raw connection's client from the first time its
+// channel is asked for until end.
+type clientWatch struct {
+	c    *rconn
+	ch   chan struct{}
+	stop func()
+}
+
+// gone returns a channel closed when the client goes away, starting the
+// watch on the first call.
+func (w *clientWatch) gone() <-chan struct{} {
+	if w.ch == nil {
+		ch := make(chan struct{})
+		w.ch, w.stop = ch, w.c.watch(func() { close(ch) })
+	}
+	return w.ch
+}
+
+// end stops the watch, if one runs, and waits for it. Idempotent.
+func (w *clientWatch) end() {
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+}
+
+// actRaw ends a request that may go on: it forwards it, or injects the
+// terminal fault that fired. It reports whether the connection may serve
+// another request.
+func (p *Proxy) actRaw(c *rconn, set *faultSet, d Decision, e LedgerEntry) bool {
 	if d.Terminal < 0 {
 		p.recordID(c.req.requestID, d, e)
 		return p.forwardRaw(c)

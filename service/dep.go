@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,16 @@ type DepConfig struct {
 	Seed uint64
 	// Size is the response body length in bytes.
 	Size int
+	// Capacity is the most requests the stub serves at once: with
+	// Capacity C, a request waits, in arrival order, until fewer than C are
+	// being served, and its Latency±Jitter starts only then (an M/G/c
+	// server: latency grows with concurrency). Zero means unlimited: every
+	// request is served at once.
+	Capacity int
+	// Queue is the most requests that may wait for a slot; one arriving
+	// beyond it is answered 503 with X-Dep-Overloaded at once. Zero means
+	// MaxDepQueue. It must be zero when Capacity is.
+	Queue int
 }
 
 // Validate reports the first invalid field.
@@ -44,13 +55,14 @@ func (c DepConfig) Validate() error {
 	case c.Size < 0 || c.Size > 64<<20:
 		return fieldErrorf("size", "must be between 0 and %d bytes, got %d", 64<<20, c.Size)
 	}
-	return nil
+	return c.validateCapacity()
 }
 
 // Dep is a dependency stub: every request other than /healthz and /metrics
 // waits Latency±Jitter (returning early, with no body, if the caller goes
-// away) and answers 200 with Size bytes, echoing X-Request-Id. It is safe
-// for concurrent use.
+// away) and answers 200 with Size bytes, echoing X-Request-Id. With a
+// Capacity, a request first waits for a slot (see DepConfig.Capacity). It
+// is safe for concurrent use.
 type Dep struct {
 	cfg      DepConfig
 	body     []byte
@@ -58,7 +70,8 @@ type Dep struct {
 	rng      *rand.Rand // guarded by mu
 	registry *prometheus.Registry
 	requests prometheus.Counter
-	inflight prometheus.Gauge
+	inflight atomic.Int64
+	slots    *Pool // nil: unlimited capacity
 	handler  http.Handler
 }
 
@@ -74,10 +87,18 @@ func NewDep(cfg DepConfig) (*Dep, error) {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bulkheadlab_dep_requests_total", Help: "Requests received by the stub."}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "bulkheadlab_dep_inflight_requests", Help: "Requests being served by the stub."}),
 	}
-	d.registry.MustRegister(d.requests, d.inflight,
+	if cfg.Capacity > 0 {
+		slots, err := NewPool("dep", PoolConfig{Size: cfg.Capacity, Queue: cfg.queueLimit(), MaxWait: MaxDepQueueWait})
+		if err != nil {
+			return nil, err
+		}
+		d.slots = slots
+	}
+	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bulkheadlab_dep_inflight_requests", Help: "Requests in the stub: waiting for a slot or being served."},
+		func() float64 { return float64(d.inflight.Load()) })
+	d.registry.MustRegister(d.requests, inflight, newDepCapacityCollector(d),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
@@ -96,7 +117,11 @@ func (d *Dep) Registry() *prometheus.Registry { return d.registry }
 // Serve serves the stub on ln until ctx ends, then shuts down gracefully
 // within ShutdownTimeout. It returns nil after a ctx-driven shutdown.
 func (d *Dep) Serve(ctx context.Context, ln net.Listener) error {
-	return serveHTTP(ctx, ln, d.handler, d.cfg.Latency+d.cfg.Jitter+ReadTimeout)
+	longest := d.cfg.Latency + d.cfg.Jitter + ReadTimeout
+	if d.slots != nil {
+		longest += MaxDepQueueWait
+	}
+	return serveHTTP(ctx, ln, d.handler, longest)
 }
 
 // delay draws the next response delay from the seeded source.
@@ -112,8 +137,16 @@ func (d *Dep) delay() time.Duration {
 
 func (d *Dep) serve(w http.ResponseWriter, r *http.Request) {
 	d.requests.Inc()
-	d.inflight.Inc()
-	defer d.inflight.Dec()
+	d.inflight.Add(1)
+	defer d.inflight.Add(-1)
+	if d.slots != nil {
+		pm, err := d.slots.Acquire(r.Context())
+		if err != nil {
+			overloaded(w, err)
+			return
+		}
+		defer pm.Release() // after the answer is written: serving it is service time
+	}
 	if delay := d.delay(); delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()

@@ -53,6 +53,11 @@ func TestDepConfigErrors(t *testing.T) {
 		{DepConfig{Latency: -1}, "latency"},
 		{DepConfig{Jitter: -1}, "jitter"},
 		{DepConfig{Size: -1}, "size"},
+		{DepConfig{Capacity: -1}, "capacity"},
+		{DepConfig{Capacity: MaxDepCapacity + 1}, "capacity"},
+		{DepConfig{Capacity: 1, Queue: -1}, "queue"},
+		{DepConfig{Capacity: 1, Queue: MaxDepQueue + 1}, "queue"},
+		{DepConfig{Queue: 3}, "queue"}, // no capacity: nobody waits
 	} {
 		_, err := NewDep(tt.cfg)
 		if ce, ok := err.(*ConfigError); !ok || ce.Field != tt.field {

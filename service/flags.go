@@ -240,6 +240,8 @@ func (f *DepFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cfg.Jitter, "jitter", DefaultDepJitter, "uniform jitter around the latency")
 	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the jitter's random source")
 	fs.IntVar(&f.cfg.Size, "size", DefaultDepSize, "response body size in bytes")
+	fs.IntVar(&f.cfg.Capacity, "capacity", 0, "requests served at once; the others wait in FIFO order (0: unlimited)")
+	fs.IntVar(&f.cfg.Queue, "queue", 0, fmt.Sprintf("requests that may wait for a slot with --capacity, beyond which 503 with %s (0: up to %d)", HeaderDepOverloaded, MaxDepQueue))
 }
 
 // Config returns the validated configuration the parsed flags describe.
@@ -255,8 +257,18 @@ func (f *DepFlags) Config() (DepConfig, error) {
 	return f.cfg, nil
 }
 
-// DepArgs renders c as the stub's flags (without --listen).
+// DepArgs renders c as the stub's flags (without --listen): Bind, parse
+// and Config of the result give back c. A stub of unlimited capacity gets
+// no capacity flags, so its command line is what it was before they
+// existed.
 func DepArgs(c DepConfig) []string {
-	return []string{"--name", c.Name, "--latency", c.Latency.String(), "--jitter", c.Jitter.String(),
+	args := []string{"--name", c.Name, "--latency", c.Latency.String(), "--jitter", c.Jitter.String(),
 		"--seed", strconv.FormatUint(c.Seed, 10), "--size", strconv.Itoa(c.Size)}
+	if c.Capacity != 0 {
+		args = append(args, "--capacity", strconv.Itoa(c.Capacity))
+	}
+	if c.Queue != 0 {
+		args = append(args, "--queue", strconv.Itoa(c.Queue))
+	}
+	return args
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,14 +74,24 @@ func TestServeArgsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip of %v:\n got %+v\nwant %+v", ServeArgs(want), got, want)
 	}
-	d := DepConfig{Name: "C", Latency: 3 * time.Millisecond, Jitter: time.Millisecond, Seed: 1 << 62, Size: 9}
-	var df DepFlags
-	dfs := pflag.NewFlagSet("dep", pflag.ContinueOnError)
-	df.Bind(dfs)
-	if err := dfs.Parse(DepArgs(d)); err != nil {
-		t.Fatal(err)
+	for _, d := range []DepConfig{
+		{Name: "C", Latency: 3 * time.Millisecond, Jitter: time.Millisecond, Seed: 1 << 62, Size: 9},
+		{Name: "D", Latency: 20 * time.Millisecond, Size: 1, Capacity: 4},
+		{Name: "E", Latency: 20 * time.Millisecond, Size: 1, Capacity: 4, Queue: 8},
+	} {
+		var df DepFlags
+		dfs := pflag.NewFlagSet("dep", pflag.ContinueOnError)
+		df.Bind(dfs)
+		if err := dfs.Parse(DepArgs(d)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := df.Config(); err != nil || got != d {
+			t.Errorf("dep round trip of %v = %+v, %v; want %+v", DepArgs(d), got, err, d)
+		}
 	}
-	if got, err := df.Config(); err != nil || got != d {
-		t.Errorf("dep round trip = %+v, %v; want %+v", got, err, d)
+	// Unlimited capacity renders no capacity flags: the command line of a
+	// stub is what it was before they existed.
+	if args := strings.Join(DepArgs(DepConfig{Name: "A", Size: 64}), " "); strings.Contains(args, "capacity") || strings.Contains(args, "queue") {
+		t.Errorf("DepArgs of an unlimited stub = %s, want no capacity flags", args)
 	}
 }

@@ -21,9 +21,18 @@ func newDepCmd() *cobra.Command {
 waits --latency ± --jitter (uniform, drawn from a source seeded with --seed)
 and answers 200 with --size bytes. A caller that gives up stops the wait.
 
+With --capacity C the stub serves at most C requests at once: the others
+wait for a slot in arrival order, and their latency starts only when they
+get one (an M/G/c server, whose latency grows with concurrency). At most
+--queue wait (0: up to 10000); a request beyond them is answered 503 with
+X-Dep-Overloaded at once, and a waiting request whose caller gives up
+leaves the queue. /metrics shows bulkheadlab_dep_in_service,
+bulkheadlab_dep_queue_length and bulkheadlab_dep_queue_wait_seconds.
+
 The first line of stdout is a JSON announcement with the bound address.`,
-		Example: `  bulkheadlab dep --name A --latency 10ms --jitter 2ms --seed 1 --size 64`,
-		Args:    noArgs,
+		Example: `  bulkheadlab dep --name A --latency 10ms --jitter 2ms --seed 1 --size 64
+  bulkheadlab dep --name A --latency 20ms --capacity 4 --queue 100`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := flags.Config()
 			if err != nil {

@@ -38,15 +38,19 @@ func newProxyCmd() *cobra.Command {
 		Use:   "proxy --upstream URL",
 		Short: "Run the fault-injection proxy",
 		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
-error, abort, hang) per request with a seeded probability. Faults are read
-and changed at run time through a JSON API on the --control listener:
-GET/PUT/DELETE /faults, /healthz and Prometheus /metrics.
+error, abort, hang, capacity) per request with a seeded probability. Faults
+are read and changed at run time through a JSON API on the --control
+listener: GET/PUT/DELETE /faults, /healthz and Prometheus /metrics. A
+capacity fault serves at most "capacity" of the requests it affects at once
+and queues the rest in arrival order (at most "queue"; beyond, 503 with
+X-Dep-Overloaded).
 
 Every listener, and the upstream, must be on loopback unless --allow-remote.
 
 The first line on stdout is a JSON announcement with the bound addresses.`,
 		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
-  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'`,
+  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'
+  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)

@@ -222,7 +222,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		}
 		dc := s.Dependencies[d]
 		cfg := service.DepConfig{Name: d, Latency: dc.Latency.D, Jitter: dc.Jitter.D,
-			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size}
+			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size, Capacity: dc.Capacity, Queue: dc.Queue}
 		pr.Components = append(pr.Components, plan.Component{Name: depComponent(d), Kind: plan.KindDep, Listen: anyLoopback, Dep: &cfg})
 		upstream[d] = plan.Of(depComponent(d), "")
 	}
@@ -396,7 +396,8 @@ func (s *Spec) phases() []loadgen.Phase {
 // be resolved.
 func (f Fault) proxyFault() faultproxy.Fault {
 	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
-		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers}
+		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers,
+		Capacity: f.Capacity, Queue: f.Queue}
 }
 
 // RemoteTargets lists the hosts of an external spec that are not loopback;

@@ -116,6 +116,12 @@ type Dependency struct {
 	Jitter  Duration `yaml:"jitter"`
 	// Size is the response body size in bytes (default 64).
 	Size int `yaml:"size"`
+	// Capacity is how many requests the stub serves at once; the others
+	// wait for a slot, in arrival order (default 0: unlimited).
+	Capacity int `yaml:"capacity,omitempty"`
+	// Queue is how many may wait for a slot, beyond which the stub answers
+	// 503 (default 0: up to service.MaxDepQueue); only with a capacity.
+	Queue int `yaml:"queue,omitempty"`
 }
 
 // Rates are requests per second, keyed by endpoint name.
@@ -167,7 +173,7 @@ type Condition struct {
 // control API body element (faultproxy.Fault); durations must be resolved
 // (Spec.Resolve) before marshalling to JSON.
 type Fault struct {
-	// Type is latency, error, abort or hang.
+	// Type is latency, error, abort, hang or capacity.
 	Type string `yaml:"type" json:"type"`
 	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
 	Percent      float64  `yaml:"percent" json:"percent"`
@@ -179,6 +185,10 @@ type Fault struct {
 	Status  int               `yaml:"status,omitempty" json:"status,omitempty"`
 	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Capacity and Queue are a capacity fault's slots and waiting room
+	// (queue 0: up to faultproxy.MaxQueue).
+	Capacity int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	Queue    int `yaml:"queue,omitempty" json:"queue,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a

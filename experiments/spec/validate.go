@@ -176,6 +176,12 @@ func (s *Spec) validateDeps(p *problems) {
 		if d.Size < 0 || d.Size > 1<<20 {
 			p.add(path+".size", "must be between 0 and 1048576 bytes, got %d", d.Size)
 		}
+		// The stub's own rules, so that a spec that validates is one the
+		// stub accepts.
+		var ce *service.ConfigError
+		if err := (service.DepConfig{Capacity: d.Capacity, Queue: d.Queue}).Validate(); errors.As(err, &ce) {
+			p.add(path+"."+ce.Field, "%s", ce.Msg)
+		}
 	}
 }
 
@@ -267,8 +273,16 @@ func (s *Spec) validateConditions(p *problems) {
 		if _, ok := s.Dependencies[c.Dependency]; !ok && c.Dependency != "" {
 			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.dependencyNames(), ", "), c.Dependency)
 		}
+		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
 			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
+			switch {
+			case f.Type != faultproxy.TypeCapacity:
+			case capacity >= 0:
+				p.add(fmt.Sprintf("%s.faults[%d].type", path, j), "at most one capacity fault per condition (faults[%d] is one): the requests it affects share one server", capacity)
+			default:
+				capacity = j
+			}
 		}
 		if c.Rates != nil {
 			s.validateRates(p, path+".rates", c.Rates, false)

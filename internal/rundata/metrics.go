@@ -82,6 +82,27 @@ const (
 	MetricMachineCPUs        = "machine_cpus"
 )
 
+// Metric names of finite capacity (DepConfig.Capacity of a stub, the
+// capacity fault of a proxy); the analysis does not read them yet.
+const (
+	// A dependency stub's (DepComponent samples): its capacity (0:
+	// unlimited), the requests holding a slot and those waiting for one,
+	// and the _sum and _count of the waits of those that got one.
+	MetricStubCapacity       = "bulkheadlab_dep_capacity"
+	MetricStubInService      = "bulkheadlab_dep_in_service"
+	MetricStubQueueLength    = "bulkheadlab_dep_queue_length"
+	MetricStubQueueWaitSum   = "bulkheadlab_dep_queue_wait_seconds_sum"
+	MetricStubQueueWaitCount = "bulkheadlab_dep_queue_wait_seconds_count"
+	// A fault proxy's capacity fault (ProxyComponent samples), the same
+	// series: its capacity (0: no capacity fault set), the affected
+	// requests holding a slot and those waiting for one, and their waits.
+	MetricProxyCapacity       = "faultproxy_capacity_limit"
+	MetricProxyInService      = "faultproxy_capacity_in_service"
+	MetricProxyQueueLength    = "faultproxy_capacity_queue_length"
+	MetricProxyQueueWaitSum   = "faultproxy_capacity_queue_wait_seconds_sum"
+	MetricProxyQueueWaitCount = "faultproxy_capacity_queue_wait_seconds_count"
+)
+
 // Label is one label of a series key.
 type Label struct{ Name, Value string }
 
