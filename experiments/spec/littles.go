@@ -52,7 +52,9 @@ func (s *Spec) HoldingTime(dep string, c *Condition) time.Duration {
 		p := min(f.Percent/100, 1-share)
 		share += p
 		switch f.Type {
-		case "latency":
+		case "latency", "capacity":
+			// A capacity fault's latency is its service time; the time a
+			// call queues for a slot has no closed form here and is left out.
 			w += p * float64(min(base+f.Latency.D, t))
 		case "hang":
 			w += p * float64(t)
