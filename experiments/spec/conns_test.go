@@ -64,3 +64,41 @@ func TestConnsLayoutReachesTheService(t *testing.T) {
 		}
 	}
 }
+
+// TestModeConnsOverride: a mode's conns_layout and conns replace the
+// service's for that mode's runs only; bad values name the mode's field
+// and line.
+func TestModeConnsOverride(t *testing.T) {
+	s, err := Parse("t.yaml", []byte(`name: t
+service: {conns: 16}
+conditions: [slow]
+modes:
+  - bulkhead
+  - {name: no-wall, pools: bulkhead, conns_layout: shared, conns: 8}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]service.Config{}
+	for _, r := range p.Runs {
+		for _, c := range r.Components {
+			if c.Kind == plan.KindService {
+				got[r.Mode] = c.Service.Config
+			}
+		}
+	}
+	if c := got["bulkhead"]; c.ConnsLayout != "" || c.Conns != 16 {
+		t.Errorf("bulkhead: layout %q conns %d, want the service's (per-dependency, 16)", c.ConnsLayout, c.Conns)
+	}
+	if c := got["no-wall"]; c.ConnsLayout != service.ConnsShared || c.Conns != 8 {
+		t.Errorf("no-wall: layout %q conns %d, want shared 8", c.ConnsLayout, c.Conns)
+	}
+	_, err = Parse("t.yaml", []byte("name: t\nmodes:\n  - {name: x, pools: shared, conns_layout: pooled}\n"))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:3: modes[0].conns_layout") {
+		t.Errorf("a bad mode conns_layout: %v", err)
+	}
+}

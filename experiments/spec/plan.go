@@ -111,6 +111,12 @@ func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
 		Policies: s.servicePolicies(m, func(string) uint64 { return 0 })}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
+	if m.ConnsLayout != "" {
+		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
+	}
+	if m.Conns > 0 {
+		c.Conns = m.Conns
+	}
 	for _, e := range s.Endpoints {
 		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name})
 	}

@@ -212,6 +212,11 @@ type Mode struct {
 	Policies map[string]Policy `yaml:"policies,omitempty"`
 	// Clients, if set, replaces load.clients for this mode's runs.
 	Clients *Clients `yaml:"clients,omitempty"`
+	// ConnsLayout and Conns, if set, replace service.conns_layout and
+	// service.conns in this mode: modes that differ in their connection
+	// pools (a bulkhead with and without a wall between connections).
+	ConnsLayout string `yaml:"conns_layout,omitempty"`
+	Conns       int    `yaml:"conns,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the

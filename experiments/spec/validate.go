@@ -328,6 +328,15 @@ func (s *Spec) validateModes(p *problems) {
 			p.add(path+".policies", "%v", errNoPolicies)
 		}
 		seen[m.Name] = true
+		if _, err := service.ParseConnsLayout(m.ConnsLayout); m.ConnsLayout != "" && err != nil {
+			p.add(path+".conns_layout", "must be %s or %s, got %q", service.ConnsPerDependency, service.ConnsShared, m.ConnsLayout)
+		}
+		if m.Conns < 0 || m.Conns > 100000 {
+			p.add(path+".conns", "must be between 1 and 100000 (0: service.conns), got %d", m.Conns)
+		}
+		if s.External != nil && (m.ConnsLayout != "" || m.Conns != 0) {
+			p.add(path+".conns_layout", "your own service pools its connections as it does: the harness cannot set them")
+		}
 		s.validateModePolicies(p, i)
 		if m.layout() == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
 			p.add(path, "pool_sizes and queues are for bulkhead mode; size the shared pool with service.pool_size and service.queue")
