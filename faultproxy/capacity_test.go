@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/mgc"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -38,53 +39,19 @@ func newPlaneEnv(t *testing.T, raw bool, opts ...envOption) *testEnv {
 	return e
 }
 
-// concurrentTimes sends n GETs through e at once and returns how long
-// after their common start each answer had been read, sorted. A first
-// round opens the connections, so that the timed one does not dial.
+// concurrentTimes sends n GETs through e at once (mgc.Burst) and returns
+// how long after their common start each answer had been read, sorted.
 func concurrentTimes(t *testing.T, e *testEnv, n int) []time.Duration {
 	t.Helper()
-	round := func() []time.Duration {
-		start := make(chan struct{})
-		var t0 time.Time
-		out := make([]time.Duration, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				status, _, _, err := e.get(context.Background(), "/", "")
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("status %d", status)
-				}
-				out[i], errs[i] = time.Since(t0), err
-			}()
+	out, err := mgc.Burst(n, func() error {
+		status, _, _, err := e.get(context.Background(), "/", "")
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d", status)
 		}
-		t0 = time.Now()
-		close(start)
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			t.Fatalf("GET through the proxy: %v", err)
-		}
-		slices.Sort(out)
-		return out
-	}
-	round()
-	return round()
-}
-
-// serviceGroups splits sorted answer times into groups, starting a new
-// group at every gap of at least half a service time, and returns their
-// sizes: [4 4] for 8 requests at once to a server of capacity 4 (one
-// service time, then two), [8] to one of unlimited capacity.
-func serviceGroups(sorted []time.Duration, service time.Duration) []int {
-	var out []int
-	for i, d := range sorted {
-		if i == 0 || d-sorted[i-1] >= service/2 {
-			out = append(out, 0)
-		}
-		out[len(out)-1]++
+		return err
+	})
+	if err != nil {
+		t.Fatalf("GET through the proxy: %v", err)
 	}
 	return out
 }
@@ -118,12 +85,10 @@ func TestCapacityFaultQueuesFIFO(t *testing.T) {
 				var attempts []string
 				for attempt := 1; ; attempt++ {
 					got := concurrentTimes(t, e, 8)
-					groups := serviceGroups(got, lat)
+					groups := mgc.Groups(got, lat)
 					t.Logf("%s plane, %s (%v), 8 requests at once: %v (groups %v)", pl.name, tt.name, lat, got, groups)
-					for i, d := range got {
-						if floor := time.Duration(i/tt.perGroup+1) * lat; d < floor {
-							t.Fatalf("%s plane, %s: answer %d of 8 after %v, before %v (%d service times) (all: %v)", pl.name, tt.name, i+1, d, floor, i/tt.perGroup+1, got)
-						}
+					if i, floor := mgc.Early(got, tt.perGroup, lat); i >= 0 {
+						t.Fatalf("%s plane, %s: answer %d of 8 after %v, before %v (all: %v)", pl.name, tt.name, i+1, got[i], floor, got)
 					}
 					if n := e.p.capacity.inService.Load() + e.p.capacity.queued.Load(); n != 0 {
 						t.Fatalf("%d requests still in service or waiting after every answer", n)

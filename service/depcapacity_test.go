@@ -9,64 +9,31 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/mgc"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// concurrentTimes sends n GETs to url at once and returns how long after
-// their common start each answer had been read, sorted. A first round
-// opens the connections, so that the timed one does not dial.
+// concurrentTimes sends n GETs to url at once (mgc.Burst) and returns how
+// long after their common start each answer had been read, sorted.
 func concurrentTimes(t *testing.T, c *http.Client, url string, n int) []time.Duration {
 	t.Helper()
-	round := func() []time.Duration {
-		start := make(chan struct{})
-		var t0 time.Time
-		out := make([]time.Duration, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				resp, err := c.Get(url)
-				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
-				out[i], errs[i] = time.Since(t0), err
-			}()
+	out, err := mgc.Burst(n, func() error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
 		}
-		t0 = time.Now()
-		close(start)
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			t.Fatalf("GET %s: %v", url, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
-		slices.Sort(out)
-		return out
-	}
-	round()
-	return round()
-}
-
-// serviceGroups splits sorted answer times into groups, starting a new
-// group at every gap of at least half a service time, and returns their
-// sizes: [4 4] for 8 requests at once to a server of capacity 4 (one
-// service time, then two), [8] to one of unlimited capacity.
-func serviceGroups(sorted []time.Duration, service time.Duration) []int {
-	var out []int
-	for i, d := range sorted {
-		if i == 0 || d-sorted[i-1] >= service/2 {
-			out = append(out, 0)
-		}
-		out[len(out)-1]++
+		return err
+	})
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
 	return out
 }
@@ -97,16 +64,14 @@ func TestDepCapacityQueuesFIFO(t *testing.T) {
 			var attempts []string
 			for attempt := 1; ; attempt++ {
 				got := concurrentTimes(t, c, url+"/", 8)
-				groups := serviceGroups(got, lat)
+				groups := mgc.Groups(got, lat)
 				t.Logf("capacity %d, latency %v, 8 requests at once: %v (groups %v)", tt.capacity, lat, got, groups)
 				perGroup := tt.capacity // served at once
 				if perGroup == 0 {
 					perGroup = len(got)
 				}
-				for i, d := range got {
-					if floor := time.Duration(i/perGroup+1) * lat; d < floor {
-						t.Fatalf("capacity %d: answer %d of 8 after %v, before %v (%d service times) (all: %v)", tt.capacity, i+1, d, floor, i/perGroup+1, got)
-					}
+				if i, floor := mgc.Early(got, perGroup, lat); i >= 0 {
+					t.Fatalf("capacity %d: answer %d of 8 after %v, before %v (all: %v)", tt.capacity, i+1, got[i], floor, got)
 				}
 				if slices.Equal(groups, tt.want) && got[len(got)-1] < time.Second {
 					return
