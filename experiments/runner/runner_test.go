@@ -73,7 +73,6 @@ func TestRunnerInProcess(t *testing.T) {
 		t.Fatalf("index has %d runs, want 2", len(ix.Runs))
 	}
 	fault := map[string]rundata.PhaseStats{}
-	valid := map[string]bool{}
 	for _, e := range ix.Runs {
 		if e.Status != rundata.StatusComplete {
 			t.Errorf("run %s status %q, want complete", e.ID, e.Status)
@@ -87,7 +86,6 @@ func TestRunnerInProcess(t *testing.T) {
 		}
 		var meta rundata.RunMeta
 		readJSON(t, filepath.Join(rd, rundata.MetaFile), &meta)
-		valid[e.Mode] = meta.Valid
 		if len(meta.Faults) != 2 || meta.Faults[0].Action != "set" || meta.Faults[1].Action != "clear" {
 			t.Errorf("run %s: fault events %+v, want set then clear", e.ID, meta.Faults)
 		}
@@ -106,13 +104,6 @@ func TestRunnerInProcess(t *testing.T) {
 	t.Logf("fault phase /b: shared %v; bulkhead %v", sh.Counts, bh.Counts)
 	t.Logf("fault phase /b: shared ok %.2f p99 %s; bulkhead ok %.2f p99 %s",
 		okShare(sh), sh.Latency.P99, okShare(bh), bh.Latency.P99)
-	// The hypothesis's shape is judged on valid runs only: a run the
-	// harness found INVALID (the machine could not hold the load) says
-	// nothing about isolation, as in the analysis.
-	if !valid[spec.ModeShared] || !valid[spec.ModeBulkhead] {
-		t.Logf("shape not judged: shared valid %v, bulkhead valid %v", valid[spec.ModeShared], valid[spec.ModeBulkhead])
-		return
-	}
 	if okShare(bh) < 0.95 {
 		t.Errorf("bulkhead: /b success %.2f in the fault phase, want ≥ 0.95", okShare(bh))
 	}
