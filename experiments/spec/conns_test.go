@@ -102,3 +102,39 @@ modes:
 		t.Errorf("a bad mode conns_layout: %v", err)
 	}
 }
+
+// TestConnectionWarnings: seed-002's rule — a bulkhead of one dependency
+// above 0.8 × its connections is warned about, naming the mode, the pool
+// and the size that would trip first; the presets and a bulkhead within
+// the rule are not.
+func TestConnectionWarnings(t *testing.T) {
+	warn := func(text string) string {
+		s, err := Parse("t.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(s.Warnings(), "\n")
+	}
+	w := warn("name: t\nservice: {conns: 8}\nmodes: [shared, bulkhead, {name: nw, pools: bulkhead, conns_layout: shared}]\n")
+	for _, want := range []string{"modes[1] (bulkhead): the bulkhead a holds 10 calls to A against its 8 connections",
+		"≈ 0.8 × connections = 6", "modes[2] (nw): the bulkhead b holds 10 calls to B against the 8 connections it shares"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "modes[0]") {
+		t.Errorf("the shared pool (both dependencies) is not a bulkhead of one:\n%s", w)
+	}
+	if w := warn("name: t\nservice: {conns: 13}\nmodes: [bulkhead]\n"); strings.Contains(w, "connections") {
+		t.Errorf("10 ≤ 0.8 × 13 warned:\n%s", w)
+	}
+	for _, n := range PresetNames() {
+		s, err := Preset(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := strings.Join(s.Warnings(), "\n"); strings.Contains(w, "connections run out") {
+			t.Errorf("preset %s: %s", n, w)
+		}
+	}
+}

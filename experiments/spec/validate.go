@@ -605,6 +605,7 @@ func (s *Spec) Warnings() []string {
 				i, sizes, queues, s.Service.PoolSize, *s.Service.Queue))
 		}
 	}
+	out = append(out, s.connectionWarnings()...)
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
@@ -634,4 +635,42 @@ func orNone(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, ", ")
+}
+
+// connectionWarnings applies seed-002's rule to every mode of a built-in
+// spec: a bulkhead of one dependency should hold at most ≈ 0.8 × the
+// connections that dependency can use, so that it trips before they run
+// out; a larger one leaves the connection pool as the wall that gives.
+func (s *Spec) connectionWarnings() []string {
+	if s.External != nil {
+		return nil
+	}
+	var out []string
+	for i := range s.Modes {
+		m := &s.Modes[i]
+		conns, layout := s.Service.Conns, s.Service.ConnsLayout
+		if m.Conns > 0 {
+			conns = m.Conns
+		}
+		if m.ConnsLayout != "" {
+			layout = m.ConnsLayout
+		}
+		for _, pl := range s.Pools(m) {
+			if len(pl.Endpoints) != 1 {
+				continue // a pool shared by several dependencies is not a bulkhead of one
+			}
+			dep := s.DependencyOf(pl.Endpoints[0])
+			if float64(pl.Limit) <= 0.8*float64(conns) {
+				continue
+			}
+			where := fmt.Sprintf("its %d connections", conns)
+			if layout == string(service.ConnsShared) {
+				where = fmt.Sprintf("the %d connections it shares with every dependency", conns)
+			}
+			out = append(out, fmt.Sprintf("modes[%d] (%s): the bulkhead %s holds %d calls to %s against %s: it cannot trip before the connections run out "+
+				"(seed-002: size it at ≈ 0.8 × connections = %d, or give %s more connections)",
+				i, m.Name, pl.Name, pl.Limit, dep, where, int(0.8*float64(conns)), dep))
+		}
+	}
+	return out
 }
