@@ -37,15 +37,17 @@ type RepeatNeed struct {
 	Of int `json:"of"`
 }
 
-// AllClear reports whether every checked verdict of s is clear.
-func (s *Summary) AllClear() bool {
+// Unclear lists the checked verdicts of s that are not clear (none: the
+// experiment can stop, see repeats: auto).
+func (s *Summary) Unclear() []string {
+	var out []string
 	for _, name := range s.Expectations.Check {
 		i := slices.IndexFunc(s.Verdicts, func(v Verdict) bool { return v.Name == name })
 		if i < 0 || !s.Verdicts[i].Clear() {
-			return false
+			out = append(out, name)
 		}
 	}
-	return true
+	return out
 }
 
 // repeatsNeeded evaluates the experiment on its first k repeats, for every

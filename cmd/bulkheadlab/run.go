@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -276,13 +275,7 @@ func autoStop(w io.Writer, dir string, repeat, most int) bool {
 		return false
 	}
 	s := analysis.Evaluate(exp, exp.Expectations)
-	var open []string
-	for _, name := range exp.Expectations.Check {
-		i := slices.IndexFunc(s.Verdicts, func(v analysis.Verdict) bool { return v.Name == name })
-		if i < 0 || !s.Verdicts[i].Clear() {
-			open = append(open, name)
-		}
-	}
+	open := s.Unclear()
 	if len(open) == 0 {
 		fmt.Fprintf(w, "repeats: auto: after %d rounds every checked verdict is clear of its threshold; %d rounds not needed\n", repeat, most-repeat)
 		return true

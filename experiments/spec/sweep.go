@@ -78,9 +78,6 @@ type variant struct {
 	values map[int]string
 }
 
-// sweepOf returns s's sweep, nil for a spec without one.
-func (s *Spec) sweepOf() *sweepInfo { return s.sweep }
-
 // parseSwept expands the sweep of the document root (whose decoded spec is
 // s0): every point is the document with the fields set, parsed as a spec
 // of its own; the returned spec is the base with the variants in its
