@@ -190,19 +190,8 @@ func writeSizingMD(b *bytes.Buffer, s *Summary) {
 		ex.Culprit, ex.Healthy, ex.Culprit, ex.Healthy, ex.Culprit, ex.Busy, ex.Culprit, ex.Busy, ex.Victim, ex.Slow, ex.Victim, ex.Slow)
 	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|\n")
 	for _, p := range sc.Points {
-		region := "good"
-		switch {
-		case !p.Known:
-			region = "not measured (no valid run)"
-		case p.TooSmall && p.Hurts:
-			region = "too small, and /" + ex.Victim + " hurt"
-		case p.TooSmall:
-			region = "too small (rejects " + ex.Healthy + " traffic)"
-		case p.Hurts:
-			region = "too large (/" + ex.Victim + " hurt in " + ex.Slow + ")"
-		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Value, FormatEstimate(p.HealthyRejected), FormatEstimate(p.HealthyOKPerS),
-			FormatEstimate(p.BusyRejected), FormatEstimate(p.BusyOKPerS), FormatEstimate(p.SlowVictimP99RiseT), FormatEstimate(p.SlowVictimErrorRate), region)
+			FormatEstimate(p.BusyRejected), FormatEstimate(p.BusyOKPerS), FormatEstimate(p.SlowVictimP99RiseT), FormatEstimate(p.SlowVictimErrorRate), p.Region(ex))
 	}
 	fmt.Fprintln(b)
 }

@@ -54,6 +54,21 @@ type SizingPoint struct {
 // Good reports whether the size is in the good region.
 func (p SizingPoint) Good() bool { return p.Known && !p.TooSmall && !p.Hurts }
 
+// Region names the size's region for the report and `size --from`.
+func (p SizingPoint) Region(ex Expectations) string {
+	switch {
+	case !p.Known:
+		return "not measured (no valid run)"
+	case p.TooSmall && p.Hurts:
+		return "too small, and /" + ex.Victim + " hurt"
+	case p.TooSmall:
+		return "too small (rejects " + ex.Healthy + " traffic)"
+	case p.Hurts:
+		return "too large (/" + ex.Victim + " hurt in " + ex.Slow + ")"
+	}
+	return "good"
+}
+
 // rejectedShare is the share of the endpoint's fault-phase results that a
 // bulkhead, breaker or limiter of the service refused.
 func rejectedShare(e EndpointStats) Num {
@@ -100,10 +115,7 @@ func buildSizing(runs []RunSummary, cells []Cell, ex Expectations) *SizingCurve 
 			p.BusyOKPerS = estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FaultOKRate }))
 		}
 		if c := cellOf(ex.Slow, p.Mode); c != nil {
-			p.SlowVictimP99RiseT = estimate(c.vals(func(r RunSummary) Num {
-				e := r.ep(ex.Victim)
-				return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
-			}))
+			p.SlowVictimP99RiseT = estimate(c.vals(func(r RunSummary) Num { return r.p99RiseT(ex.Victim) }))
 			p.SlowVictimErrorRate = c.VictimErrorRate
 		}
 		p.TooSmall = p.HealthyRejected.Mean > roles.MaxHealthyRejection
@@ -231,8 +243,6 @@ func bootstrapHarm(cells []Cell, ex Expectations, mode string) Estimate {
 		return Estimate{Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
 	return estimate(c.vals(func(r RunSummary) Num {
-		e := r.ep(ex.Victim)
-		rise := ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs))
-		return Num(max(rise/ex.P2MaxP99RiseT, float64(e.FaultErrorRate)/ex.P2MaxErrorRate))
+		return Num(max(float64(r.p99RiseT(ex.Victim))/ex.P2MaxP99RiseT, float64(r.ep(ex.Victim).FaultErrorRate)/ex.P2MaxErrorRate))
 	}))
 }

@@ -247,6 +247,13 @@ func (s RunSummary) ep(name string) EndpointStats {
 		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan, UnclassifiedShare: nan}
 }
 
+// p99RiseT is how far endpoint name's fault-phase p99 rose above its
+// baseline p99, in units of T (P2's measure).
+func (s RunSummary) p99RiseT(name string) Num {
+	e := s.ep(name)
+	return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))
+}
+
 func buildLittle(cells []Cell) []LittleRow {
 	var rows []LittleRow
 	for i := range cells {

@@ -170,10 +170,7 @@ func p2(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)",
 		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, "bulkhead"})
 	c := b.cells[0]
-	rise := estimate(c.vals(func(r RunSummary) Num {
-		e := r.ep(ex.Victim)
-		return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
-	}))
+	rise := estimate(c.vals(func(r RunSummary) Num { return r.p99RiseT(ex.Victim) }))
 	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
 	b.info("/"+ex.Victim+" fault p99 / baseline p99", "×", estimate(c.vals(func(r RunSummary) Num {
 		e := r.ep(ex.Victim)

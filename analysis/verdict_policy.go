@@ -81,10 +81,7 @@ func breakerLate(cells []Cell, ex Expectations) Verdict {
 func victimAtBaseline(name, claim string, cells []Cell, ex Expectations, cond, mode string, limiter bool) Verdict {
 	b := newBuilder(name, claim, cells, ex, [2]string{cond, mode})
 	c := b.cells[0]
-	rise := estimate(c.vals(func(r RunSummary) Num {
-		e := r.ep(ex.Victim)
-		return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(r.TimeoutMs)))
-	}))
+	rise := estimate(c.vals(func(r RunSummary) Num { return r.p99RiseT(ex.Victim) }))
 	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
 	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
 	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)

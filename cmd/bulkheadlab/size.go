@@ -82,17 +82,8 @@ func sizeFrom(w io.Writer, dir string) error {
 	fmt.Fprintf(tw, "  size\t/%s rejected (%s)\t/%s rejected (%s)\t/%s p99 rise (%s)\t/%s errors (%s)\tregion\n",
 		ex.Culprit, ex.Healthy, ex.Culprit, ex.Busy, ex.Victim, ex.Slow, ex.Victim, ex.Slow)
 	for _, p := range sc.Points {
-		region := "good"
-		switch {
-		case !p.Known:
-			region = "not measured"
-		case p.TooSmall:
-			region = "too small"
-		case p.Hurts:
-			region = "too large"
-		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s T\t%s\t%s\n", p.Value, analysis.FormatEstimate(p.HealthyRejected),
-			analysis.FormatEstimate(p.BusyRejected), analysis.FormatEstimate(p.SlowVictimP99RiseT), analysis.FormatEstimate(p.SlowVictimErrorRate), region)
+			analysis.FormatEstimate(p.BusyRejected), analysis.FormatEstimate(p.SlowVictimP99RiseT), analysis.FormatEstimate(p.SlowVictimErrorRate), p.Region(ex))
 	}
 	tw.Flush()
 	lo, hi := float64(sc.GoodLo), float64(sc.GoodHi)
