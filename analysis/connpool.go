@@ -14,7 +14,7 @@ import (
 // connection pools: measured, not inferred. Summaries list it only when a
 // run has those metrics, so reports of runs without them are unchanged.
 const ConnPoolRule = "connections (measured): a connection pool's in_use ≥ limit, or calls waiting for a connection (bulkheadlab_conn_pool_in_use, _limit, _waiting); " +
-	"for a service that exports its connection pools it replaces the rule above; a worker pool that ran out in the same sample is named, with the connections in its detail"
+	"for a service that exports its connection pools it replaces the rule above; timed exactly where the service exports when the last slot was taken (bulkheadlab_conn_pool_exhausted_since_seconds); a worker pool that ran out in the same sample without exact times is named, with the connections in its detail"
 
 // exhaustionRules are the rules behind the runs' Exhausted: ExhaustionRules,
 // with ConnPoolRule after the connections rule when any run exports
@@ -57,38 +57,45 @@ func (r *Run) connPoolNames() []string {
 	return sortedKeys(set)
 }
 
-// connPoolHit applies ConnPoolRule: the first sample in [from, to] at which
-// a connection pool was full or had callers waiting.
-func (r *Run) connPoolHit(from, to time.Time) (hit, bool) {
-	var best hit
-	found := false
+// connPoolHits applies ConnPoolRule to every connection pool: the first
+// sample in [from, to] at which it was full or had callers waiting, timed
+// at the moment its last free slot was taken where the service exports it.
+func (r *Run) connPoolHits(from, to time.Time) []hit {
+	var hits []hit
 	for _, pool := range r.connPoolNames() {
 		inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolInUse, pool))
 		limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolLimit, pool))
 		waiting := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolWaiting, pool))
+		since := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolExhaustedSince, pool))
 		for i, p := range inUse {
-			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
+			if !inRange(p.t, from, to) {
 				continue
 			}
 			lim, _ := valueAt(limit, p.t)
 			w, _ := valueAt(waiting, p.t)
-			if (lim <= 0 || p.v < lim) && w <= 0 {
+			full := lim > 0 && p.v >= lim
+			if !full && w <= 0 {
 				continue
 			}
 			detail := fmt.Sprintf("connection pool %s: in_use %s/%s, waiting %s", pool, fmtG(p.v), fmtG(lim), fmtG(w))
 			if i > 0 {
 				detail += r.connWaits(pool, inUse[i-1].t, p.t)
 			}
-			best, found = hit{ResourceConnections, p.t, detail}, true
+			at, exact := p.t, false
+			if full {
+				at, exact = exactAt(since, p.t, from)
+			}
+			hits = append(hits, hit{ResourceConnections, at, detail, pool, exact, ""})
+			break
 		}
 	}
-	return best, found
+	return hits
 }
 
 // tiedConnections names the measured connections hit that tied with the
 // winner of hits (sorted by time; ties go in the listed order, so the pool
-// wins): within one sampling interval the two cannot be ordered, and the
-// reader should see both.
+// wins): within one sampling interval (neither exports its exact moment)
+// the two cannot be ordered, and the reader should see both.
 func tiedConnections(hits []hit) string {
 	for _, h := range hits[1:] {
 		if h.res == ResourceConnections && h.at.Equal(hits[0].at) && hits[0].res != ResourceConnections {

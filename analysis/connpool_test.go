@@ -18,7 +18,11 @@ type connScenario struct {
 	conns      bool // the service exports its connection pools
 	connAt     int  // the connection pool full, 3 calls waiting, b's calls waiting 41 ms
 	waitOnlyAt int  // 7 of 8 connections in use but 2 calls waiting
-	timeoutsAt int  // b's dependency timeouts rise, its pool below its limit
+	timeoutsAt int  // b's dependency timeouts rose, its pool below its limit
+	// Exact marks, in seconds after fault start (0: not exported): when
+	// pool a's last permit and the connection pool's last slot were taken.
+	poolSince, connSince float64
+	capacityAt           int // dependency A's stub at its capacity 4 with 2 queued (0: never; -1 too)
 }
 
 func (c connScenario) run() *Run {
@@ -38,6 +42,9 @@ func (c connScenario) run() *Run {
 		}
 		if since(c.poolAt, i) {
 			pool("a", 10, 10)
+			if c.poolSince != 0 {
+				v[poolKey(rundata.MetricPoolExhaustedSince, "a")] = float64(fs.UnixNano())/1e9 + c.poolSince
+			}
 		} else {
 			pool("a", 4, 0)
 		}
@@ -53,6 +60,9 @@ func (c connScenario) run() *Run {
 			case since(c.connAt, i):
 				inUse, waiting = 8, 3
 				waitB += 50 * 0.041
+				if c.connSince > 0 {
+					v[poolKey(rundata.MetricConnPoolExhaustedSince, "shared")] = float64(fs.UnixNano())/1e9 + c.connSince
+				}
 			case since(c.waitOnlyAt, i):
 				inUse, waiting = 7, 2
 			}
@@ -66,7 +76,16 @@ func (c connScenario) run() *Run {
 				v[rundata.Key(rundata.MetricConnWaitTimeouts, l)] = 0
 			}
 		}
-		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: fs.Add(time.Duration(i) * 250 * time.Millisecond), Component: rundata.ServiceComponent, Values: v})
+		at := fs.Add(time.Duration(i) * 250 * time.Millisecond)
+		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
+		if c.capacityAt > 0 {
+			inService, queued := 2.0, 0.0
+			if since(c.capacityAt, i) {
+				inService, queued = 4, 2
+			}
+			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.DepComponent("A"), Values: map[string]float64{
+				rundata.MetricStubCapacity: 4, rundata.MetricStubInService: inService, rundata.MetricStubQueueLength: queued}})
+		}
 	}
 	return r
 }

@@ -57,8 +57,8 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 {{range .Runs}}<tr{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{join .Damaged}} {{join .Invalid}} {{join .Problems}}{{range .Retried}}<br>run again after: {{join .Reasons}}{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
 {{end}}</table>
 <h2>Runs: degradation and the resource that ran out first</h2>
-<table><tr><th>run</th><th>time to degrade (T)</th><th>exhausted first</th><th>detail</th><th>limits seen by the proxies</th></tr>
-{{range .Runs}}<tr><td>{{.ID}}</td><td>{{num .TimeToDegradeT}}</td><td>{{.Exhausted.Resource}}</td><td>{{.Exhausted.Detail}}</td><td>{{inferred .Inferred}}</td></tr>
+<table><tr><th>run</th><th>time to degrade (T)</th><th>exhausted first</th><th>detail</th><th>then ran out (s after fault)</th><th>limits seen by the proxies</th></tr>
+{{range .Runs}}<tr><td>{{.ID}}</td><td>{{num .TimeToDegradeT}}</td><td>{{.Exhausted.Resource}}</td><td>{{.Exhausted.Detail}}</td><td>{{.Exhausted.Then}}</td><td>{{inferred .Inferred}}</td></tr>
 {{end}}</table>
 <h2>Figures</h2>
 {{range .Images}}<figure><img src="{{.}}" alt="{{.}}"><figcaption>{{.}}</figcaption></figure>

@@ -254,13 +254,13 @@ func writeRunsMD(b *bytes.Buffer, s *Summary) {
 			numStr(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
 	}
 	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")
-	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail | limits seen by the proxies |\n")
-	fmt.Fprintf(b, "|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail | then ran out (s after fault) | limits seen by the proxies |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
-			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail), orDash(describeInferred(r.Inferred)))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
+			r.Exhausted.Resource, numStr(r.Exhausted.AfterFaultS), mdEscape(r.Exhausted.Detail), mdEscape(orDash(r.Exhausted.Then())), orDash(describeInferred(r.Inferred)))
 	}
-	fmt.Fprintf(b, "\nRules, checked from fault start to fault end; the earliest wins:\n\n")
+	fmt.Fprintf(b, "\nRules, checked from fault start to fault end for every pool, connection pool and dependency; the earliest wins, the rest are ranked after it (* marks a time from the service's own record, exact; else the sample's):\n\n")
 	for _, rule := range s.ExhaustionRules {
 		fmt.Fprintf(b, "- %s\n", rule)
 	}

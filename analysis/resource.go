@@ -11,13 +11,17 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// Resource names used in Exhaustion.Resource.
+// Resource names used in Exhaustion.Resource and ResourceHit.Resource.
 const (
 	ResourcePool        = "pool"
+	ResourceQueue       = "queue"
 	ResourceConnections = "connections"
-	ResourceCPU         = "cpu"
-	ResourceMemory      = "goroutines/memory"
-	ResourceNone        = "none"
+	// ResourceCapacity: a dependency serving at its capacity with requests
+	// queued (a stub's capacity, or a proxy's capacity fault).
+	ResourceCapacity = "dependency capacity"
+	ResourceCPU      = "cpu"
+	ResourceMemory   = "goroutines/memory"
+	ResourceNone     = "none"
 	// ResourceNotObservable: a user's service whose pools the harness
 	// cannot see (no external.metrics).
 	ResourceNotObservable = "not observable"
@@ -26,15 +30,21 @@ const (
 	ResourcePoolInferred = "pool (inferred)"
 )
 
-// ExhaustionRules documents how the exhausted resource is decided; the
-// report prints it. Every rule is checked on the service's samples from fault
-// start (run start without a fault) to the end of the fault phase, and the
-// resource whose rule first holds is named; ties go in the listed order.
+// ExhaustionRules documents how the exhausted resources are decided; the
+// report prints it. Every rule is checked on the samples from fault start
+// (run start without a fault) to the end of the fault phase, for every
+// bounded resource it covers (each pool, connection pool, dependency); the
+// resources whose rule held are ranked by when it first held, and the first
+// is named; ties go in the listed order. A time is exact where the service
+// exports when the resource ran out (a pool's or connection pool's
+// exhausted_since), else the sample's (the sampling resolution).
 // For a service that exports its connection pools, ConnPoolRule replaces
 // the connections rule here (and summaries list it; see exhaustionRules).
 var ExhaustionRules = []string{
 	"pool: in_use ≥ limit and (waiting ≥ queue limit or rejected_total rose since the previous sample)",
+	"queue: a pool with a queue has waiting ≥ its queue limit (callers beyond it are turned away)",
 	"connections: dependency timeouts rose while the pool drawing on that dependency was below its limit (the call waited for something other than a permit)",
+	"dependency capacity: a dependency with finite capacity (a stub's capacity or a proxy's capacity fault) served at its capacity with requests queued",
 	"cpu: process_cpu_seconds_total rose at ≥ 90 % of the service's GOMAXPROCS (go_sched_gomaxprocs_threads, else meta versions num_cpu)",
 	"goroutines/memory: go_goroutines ≥ 10× its pre-fault median and ≥ 1000, or resident memory ≥ 3× its pre-fault median",
 	"none: no rule held",
@@ -42,18 +52,67 @@ var ExhaustionRules = []string{
 	"not observable: a user's service that exports no pool metrics (external.metrics names them) and whose proxies show no cap",
 }
 
-// Exhaustion names the bounded resource that ran out first in a run.
+// Exhaustion names the bounded resource that ran out first in a run and
+// ranks every one that ran out.
 type Exhaustion struct {
 	Resource string `json:"resource"`
 	// AfterFaultS is when the rule first held, in seconds from fault start.
 	AfterFaultS Num    `json:"after_fault_s"`
 	Detail      string `json:"detail"`
+	// Ranked is every bounded resource whose rule held, in the order they
+	// ran out (the first is the one named above); empty when none did or
+	// the service's resources are not observable.
+	Ranked []ResourceHit `json:"ranked,omitempty"`
+}
+
+// ResourceHit is one bounded resource that ran out, with its evidence.
+type ResourceHit struct {
+	Resource string `json:"resource"`
+	// Name is the pool, connection pool or dependency; empty for the
+	// process-wide resources (cpu, goroutines/memory).
+	Name        string `json:"name,omitempty"`
+	AfterFaultS Num    `json:"after_fault_s"`
+	// Exact: the time is the service's own record of the moment, not the
+	// sample's.
+	Exact  bool   `json:"exact,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Label renders the hit as "pool a", "cpu".
+func (h ResourceHit) Label() string {
+	if h.Name == "" {
+		return h.Resource
+	}
+	return h.Resource + " " + h.Name
+}
+
+// Then lists the resources that ran out after the first, in order: "queue
+// a 0.25, connections shared 0.31*" (* an exact time).
+func (e Exhaustion) Then() string {
+	if len(e.Ranked) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, h := range e.Ranked[1:] {
+		star := ""
+		if h.Exact {
+			star = "*"
+		}
+		parts = append(parts, h.Label()+" "+numStr(h.AfterFaultS)+star)
+	}
+	return strings.Join(parts, ", ")
 }
 
 type hit struct {
 	res    string
 	at     time.Time
 	detail string
+	name   string
+	exact  bool
+	// explainedBy: an inferred hit that says nothing once a pool of this
+	// endpoint has run out (timeouts of calls it let through are no longer
+	// a sign of another limit).
+	explainedBy string
 }
 
 // exhaustion applies ExhaustionRules to the run.
@@ -76,47 +135,81 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 	if !ok {
 		from = r.origin()
 	}
-	to := r.faultEnd()
-	var hits []hit
-	conn, measured := r.connHit, r.observesConnPools()
-	if measured {
-		conn = r.connPoolHit // measured: replaces the inference from timeouts
-	}
-	for _, f := range []func(time.Time, time.Time) (hit, bool){r.poolHit, conn, r.cpuHit, r.memHit} {
-		if h, ok := f(from, to); ok {
-			hits = append(hits, h)
-		}
-	}
+	hits := r.resourceHits(from, r.faultEnd())
 	if len(hits) == 0 {
 		return Exhaustion{Resource: ResourceNone, AfterFaultS: nan, Detail: "no rule held"}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	ex := Exhaustion{}
+	for _, h := range hits {
+		ex.Ranked = append(ex.Ranked, ResourceHit{Resource: h.res, Name: h.name, AfterFaultS: Num(h.at.Sub(from).Seconds()), Exact: h.exact, Detail: h.detail})
+	}
 	h := hits[0]
-	if measured {
+	if r.observesConnPools() {
 		h.detail += tiedConnections(hits)
 	}
-	return Exhaustion{Resource: h.res, AfterFaultS: Num(h.at.Sub(from).Seconds()), Detail: h.detail}
+	ex.Resource, ex.AfterFaultS, ex.Detail = h.res, Num(h.at.Sub(from).Seconds()), h.detail
+	return ex
+}
+
+// resourceHits applies every rule in [from, to]: the first hit of each
+// resource, ranked by time (ties in the order of ExhaustionRules).
+func (r *Run) resourceHits(from, to time.Time) []hit {
+	conn := r.connHit
+	if r.observesConnPools() {
+		conn = r.connPoolHits // measured: replaces the inference from timeouts
+	}
+	var hits []hit
+	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuHit), one(r.memHit)} {
+		hits = append(hits, f(from, to)...)
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	ran := map[string]bool{}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.explainedBy != "" && ran[h.explainedBy] {
+			continue
+		}
+		if h.res == ResourcePool {
+			for _, ep := range r.poolInfo(h.name).Endpoints {
+				ran[ep] = true
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// one adapts a rule of one process-wide resource to the list of hits.
+func one(f func(time.Time, time.Time) (hit, bool)) func(time.Time, time.Time) []hit {
+	return func(from, to time.Time) []hit {
+		if h, ok := f(from, to); ok {
+			return []hit{h}
+		}
+		return nil
+	}
 }
 
 func inRange(t, from, to time.Time) bool {
 	return !t.Before(from) && (to.IsZero() || !t.After(to))
 }
 
-func (r *Run) poolHit(from, to time.Time) (hit, bool) {
-	var best hit
-	found := false
+// poolHits applies the pool rule to every pool: its first hit, at the
+// moment its last free permit was taken where the service exports it.
+func (r *Run) poolHits(from, to time.Time) []hit {
+	var hits []hit
 	for _, pool := range r.poolNames() {
 		inUse := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolInUse, pool))
 		limit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, pool))
 		waiting := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolWaiting, pool))
 		qlimit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolQueueLimit, pool))
+		since := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolExhaustedSince, pool))
 		// Rejections by the pool itself; a client giving up (reason
 		// cancelled) says nothing about the pool.
 		rejFull := r.metricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
 		rejWait := r.metricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
 		info := r.poolInfo(pool)
 		for i, p := range inUse {
-			if !inRange(p.t, from, to) || (found && !p.t.Before(best.at)) {
+			if !inRange(p.t, from, to) {
 				continue
 			}
 			lim := orValue(limit, p.t, float64(info.Limit))
@@ -132,13 +225,49 @@ func (r *Run) poolHit(from, to time.Time) (hit, bool) {
 				rose = d1 > 0 || d2 > 0
 			}
 			if w >= q || rose {
-				best = hit{ResourcePool, p.t, fmt.Sprintf("pool %s: in_use %s/%s, waiting %s/%s, rejections rising: %t",
-					pool, fmtG(p.v), fmtG(lim), fmtG(w), fmtG(q), rose)}
-				found = true
+				at, exact := exactAt(since, p.t, from)
+				hits = append(hits, hit{ResourcePool, at, fmt.Sprintf("pool %s: in_use %s/%s, waiting %s/%s, rejections rising: %t",
+					pool, fmtG(p.v), fmtG(lim), fmtG(w), fmtG(q), rose), pool, exact, ""})
+				break
 			}
 		}
 	}
-	return best, found
+	return hits
+}
+
+// exactAt is when a resource seen exhausted in the sample at t ran out: the
+// service's own mark in since (Unix seconds; no earlier than from, no later
+// than t) where it exports one, else t.
+func exactAt(since []point, t, from time.Time) (time.Time, bool) {
+	if v, ok := valueAt(since, t); ok && v > 0 {
+		at := time.Unix(0, int64(v*1e9))
+		if !at.After(t) {
+			if at.Before(from) {
+				at = from
+			}
+			return at, true
+		}
+	}
+	return t, false
+}
+
+// queueHits applies the queue rule: the first sample at which a pool with a
+// queue had it full.
+func (r *Run) queueHits(from, to time.Time) []hit {
+	var hits []hit
+	for _, pool := range r.poolNames() {
+		waiting := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolQueueLimit, pool))
+		info := r.poolInfo(pool)
+		for _, p := range waiting {
+			q := orValue(qlimit, p.t, float64(info.Queue))
+			if inRange(p.t, from, to) && q > 0 && p.v >= q {
+				hits = append(hits, hit{ResourceQueue, p.t, fmt.Sprintf("queue of pool %s: waiting %s/%s", pool, fmtG(p.v), fmtG(q)), pool, false, ""})
+				break
+			}
+		}
+	}
+	return hits
 }
 
 func orValue(s []point, t time.Time, def float64) float64 {
@@ -148,7 +277,10 @@ func orValue(s []point, t time.Time, def float64) float64 {
 	return def
 }
 
-func (r *Run) connHit(from, to time.Time) (hit, bool) {
+// connHit infers connections from timeouts (a service that exports no
+// connection pools): the first sample at which a dependency's timeouts rose
+// while its worker pool was below its limit.
+func (r *Run) connHit(from, to time.Time) []hit {
 	var best hit
 	found := false
 	for _, e := range r.Meta.Endpoints {
@@ -167,12 +299,15 @@ func (r *Run) connHit(from, to time.Time) (hit, bool) {
 			limit := orValue(r.metric(rundata.ServiceComponent, poolKey(rundata.MetricPoolLimit, e.Pool)), p.t, float64(lim))
 			if ok && u < limit {
 				best = hit{ResourceConnections, p.t, fmt.Sprintf("dependency %s: timeouts rose by %s while pool %s had %s/%s in use",
-					e.Dependency, fmtG(p.v-to2[i-1].v), e.Pool, fmtG(u), fmtG(limit))}
+					e.Dependency, fmtG(p.v-to2[i-1].v), e.Pool, fmtG(u), fmtG(limit)), e.Dependency, false, e.Name}
 				found = true
 			}
 		}
 	}
-	return best, found
+	if !found {
+		return nil
+	}
+	return []hit{best}
 }
 
 func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
@@ -191,7 +326,7 @@ func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
 		cores := orValue(procs, p.t, def)
 		rate := (p.v - cpu[i-1].v) / dt
 		if cores > 0 && rate >= 0.9*cores {
-			return hit{ResourceCPU, p.t, fmt.Sprintf("service cpu %s cores of %s", fmtG(rate), fmtG(cores))}, true
+			return hit{res: ResourceCPU, at: p.t, detail: fmt.Sprintf("service cpu %s cores of %s", fmtG(rate), fmtG(cores))}, true
 		}
 	}
 	return hit{}, false
@@ -214,7 +349,7 @@ func (r *Run) memHit(from, to time.Time) (hit, bool) {
 		for _, p := range s {
 			if inRange(p.t, from, to) && p.v >= factor*base && p.v >= floor {
 				name := strings.TrimPrefix(key, "process_")
-				return hit{ResourceMemory, p.t, fmt.Sprintf("%s %s, %s× its pre-fault median %s", name, fmtG(p.v), fmtG(p.v/base), fmtG(base))}, true
+				return hit{res: ResourceMemory, at: p.t, detail: fmt.Sprintf("%s %s, %s× its pre-fault median %s", name, fmtG(p.v), fmtG(p.v/base), fmtG(base))}, true
 			}
 		}
 		return hit{}, false
@@ -287,13 +422,8 @@ func (r *Run) poolStats(pool string) PoolStats {
 // time (the sampling resolution). An exhaustion that began before the fault
 // counts as 0.
 func exhaustedAfter(since []point, t, fs time.Time) time.Duration {
-	if v, ok := valueAt(since, t); ok && v > 0 {
-		at := time.Unix(0, int64(v*1e9))
-		if !at.After(t) {
-			return max(0, at.Sub(fs))
-		}
-	}
-	return t.Sub(fs)
+	at, _ := exactAt(since, t, fs)
+	return at.Sub(fs)
 }
 
 // measuredDemand is Σ λ·W over the pool's endpoints between from and to.

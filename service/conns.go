@@ -52,6 +52,10 @@ const (
 	MetricConnPoolInUse = "bulkheadlab_conn_pool_in_use"
 	// MetricConnPoolWaiting is the calls waiting for a slot.
 	MetricConnPoolWaiting = "bulkheadlab_conn_pool_waiting"
+	// MetricConnPoolExhaustedSince is when (Unix seconds) the pool's last
+	// free slot was taken, 0 while one is free: the exact moment the
+	// connections ran out, finer than any scrape interval.
+	MetricConnPoolExhaustedSince = "bulkheadlab_conn_pool_exhausted_since_seconds"
 	// MetricConnWait is the histogram of the time calls that got a slot
 	// waited for it (zero when one was free).
 	MetricConnWait = "bulkheadlab_conn_wait_seconds"
@@ -71,8 +75,13 @@ type connPool struct {
 	sem     *semaphore.Weighted
 	inUse   atomic.Int64
 	waiting atomic.Int64
+	// exhaustedSince is when (Unix ns) the last free slot was taken, 0
+	// while one is free. Set and cleared next to the count without a lock:
+	// a take and a release that race may leave the mark set a moment
+	// early, never a scrape's worth late.
+	exhaustedSince atomic.Int64
 
-	limitDesc, inUseDesc, waitingDesc *prometheus.Desc
+	limitDesc, inUseDesc, waitingDesc, sinceDesc *prometheus.Desc
 }
 
 func newConnPool(name string, limit int) *connPool {
@@ -82,6 +91,7 @@ func newConnPool(name string, limit int) *connPool {
 		limitDesc:   prometheus.NewDesc(MetricConnPoolLimit, "Connection slots of the pool (its limit on concurrent dependency round trips).", nil, l),
 		inUseDesc:   prometheus.NewDesc(MetricConnPoolInUse, "Connection slots held by dependency calls in their round trip.", nil, l),
 		waitingDesc: prometheus.NewDesc(MetricConnPoolWaiting, "Dependency calls waiting for a connection slot.", nil, l),
+		sinceDesc:   prometheus.NewDesc(MetricConnPoolExhaustedSince, "When (Unix seconds) the last free connection slot was taken; 0 while one is free.", nil, l),
 	}
 }
 
@@ -89,7 +99,7 @@ func newConnPool(name string, limit int) *connPool {
 // it waited. When ctx ends first it returns ctx.Err() and holds nothing.
 func (c *connPool) acquire(ctx context.Context) (time.Duration, error) {
 	if c.sem.TryAcquire(1) {
-		c.inUse.Add(1)
+		c.took()
 		return 0, nil
 	}
 	start := time.Now()
@@ -100,13 +110,24 @@ func (c *connPool) acquire(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return waited, err
 	}
-	c.inUse.Add(1)
+	c.took()
 	return waited, nil
 }
 
-// release returns a slot taken by a successful acquire.
+// took counts a slot taken and marks the moment the last one went.
+func (c *connPool) took() {
+	if c.inUse.Add(1) >= c.limit {
+		c.exhaustedSince.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// release returns a slot taken by a successful acquire. A slot handed to a
+// waiting caller keeps the pool exhausted: only a slot left free clears the
+// mark.
 func (c *connPool) release() {
-	c.inUse.Add(-1)
+	if c.inUse.Add(-1) < c.limit && c.waiting.Load() == 0 {
+		c.exhaustedSince.Store(0)
+	}
 	c.sem.Release(1)
 }
 
@@ -115,10 +136,17 @@ func (c *connPool) release() {
 type connPoolSnapshot struct {
 	Name                  string
 	Limit, InUse, Waiting int
+	// ExhaustedSince is when the last free slot was taken, zero while
+	// one is free.
+	ExhaustedSince time.Time
 }
 
 func (c *connPool) snapshot() connPoolSnapshot {
-	return connPoolSnapshot{Name: c.name, Limit: int(c.limit), InUse: int(c.inUse.Load()), Waiting: int(c.waiting.Load())}
+	s := connPoolSnapshot{Name: c.name, Limit: int(c.limit), InUse: int(c.inUse.Load()), Waiting: int(c.waiting.Load())}
+	if ns := c.exhaustedSince.Load(); ns != 0 {
+		s.ExhaustedSince = time.Unix(0, ns)
+	}
+	return s
 }
 
 // Describe implements prometheus.Collector.
@@ -126,6 +154,7 @@ func (c *connPool) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.limitDesc
 	ch <- c.inUseDesc
 	ch <- c.waitingDesc
+	ch <- c.sinceDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -137,6 +166,11 @@ func (c *connPool) Collect(ch chan<- prometheus.Metric) {
 	}{{c.limitDesc, s.Limit}, {c.inUseDesc, s.InUse}, {c.waitingDesc, s.Waiting}} {
 		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v))
 	}
+	since := 0.0
+	if !s.ExhaustedSince.IsZero() {
+		since = float64(s.ExhaustedSince.UnixNano()) / 1e9
+	}
+	ch <- prometheus.MustNewConstMetric(c.sinceDesc, prometheus.GaugeValue, since)
 }
 
 var _ prometheus.Collector = (*connPool)(nil)

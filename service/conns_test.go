@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,5 +310,43 @@ func BenchmarkConnPool(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestConnPoolExhaustedSince: the mark is set when the last free slot is
+// taken, kept while a released slot goes straight to a waiting call, and
+// cleared once a slot is left free.
+func TestConnPoolExhaustedSince(t *testing.T) {
+	p := newConnPool("x", 2)
+	ctx := context.Background()
+	if _, err := p.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.snapshot(); !s.ExhaustedSince.IsZero() {
+		t.Fatalf("1 of 2 slots in use: exhausted since %v, want zero", s.ExhaustedSince)
+	}
+	before := time.Now()
+	if _, err := p.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	since := p.snapshot().ExhaustedSince
+	if since.Before(before) || since.After(time.Now()) {
+		t.Fatalf("2 of 2 slots in use: exhausted since %v, want between %v and now", since, before)
+	}
+	got := make(chan error)
+	go func() { _, err := p.acquire(ctx); got <- err }()
+	for p.snapshot().Waiting == 0 {
+		runtime.Gosched()
+	}
+	p.release() // handed to the waiting call
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if s := p.snapshot(); !s.ExhaustedSince.Equal(since) {
+		t.Errorf("after a hand-off: exhausted since %v, want unchanged %v", s.ExhaustedSince, since)
+	}
+	p.release()
+	if s := p.snapshot(); !s.ExhaustedSince.IsZero() {
+		t.Errorf("a slot free again: exhausted since %v, want zero", s.ExhaustedSince)
 	}
 }

@@ -52,6 +52,9 @@ const (
 	MetricConnPoolLimit   = "bulkheadlab_conn_pool_limit"
 	MetricConnPoolInUse   = "bulkheadlab_conn_pool_in_use"
 	MetricConnPoolWaiting = "bulkheadlab_conn_pool_waiting"
+	// MetricConnPoolExhaustedSince is when (Unix seconds) the pool's last
+	// free slot was taken, 0 while one is free.
+	MetricConnPoolExhaustedSince = "bulkheadlab_conn_pool_exhausted_since_seconds"
 	// The time calls waited for a connection slot, labelled dependency
 	// like MetricDepRequests (the histogram's _sum and _count), and the
 	// calls whose deadline passed while they waited.
@@ -83,7 +86,7 @@ const (
 )
 
 // Metric names of finite capacity (DepConfig.Capacity of a stub, the
-// capacity fault of a proxy); the analysis does not read them yet.
+// capacity fault of a proxy); the dependency-capacity rule reads them.
 const (
 	// A dependency stub's (DepComponent samples): its capacity (0:
 	// unlimited), the requests holding a slot and those waiting for one,

@@ -1,0 +1,49 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// capacitySeries are the metric names of one kind of finite capacity: a
+// stub's own (DepComponent) or a proxy's capacity fault (ProxyComponent).
+type capacitySeries struct {
+	prefix                     string // component name prefix
+	what                       string // how the detail names it
+	capacity, inService, queue string
+}
+
+var capacityKinds = []capacitySeries{
+	{"dep-", "stub", rundata.MetricStubCapacity, rundata.MetricStubInService, rundata.MetricStubQueueLength},
+	{"proxy-", "capacity fault", rundata.MetricProxyCapacity, rundata.MetricProxyInService, rundata.MetricProxyQueueLength},
+}
+
+// capacityHits applies the dependency-capacity rule: for every dependency
+// with finite capacity, the first sample in [from, to] at which it served
+// at its capacity with requests queued behind it.
+func (r *Run) capacityHits(from, to time.Time) []hit {
+	var hits []hit
+	for _, comp := range r.components() {
+		for _, k := range capacityKinds {
+			dep, ok := strings.CutPrefix(comp, k.prefix)
+			if !ok {
+				continue
+			}
+			capacity := r.metric(comp, k.capacity)
+			queue := r.metric(comp, k.queue)
+			for _, p := range r.metric(comp, k.inService) {
+				c, _ := valueAt(capacity, p.t)
+				q, _ := valueAt(queue, p.t)
+				if inRange(p.t, from, to) && c > 0 && p.v >= c && q > 0 {
+					hits = append(hits, hit{ResourceCapacity, p.t, fmt.Sprintf("dependency %s (%s): %s/%s in service, %s queued",
+						dep, k.what, fmtG(p.v), fmtG(c), fmtG(q)), dep, false, ""})
+					break
+				}
+			}
+		}
+	}
+	return hits
+}
