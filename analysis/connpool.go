@@ -81,10 +81,10 @@ func (r *Run) connPoolHits(from, to time.Time) []hit {
 			if i > 0 {
 				detail += r.connWaits(pool, inUse[i-1].t, p.t)
 			}
-			at, exact := p.t, false
-			if full {
-				at, exact = exactAt(since, p.t, from)
-			}
+			// The mark, where set, is when the pool last ran out for good: a
+			// sample can catch a slot between a release and the waiting
+			// call that takes it (in_use below the limit, callers waiting).
+			at, exact := exactAt(since, p.t, from)
 			hits = append(hits, hit{ResourceConnections, at, detail, pool, exact, ""})
 			break
 		}

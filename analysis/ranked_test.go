@@ -29,11 +29,7 @@ func TestRankedAttribution(t *testing.T) {
 		ex := tt.sc.run().exhaustion(nil)
 		var got []string
 		for _, h := range ex.Ranked {
-			star := ""
-			if h.Exact {
-				star = "*"
-			}
-			got = append(got, h.Label()+" "+numStr(h.AfterFaultS)+star)
+			got = append(got, h.Label()+" "+h.after())
 		}
 		if strings.Join(got, ", ") != tt.want {
 			t.Errorf("%s: %+v\n got %q\nwant %q", tt.name, tt.sc, strings.Join(got, ", "), tt.want)

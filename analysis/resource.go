@@ -94,13 +94,25 @@ func (e Exhaustion) Then() string {
 	}
 	var parts []string
 	for _, h := range e.Ranked[1:] {
-		star := ""
-		if h.Exact {
-			star = "*"
-		}
-		parts = append(parts, h.Label()+" "+numStr(h.AfterFaultS)+star)
+		parts = append(parts, h.Label()+" "+h.after())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// after renders when the first resource ran out, "0.0256*" when exact.
+func (e Exhaustion) after() string {
+	if len(e.Ranked) == 0 {
+		return numStr(e.AfterFaultS)
+	}
+	return e.Ranked[0].after()
+}
+
+// after renders AfterFaultS, with * when the time is exact.
+func (h ResourceHit) after() string {
+	if h.Exact {
+		return numStr(h.AfterFaultS) + "*"
+	}
+	return numStr(h.AfterFaultS)
 }
 
 type hit struct {
