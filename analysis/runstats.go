@@ -64,6 +64,9 @@ type RunSummary struct {
 	// Pools holds the Little's-law comparison per pool, sorted by name.
 	Pools     []PoolStats `json:"pools,omitempty"`
 	Exhausted Exhaustion  `json:"exhausted"`
+	// ConnWaits are the endpoints' waits for a connection, when the
+	// service exports its connection pools.
+	ConnWaits []ConnWait `json:"conn_waits,omitempty"`
 	// Policy holds the culprit's policy numbers when the experiment names
 	// policy claims.
 	Policy *PolicyRun `json:"policy,omitempty"`
@@ -243,6 +246,7 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 		}
 	}
 	s.Exhausted = r.exhaustion(s.Inferred)
+	s.ConnWaits = r.connWaitStats()
 	s.Policy = r.policyStats(&s, ex)
 	return s
 }

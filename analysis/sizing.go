@@ -242,7 +242,5 @@ func bootstrapHarm(cells []Cell, ex Expectations, mode string) Estimate {
 	if c == nil {
 		return Estimate{Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
-	return estimate(c.vals(func(r RunSummary) Num {
-		return Num(max(float64(r.p99RiseT(ex.Victim))/ex.P2MaxP99RiseT, float64(r.ep(ex.Victim).FaultErrorRate)/ex.P2MaxErrorRate))
-	}))
+	return estimate(c.vals(func(r RunSummary) Num { return r.harm(ex.Victim, ex) }))
 }

@@ -152,6 +152,7 @@ func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s.Verdicts = append(s.Verdicts, policyVerdicts(s.Cells, ex)...)
 	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
 	s.Verdicts = append(s.Verdicts, sizingVerdicts(s.Sizing, s.Cells, ex)...)
+	s.Verdicts = append(s.Verdicts, connsVerdicts(s.Cells, ex)...)
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)
@@ -249,6 +250,13 @@ func (s RunSummary) ep(name string) EndpointStats {
 
 // p99RiseT is how far endpoint name's fault-phase p99 rose above its
 // baseline p99, in units of T (P2's measure).
+// harm is how far endpoint name is from P2's isolation in this run: the
+// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
+// P2MaxErrorRate (≥ 1: P2 would not hold for it).
+func (s RunSummary) harm(name string, ex Expectations) Num {
+	return Num(max(float64(s.p99RiseT(name))/ex.P2MaxP99RiseT, float64(s.ep(name).FaultErrorRate)/ex.P2MaxErrorRate))
+}
+
 func (s RunSummary) p99RiseT(name string) Num {
 	e := s.ep(name)
 	return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))

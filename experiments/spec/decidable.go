@@ -41,6 +41,14 @@ func (s *Spec) Undecidable(pred string) string {
 	if slices.Contains(rundata.SizingPredictions, pred) && s.Expectations.Sizing == nil {
 		return fmt.Sprintf("%s is judged only when expectations.sizing names a swept mode", pred)
 	}
+	if slices.Contains(rundata.ConnsPredictions, pred) {
+		switch cr := s.Expectations.Conns; {
+		case cr == nil:
+			return fmt.Sprintf("%s is judged only when expectations.conns names its runs", pred)
+		case pred == "CONNS-SIZED" && cr.Sized == "":
+			return "CONNS-SIZED is judged only when expectations.conns names its sized and over modes"
+		}
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -93,7 +101,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions)
+	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -102,6 +102,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 		return nil, err
 	}
 	s.validateSizing(p)
+	s.validateConnsClaims(p)
 	return s, p.err()
 }
 

@@ -129,6 +129,7 @@ func parseSwept(file string, root *yaml.Node, sweeps []Sweep, p *problems) (*Spe
 	q := &problems{file: file, lines: base.lines}
 	s.validate(q)
 	s.validateSizing(q)
+	s.validateConnsClaims(q)
 	if err := q.err(); err != nil {
 		return nil, err
 	}

@@ -641,20 +641,23 @@ func orNone(xs []string) string {
 // spec: a bulkhead of one dependency should hold at most ≈ 0.8 × the
 // connections that dependency can use, so that it trips before they run
 // out; a larger one leaves the connection pool as the wall that gives.
+// Modes that expectations.conns names as breaking it on purpose (no_wall,
+// walled, over: the layouts under test) are not warned about.
 func (s *Spec) connectionWarnings() []string {
 	if s.External != nil {
 		return nil
 	}
+	var onPurpose []string
+	if cr := s.Expectations.Conns; cr != nil {
+		onPurpose = []string{cr.NoWall, cr.Walled, cr.Over}
+	}
 	var out []string
 	for i := range s.Modes {
 		m := &s.Modes[i]
-		conns, layout := s.Service.Conns, s.Service.ConnsLayout
-		if m.Conns > 0 {
-			conns = m.Conns
+		if slices.Contains(onPurpose, m.Name) {
+			continue
 		}
-		if m.ConnsLayout != "" {
-			layout = m.ConnsLayout
-		}
+		conns, layout := s.connsOf(m)
 		for _, pl := range s.Pools(m) {
 			if len(pl.Endpoints) != 1 {
 				continue // a pool shared by several dependencies is not a bulkhead of one
@@ -664,7 +667,7 @@ func (s *Spec) connectionWarnings() []string {
 				continue
 			}
 			where := fmt.Sprintf("its %d connections", conns)
-			if layout == string(service.ConnsShared) {
+			if layout == service.ConnsShared {
 				where = fmt.Sprintf("the %d connections it shares with every dependency", conns)
 			}
 			out = append(out, fmt.Sprintf("modes[%d] (%s): the bulkhead %s holds %d calls to %s against %s: it cannot trip before the connections run out "+

@@ -55,6 +55,8 @@ type Expectations struct {
 	Policy *PolicyClaims `yaml:"policy,omitempty" json:"policy,omitempty"`
 	// Sizing names the swept mode of the sizing claims; nil: none judged.
 	Sizing *SizingRoles `yaml:"sizing,omitempty" json:"sizing,omitempty"`
+	// Conns names the runs of the connection-pool claims; nil: none judged.
+	Conns *ConnsRoles `yaml:"conns,omitempty" json:"conns,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

@@ -1,0 +1,160 @@
+package analysis
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// ConnWait is what one dependency's calls waited for a connection over the
+// main phase of a run (the service's bulkheadlab_conn_wait_seconds, labelled
+// by the endpoint that makes the calls).
+type ConnWait struct {
+	Endpoint string `json:"endpoint"`
+	// Calls got a connection; MeanWaitMs is their mean wait for it
+	// (zero for a call that found one free).
+	Calls      Num `json:"calls"`
+	MeanWaitMs Num `json:"mean_wait_ms"`
+	// Timeouts are calls whose deadline passed while they waited.
+	Timeouts Num `json:"timeouts"`
+}
+
+// connWaitStats returns each endpoint's connection waits over the main phase,
+// sorted by endpoint; nil when the service exports no connection pools.
+func (r *Run) connWaitStats() []ConnWait {
+	if !r.observesConnPools() {
+		return nil
+	}
+	from, ok := r.faultStart()
+	if !ok {
+		from = r.origin()
+	}
+	to := r.faultEnd()
+	var out []ConnWait
+	for _, e := range r.Meta.Endpoints {
+		if e.Dependency == "" {
+			continue
+		}
+		l := rundata.L("dependency", e.Name)
+		sum, ok1 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, ok3 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		if !ok1 || !ok2 {
+			continue
+		}
+		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: nan, Timeouts: nan}
+		if n > 0 {
+			w.MeanWaitMs = Num(1000 * sum / n)
+		}
+		if ok3 {
+			w.Timeouts = Num(timeouts)
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b ConnWait) int {
+		switch {
+		case a.Endpoint < b.Endpoint:
+			return -1
+		case a.Endpoint > b.Endpoint:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// connWait returns endpoint ep's connection waits in the run (NaN fields
+// when the run has none).
+func (s RunSummary) connWait(ep string) ConnWait {
+	for _, w := range s.ConnWaits {
+		if w.Endpoint == ep {
+			return w
+		}
+	}
+	return ConnWait{Endpoint: ep, Calls: nan, MeanWaitMs: nan, Timeouts: nan}
+}
+
+// connsVerdicts judges the connection-pool claims the experiment names
+// (Expectations.Conns); none when it names none.
+func connsVerdicts(cells []Cell, ex Expectations) []Verdict {
+	if ex.Conns == nil {
+		return nil
+	}
+	cr := ex.Conns.WithDefaults()
+	out := []Verdict{connsNoWall(cells, ex, cr)}
+	if cr.Sized != "" && cr.Over != "" {
+		out = append(out, connsSized(cells, ex, cr))
+	}
+	return out
+}
+
+// connsNoWall is seed-004's "partitioning the worker pool but not the
+// connection pool — the compartment with no wall is the one that floods":
+// with bulkheads and one connection pool for both dependencies, the victim
+// is hurt and the connections run out first; with a connection pool per
+// dependency it is not hurt.
+func connsNoWall(cells []Cell, ex Expectations, cr rundata.ConnsRoles) Verdict {
+	b := newBuilder("CONNS-NO-WALL", fmt.Sprintf("%s: with bulkheads but one connection pool (%s) /%s is hurt and the connections run out first; with a connection pool per dependency (%s) it is not",
+		cr.Condition, cr.NoWall, ex.Victim, cr.Walled), cells, ex, [2]string{cr.Condition, cr.NoWall}, [2]string{cr.Condition, cr.Walled})
+	noWall, walled := b.cells[0], b.cells[1]
+	b.check("/"+ex.Victim+" harm in "+cr.NoWall+": max(p99 rise / P2's limit, error rate / P2's limit)", "×",
+		estimate(noWall.vals(func(r RunSummary) Num { return r.harm(ex.Victim, ex) })), ">=", 1)
+	b.check("runs of "+cr.NoWall+" where the connections ran out first", "share", estimate(noWall.vals(func(r RunSummary) Num {
+		return share(r.Exhausted.Resource != ResourceNone, r.Exhausted.Resource == ResourceConnections)
+	})), ">=", 1)
+	b.check("/"+ex.Victim+" fault p99 − baseline p99 in "+cr.Walled, "T", estimate(walled.vals(func(r RunSummary) Num { return r.p99RiseT(ex.Victim) })), "<=", ex.P2MaxP99RiseT)
+	b.check("/"+ex.Victim+" fault error rate in "+cr.Walled, "share", walled.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	for _, c := range []*Cell{noWall, walled} {
+		b.info("/"+ex.Victim+" mean connection wait in "+c.Mode, "ms", estimate(c.vals(func(r RunSummary) Num { return r.connWait(ex.Victim).MeanWaitMs })))
+	}
+	b.info("/"+ex.Victim+" fault error rate in "+cr.NoWall, "share", noWall.VictimErrorRate)
+	return b.decide()
+}
+
+// connsSized is seed-002's rule: a bulkhead at ≈ 0.8 × the connections of
+// its dependency trips before they run out, so the culprit's calls never
+// wait for a connection; one above the connection count leaves the
+// connection pool as the wall, and calls wait for it (and time out there
+// instead of being rejected at once).
+func connsSized(cells []Cell, ex Expectations, cr rundata.ConnsRoles) Verdict {
+	b := newBuilder("CONNS-SIZED", fmt.Sprintf("%s: /%s's calls do not wait for a connection when its bulkhead is ≤ 0.8 × its connections (%s), and do when it is above them (%s)",
+		cr.Condition, ex.Culprit, cr.Sized, cr.Over), cells, ex, [2]string{cr.Condition, cr.Sized}, [2]string{cr.Condition, cr.Over})
+	sized, over := b.cells[0], b.cells[1]
+	waitT := func(r RunSummary) Num {
+		w := r.connWait(ex.Culprit)
+		if math.IsNaN(float64(r.TimeoutMs)) || r.TimeoutMs <= 0 {
+			return nan
+		}
+		return w.MeanWaitMs / r.TimeoutMs
+	}
+	b.check("/"+ex.Culprit+" mean connection wait in "+sized.Mode, "T", estimate(sized.vals(waitT)), "<=", cr.SizedMaxWaitT)
+	b.check("/"+ex.Culprit+" mean connection wait in "+over.Mode, "T", estimate(over.vals(waitT)), ">=", cr.OverMinWaitT)
+	for _, c := range []*Cell{sized, over} {
+		b.info("/"+ex.Culprit+" calls that timed out waiting for a connection in "+c.Mode, "calls", estimate(c.vals(func(r RunSummary) Num { return r.connWait(ex.Culprit).Timeouts })))
+		b.info("/"+ex.Culprit+" fast-reject share of failures in "+c.Mode, "share", estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FastRejectShare })))
+	}
+	return b.decide()
+}
+
+// writeConnWaitsMD writes every run's connection waits (nothing when no run
+// has connection pools).
+func writeConnWaitsMD(b *bytes.Buffer, s *Summary) {
+	head := false
+	for _, r := range s.Runs {
+		for _, w := range r.ConnWaits {
+			if !head {
+				fmt.Fprintf(b, "## Connection waits\n\n")
+				fmt.Fprintf(b, "Fault phase (the run after warmup without one). Calls = dependency calls that got a connection; mean wait = their mean wait for it (0 when one was free); timed out = calls whose deadline passed while they waited (they never reached the dependency).\n\n")
+				fmt.Fprintf(b, "| run | endpoint | calls | mean wait ms | timed out waiting |\n|---|---|---|---|---|\n")
+				head = true
+			}
+			fmt.Fprintf(b, "| %s | /%s | %s | %s | %s |\n", r.ID, w.Endpoint, numStr(w.Calls), numStr(w.MeanWaitMs), numStr(w.Timeouts))
+		}
+	}
+	if head {
+		fmt.Fprintln(b)
+	}
+}

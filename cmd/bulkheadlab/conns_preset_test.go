@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// TestConnectionPoolNoWallPreset: bulkheads over one shared connection pool
+// do not protect /b, and the connections run out first; with a pool per
+// dependency /b is protected (CONNS-NO-WALL); /a's calls wait for a
+// connection when its bulkhead is above its connections and not when it is
+// at 0.8 × them (CONNS-SIZED): exit 0. The same runs judged with roles that
+// break each claim — the walled mode as the one without a wall, the sized
+// and over modes swapped — are NOT SUPPORTED.
+func TestConnectionPoolNoWallPreset(t *testing.T) {
+	text := shortPreset(t, "connection-pool-no-wall",
+		"rates: {a: 40, b: 40}", "rates: {a: 100, b: 100}") // /a's 100/s × 0.225 s = 22 calls fill its bulkhead of 10
+	code, out, dir := runSpecJudged(t, "connection-pool-no-wall", text)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
+	}
+	s := readSummary(t, dir)
+	for _, r := range s.Runs {
+		t.Logf("%s: exhausted first %s after %v s (then %s)", r.ID, r.Exhausted.Resource, r.Exhausted.AfterFaultS, r.Exhausted.Then())
+	}
+	t.Logf("/b harm without a wall %.2f; /a connection wait sized %.3f T, over %.3f T",
+		measure(s, "CONNS-NO-WALL", "/b harm"), measure(s, "CONNS-SIZED", "/a mean connection wait in sized"), measure(s, "CONNS-SIZED", "/a mean connection wait in walled"))
+	b, err := os.ReadFile(filepath.Join(dir, rundata.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := string(b); !strings.Contains(md, "## Connection waits") || !strings.Contains(md, "| slow-no-wall-r1 | /b |") {
+		t.Errorf("report.md lacks the connection waits table")
+	}
+
+	exp, err := analysis.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		verdict string
+		roles   rundata.ConnsRoles
+	}{
+		{"CONNS-NO-WALL", rundata.ConnsRoles{Condition: "slow", NoWall: "walled", Walled: "no-wall"}},
+		{"CONNS-SIZED", rundata.ConnsRoles{Condition: "slow", NoWall: "no-wall", Walled: "walled", Sized: "walled", Over: "sized"}},
+	} {
+		ex := exp.Expectations
+		roles := tc.roles
+		ex.Conns = &roles
+		if o := outcomeOf(analysis.Evaluate(exp, ex), tc.verdict); o != analysis.NotSupported {
+			t.Errorf("%s with %+v: %s, want NOT SUPPORTED", tc.verdict, tc.roles, o)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package spec
+
+import (
+	"slices"
+
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// connsOf returns the connections of mode m and how they are pooled: the
+// mode's own conns and conns_layout where set, else the service's.
+func (s *Spec) connsOf(m *Mode) (conns int, layout service.ConnsLayout) {
+	conns, layout = s.Service.Conns, service.ConnsLayout(s.Service.ConnsLayout)
+	if m.Conns > 0 {
+		conns = m.Conns
+	}
+	if m.ConnsLayout != "" {
+		layout = service.ConnsLayout(m.ConnsLayout)
+	}
+	if layout == "" {
+		layout = service.ConnsPerDependency
+	}
+	return conns, layout
+}
+
+// soleBulkhead returns the limit of mode m's pool that serves endpoint ep
+// alone (a bulkhead of one dependency), 0 when it has none.
+func (s *Spec) soleBulkhead(m *Mode, ep string) int {
+	for _, pl := range s.Pools(m) {
+		if len(pl.Endpoints) == 1 && pl.Endpoints[0] == ep {
+			return pl.Limit
+		}
+	}
+	return 0
+}
+
+// validateConnsClaims checks expectations.conns: its condition and modes are
+// in the matrix, each mode has a bulkhead for the culprit, the no-wall mode
+// shares one connection pool and the others do not, the sized mode keeps
+// the culprit's bulkhead within 0.8 × its connections and the over mode
+// holds it above them.
+func (s *Spec) validateConnsClaims(p *problems) {
+	cr := s.Expectations.Conns
+	if cr == nil {
+		return
+	}
+	const path = "expectations.conns."
+	if !slices.ContainsFunc(s.Conditions, func(c Condition) bool { return c.Name == cr.Condition }) {
+		p.add(path+"condition", "no condition %q in the matrix", cr.Condition)
+	}
+	if (cr.Sized == "") != (cr.Over == "") {
+		p.add(path+"sized", "sized and over go together (CONNS-SIZED compares them)")
+	}
+	culprit := s.Expectations.Culprit
+	for _, r := range []struct {
+		field, mode string
+		shared      bool
+		check       func(limit, conns int) bool
+		want        string
+	}{
+		{"no_wall", cr.NoWall, true, nil, ""},
+		{"walled", cr.Walled, false, nil, ""},
+		{"sized", cr.Sized, false, func(l, c int) bool { return float64(l) <= 0.8*float64(c) }, "at most 0.8 × its connections"},
+		{"over", cr.Over, false, func(l, c int) bool { return l > c }, "above its connections"},
+	} {
+		if r.mode == "" && (r.field == "sized" || r.field == "over") {
+			continue
+		}
+		i := slices.IndexFunc(s.Modes, func(m Mode) bool { return m.Name == r.mode })
+		if i < 0 {
+			p.add(path+r.field, "no mode %q in the matrix", r.mode)
+			continue
+		}
+		m := &s.Modes[i]
+		conns, layout := s.connsOf(m)
+		limit := s.soleBulkhead(m, culprit)
+		switch {
+		case limit == 0:
+			p.add(path+r.field, "mode %q has no bulkhead of /%s alone (pools: bulkhead, or a pool of its own)", r.mode, culprit)
+		case r.shared && layout != service.ConnsShared:
+			p.add(path+r.field, "mode %q pools its connections %s; the no-wall mode needs conns_layout: shared", r.mode, layout)
+		case !r.shared && layout == service.ConnsShared:
+			p.add(path+r.field, "mode %q shares one connection pool; this role needs conns_layout: per-dependency", r.mode)
+		case r.check != nil && !r.check(limit, conns):
+			p.add(path+r.field, "mode %q: /%s's bulkhead of %d must be %s (%d)", r.mode, culprit, limit, r.want, conns)
+		}
+	}
+	for _, x := range []struct {
+		field string
+		v     float64
+	}{{"sized_max_wait_t", cr.SizedMaxWaitT}, {"over_min_wait_t", cr.OverMinWaitT}} {
+		if x.v < 0 || x.v > 10 {
+			p.add(path+x.field, "must be between 0 and 10 (T), got %g", x.v)
+		}
+	}
+}
