@@ -57,3 +57,35 @@ func TestRankedDropsExplainedTimeouts(t *testing.T) {
 		t.Errorf("inferred connections of another endpoint's dependency dropped: %+v", ex.Ranked)
 	}
 }
+
+// TestRankedExternalConnsOnly: a user's service that exports its
+// connection pools but no worker pools is ranked on its measured
+// connections and the limits inferred from the proxies, not called "not
+// observable".
+func TestRankedExternalConnsOnly(t *testing.T) {
+	r := connScenario{poolAt: -1, conns: true, connAt: 2, waitOnlyAt: -1, timeoutsAt: -1}.run()
+	r.Meta.External = true
+	for _, s := range r.Metrics {
+		for k := range s.Values {
+			if strings.HasPrefix(k, "bulkhead_pool_") {
+				delete(s.Values, k)
+			}
+		}
+	}
+	ex := r.exhaustion([]InferredLimit{{Dependencies: []string{"A"}, Limit: 10, AfterFaultS: 1.25}})
+	var got []string
+	for _, h := range ex.Ranked {
+		got = append(got, h.Label()+" "+h.after())
+	}
+	if want := "connections shared 0.5, pool (inferred) 1.25"; strings.Join(got, ", ") != want || ex.Resource != ResourceConnections {
+		t.Errorf("ranked %q (first %s), want %q", strings.Join(got, ", "), ex.Resource, want)
+	}
+	r2 := connScenario{poolAt: -1, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
+	r2.Meta.External, r2.Meta.Pools = true, nil
+	for _, s := range r2.Metrics {
+		clear(s.Values)
+	}
+	if ex := r2.exhaustion(nil); ex.Resource != ResourceNotObservable {
+		t.Errorf("no pool or connection metrics: %s, want %s", ex.Resource, ResourceNotObservable)
+	}
+}

@@ -129,6 +129,9 @@ type hit struct {
 
 // exhaustion applies ExhaustionRules to the run.
 func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
+	if r.Meta.External && !r.observesPools() && r.observesConnPools() {
+		return r.rank(r.connOnlyHits(inferred))
+	}
 	if r.Meta.External && !r.observesPools() {
 		if len(inferred) > 0 {
 			first := inferred[0]
@@ -143,11 +146,39 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 		return Exhaustion{Resource: ResourceNotObservable, AfterFaultS: nan,
 			Detail: "the service's pools are invisible to the harness and no cap showed in the proxies' in-flight counts: name its pool metrics under external.metrics"}
 	}
+	return r.rank(r.resourceHits(r.fromTo()))
+}
+
+// fromTo is the span the rules are checked over: fault start (run start
+// without a fault) to the end of the fault phase.
+func (r *Run) fromTo() (time.Time, time.Time) {
 	from, ok := r.faultStart()
 	if !ok {
 		from = r.origin()
 	}
-	hits := r.resourceHits(from, r.faultEnd())
+	return from, r.faultEnd()
+}
+
+// connOnlyHits ranks a user's service that exports its connection pools
+// but not its worker pools: the measured connections, CPU and memory
+// rules, and the limits inferred from the proxies as pool (inferred).
+func (r *Run) connOnlyHits(inferred []InferredLimit) []hit {
+	from, to := r.fromTo()
+	hits := r.resourceHits(from, to)
+	for _, l := range inferred {
+		if math.IsNaN(float64(l.AfterFaultS)) {
+			continue
+		}
+		hits = append(hits, hit{res: ResourcePoolInferred, at: from.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second))),
+			detail: "inferred from the proxies' in-flight counts: " + describeInferred([]InferredLimit{l}) + " (the service exports no pool metrics)"})
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	return hits
+}
+
+// rank turns the hits, sorted by time, into the exhaustion of the run.
+func (r *Run) rank(hits []hit) Exhaustion {
+	from, _ := r.fromTo()
 	if len(hits) == 0 {
 		return Exhaustion{Resource: ResourceNone, AfterFaultS: nan, Detail: "no rule held"}
 	}

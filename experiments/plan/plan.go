@@ -282,6 +282,10 @@ func (p *Plan) InjectSharedSemaphoreDefect() {
 type MetricMap struct {
 	InUse, Available, Limit, Waiting, QueueLimit, Rejected string
 	PoolLabel                                              string
+	// ConnInUse, ConnLimit and ConnWaiting name the connection-pool gauges
+	// (empty: not exported), each series labelled by ConnPoolLabel.
+	ConnInUse, ConnLimit, ConnWaiting string
+	ConnPoolLabel                     string
 }
 
 // AvailableMetric is the canonical name MetricMap.Canonical gives free
@@ -291,7 +295,7 @@ const AvailableMetric = "available"
 // Names are the user's metric names that m maps.
 func (m *MetricMap) Names() []string {
 	var out []string
-	for _, n := range []string{m.InUse, m.Available, m.Limit, m.Waiting, m.QueueLimit, m.Rejected} {
+	for _, n := range []string{m.InUse, m.Available, m.Limit, m.Waiting, m.QueueLimit, m.Rejected, m.ConnInUse, m.ConnLimit, m.ConnWaiting} {
 		if n != "" {
 			out = append(out, n)
 		}
@@ -305,6 +309,7 @@ func (m *MetricMap) Canonical(name string) (string, bool) {
 	for _, p := range []struct{ user, canon string }{
 		{m.InUse, rundata.MetricPoolInUse}, {m.Available, AvailableMetric}, {m.Limit, rundata.MetricPoolLimit},
 		{m.Waiting, rundata.MetricPoolWaiting}, {m.QueueLimit, rundata.MetricPoolQueueLimit}, {m.Rejected, rundata.MetricPoolRejected},
+		{m.ConnInUse, rundata.MetricConnPoolInUse}, {m.ConnLimit, rundata.MetricConnPoolLimit}, {m.ConnWaiting, rundata.MetricConnPoolWaiting},
 	} {
 		if p.user != "" && (name == p.user || name == p.user+"_total") {
 			return p.canon, true

@@ -409,6 +409,11 @@ func mapKeep(m *plan.MetricMap) func(string) bool {
 	}
 }
 
+// isConnMetric reports whether canon is one of the connection-pool gauges.
+func isConnMetric(canon string) bool {
+	return canon == rundata.MetricConnPoolInUse || canon == rundata.MetricConnPoolLimit || canon == rundata.MetricConnPoolWaiting
+}
+
 // applyMap renames the series of a user's metrics to the harness's names:
 // each series of a mapped metric becomes the canonical metric with the
 // value of m.PoolLabel as its pool label; free permits (m.Available) become
@@ -426,7 +431,11 @@ func applyMap(vals map[string]float64, m *plan.MetricMap) map[string]float64 {
 			out[k] = v
 			continue
 		}
-		pool := labels[m.PoolLabel]
+		label := m.PoolLabel
+		if isConnMetric(canon) {
+			label = m.ConnPoolLabel
+		}
+		pool := labels[label]
 		if pool == "" {
 			pool = "service"
 		}

@@ -157,3 +157,35 @@ func TestApplyMap(t *testing.T) {
 		t.Errorf("applyMap = %v, want %v", got, want)
 	}
 }
+
+// TestApplyMapConns: a user's connection-pool gauges (HikariCP's names)
+// become the harness's, labelled by their own pool label, next to the
+// bulkhead metrics labelled by theirs.
+func TestApplyMapConns(t *testing.T) {
+	m := &plan.MetricMap{InUse: "bh_active", PoolLabel: "name",
+		ConnInUse: "hikaricp_connections_active", ConnLimit: "hikaricp_connections_max", ConnWaiting: "hikaricp_connections_pending", ConnPoolLabel: "pool"}
+	in := map[string]float64{
+		`bh_active{name="orders"}`:                          3,
+		`hikaricp_connections_active{pool="HikariPool-1"}`:  8,
+		`hikaricp_connections_max{pool="HikariPool-1"}`:     8,
+		`hikaricp_connections_pending{pool="HikariPool-1"}`: 4,
+		`hikaricp_connections_idle{pool="HikariPool-1"}`:    0,
+	}
+	got := applyMap(in, m)
+	want := map[string]float64{
+		`bulkhead_pool_in_use{pool="orders"}`:                3,
+		`bulkheadlab_conn_pool_in_use{pool="HikariPool-1"}`:  8,
+		`bulkheadlab_conn_pool_limit{pool="HikariPool-1"}`:   8,
+		`bulkheadlab_conn_pool_waiting{pool="HikariPool-1"}`: 4,
+		`hikaricp_connections_idle{pool="HikariPool-1"}`:     0,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("applyMap = %v, want %v", got, want)
+	}
+	keep := mapKeep(m)
+	for name, want := range map[string]bool{"hikaricp_connections_pending": true, "hikaricp_connections_idle": false} {
+		if keep(name) != want {
+			t.Errorf("mapKeep(%q) = %t, want %t", name, !want, want)
+		}
+	}
+}

@@ -27,3 +27,39 @@ func TestExternalRulesValidated(t *testing.T) {
 		t.Fatalf("bad class: got %v, want ext.yaml:8: external.rules[1]: ... \"nope\"", err)
 	}
 }
+
+// TestExternalConnMetrics: a user's connection-pool gauges are mapped into
+// the plan; in_use and limit are required, and connections alone are
+// enough metrics.
+func TestExternalConnMetrics(t *testing.T) {
+	base := strings.Replace(externalSpec, "%s", "ok", 1) + "  # metrics\n"
+	with := func(m string) string {
+		return strings.Replace(base, "modes: [shared]\n", "  metrics: "+m+"\nmodes: [shared]\n", 1)
+	}
+	for _, tt := range []struct{ metrics, want string }{
+		{`{url: "http://127.0.0.1:8080/metrics", conns: {in_use: hikaricp_connections_active, limit: hikaricp_connections_max, waiting: hikaricp_connections_pending}}`, ""},
+		{`{url: "http://127.0.0.1:8080/metrics", conns: {limit: hikaricp_connections_max}}`, "ext.yaml:9: external.metrics.conns.in_use: required"},
+		{`{url: "http://127.0.0.1:8080/metrics", conns: {in_use: x}}`, "external.metrics.conns.limit: required"},
+		{`{url: "http://127.0.0.1:8080/metrics"}`, "name in_use (permits in use) or available (free permits, with limit), or conns"},
+	} {
+		s, err := Parse("ext.yaml", []byte(with(tt.metrics)))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.metrics, err)
+			continue
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want it to contain %q", tt.metrics, err, tt.want)
+			continue
+		case tt.want != "":
+			continue
+		}
+		p, err := s.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := p.Runs[0].ServiceMetrics.Map
+		if m.ConnInUse != "hikaricp_connections_active" || m.ConnLimit != "hikaricp_connections_max" || m.ConnWaiting != "hikaricp_connections_pending" || m.ConnPoolLabel != "pool" {
+			t.Errorf("plan's metric map %+v", m)
+		}
+	}
+}

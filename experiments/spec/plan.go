@@ -286,8 +286,15 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		if label == "" {
 			label = "pool"
 		}
-		pr.ServiceMetrics = &plan.ServiceMetrics{URL: m.URL, Map: &plan.MetricMap{InUse: m.InUse, Available: m.Available,
-			Limit: m.Limit, Waiting: m.Waiting, QueueLimit: m.QueueLimit, Rejected: m.Rejected, PoolLabel: label}}
+		mm := &plan.MetricMap{InUse: m.InUse, Available: m.Available,
+			Limit: m.Limit, Waiting: m.Waiting, QueueLimit: m.QueueLimit, Rejected: m.Rejected, PoolLabel: label}
+		if c := m.Conns; c != nil {
+			mm.ConnInUse, mm.ConnLimit, mm.ConnWaiting, mm.ConnPoolLabel = c.InUse, c.Limit, c.Waiting, c.PoolLabel
+			if mm.ConnPoolLabel == "" {
+				mm.ConnPoolLabel = "pool"
+			}
+		}
+		pr.ServiceMetrics = &plan.ServiceMetrics{URL: m.URL, Map: mm}
 	}
 	if c := r.Condition; len(c.Faults) > 0 {
 		fs := make([]faultproxy.Fault, len(c.Faults))

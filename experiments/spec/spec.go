@@ -285,6 +285,22 @@ type ExternalMetrics struct {
 	Rejected   string `yaml:"rejected,omitempty"`
 	// PoolLabel is the label that names the pool (default "pool").
 	PoolLabel string `yaml:"pool_label,omitempty"`
+	// Conns maps the service's connection pools, if it exports them
+	// (HikariCP's hikaricp_connections_{active,max,pending}, a database/sql
+	// collector's in-use and max-open gauges), so that the exhausted
+	// resource ranks its connections as measured, not inferred.
+	Conns *ExternalConnMetrics `yaml:"conns,omitempty"`
+}
+
+// ExternalConnMetrics maps a user's connection-pool gauges to the
+// harness's: in_use and limit are required, waiting (callers waiting for a
+// connection) is optional.
+type ExternalConnMetrics struct {
+	InUse   string `yaml:"in_use"`
+	Limit   string `yaml:"limit"`
+	Waiting string `yaml:"waiting,omitempty"`
+	// PoolLabel is the label that names the pool (default "pool").
+	PoolLabel string `yaml:"pool_label,omitempty"`
 }
 
 // ExternalPool is one pool of a user's service.

@@ -514,8 +514,16 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	}
 	if m := x.Metrics; m != nil {
 		checkURL(p, path+".metrics.url", m.URL)
-		if m.InUse == "" && m.Available == "" {
-			p.add(path+".metrics", "name in_use (permits in use) or available (free permits, with limit)")
+		if m.InUse == "" && m.Available == "" && m.Conns == nil {
+			p.add(path+".metrics", "name in_use (permits in use) or available (free permits, with limit), or conns (connection pools)")
+		}
+		if c := m.Conns; c != nil {
+			if c.InUse == "" {
+				p.add(path+".metrics.conns.in_use", "required: the gauge of connections in use")
+			}
+			if c.Limit == "" {
+				p.add(path+".metrics.conns.limit", "required: the gauge of the pool's maximum connections")
+			}
 		}
 		if m.Available != "" && m.Limit == "" {
 			p.add(path+".metrics.limit", "required with available: permits in use are limit − available")
