@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,18 +28,10 @@ func TestConnectionPoolNoWallPreset(t *testing.T) {
 	}
 	t.Logf("/b harm without a wall %.2f; /a connection wait sized %.3f T, over %.3f T",
 		measure(s, "CONNS-NO-WALL", "/b harm"), measure(s, "CONNS-SIZED", "/a mean connection wait in sized"), measure(s, "CONNS-SIZED", "/a mean connection wait in walled"))
-	b, err := os.ReadFile(filepath.Join(dir, rundata.ReportFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if md := string(b); !strings.Contains(md, "## Connection waits") || !strings.Contains(md, "| slow-no-wall-r1 | /b |") {
+	if md := readReport(t, dir); !strings.Contains(md, "## Connection waits") || !strings.Contains(md, "| slow-no-wall-r1 | /b |") {
 		t.Errorf("report.md lacks the connection waits table")
 	}
 
-	exp, err := analysis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		verdict string
 		roles   rundata.ConnsRoles
@@ -49,10 +39,8 @@ func TestConnectionPoolNoWallPreset(t *testing.T) {
 		{"CONNS-NO-WALL", rundata.ConnsRoles{Condition: "slow", NoWall: "walled", Walled: "no-wall"}},
 		{"CONNS-SIZED", rundata.ConnsRoles{Condition: "slow", NoWall: "no-wall", Walled: "walled", Sized: "walled", Over: "sized"}},
 	} {
-		ex := exp.Expectations
 		roles := tc.roles
-		ex.Conns = &roles
-		if o := outcomeOf(analysis.Evaluate(exp, ex), tc.verdict); o != analysis.NotSupported {
+		if o := rejudge(t, dir, tc.verdict, func(ex *analysis.Expectations) { ex.Conns = &roles }); o != analysis.NotSupported {
 			t.Errorf("%s with %+v: %s, want NOT SUPPORTED", tc.verdict, tc.roles, o)
 		}
 	}

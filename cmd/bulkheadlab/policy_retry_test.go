@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,18 +48,10 @@ func TestRetryStormPreset(t *testing.T) {
 	}
 	t.Logf("amplification %.2f, predicted %.2f, harm %.2f", measure(s, "RETRY-AMPLIFIES", "/a amplification"),
 		measure(s, "RETRY-AMPLIFIES", "/a predicted"), measure(s, "RETRY-HURTS", "/b harm"))
-	b, err := os.ReadFile(filepath.Join(dir, rundata.ReportFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if md := string(b); !strings.Contains(md, "## Retrying clients: offered and delivered load") || !strings.Contains(md, "| hang-shared-retry-r1 | /a | 4 |") {
+	if md := readReport(t, dir); !strings.Contains(md, "## Retrying clients: offered and delivered load") || !strings.Contains(md, "| hang-shared-retry-r1 | /a | 4 |") {
 		t.Errorf("report.md lacks the retrying clients' table")
 	}
 
-	exp, err := analysis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		verdict string
 		roles   rundata.RetryRoles
@@ -70,11 +60,8 @@ func TestRetryStormPreset(t *testing.T) {
 		{"RETRY-HURTS", rundata.RetryRoles{Condition: "hang", Control: "bulkhead", Storm: "bulkhead-retry"}},
 		{"RETRY-CONTAINED", rundata.RetryRoles{Condition: "hang", Control: "shared", Storm: "shared-retry", Contained: []string{"shared-retry"}}},
 	} {
-		ex := exp.Expectations
 		roles := tc.roles
-		ex.Policy = &rundata.PolicyClaims{Retry: &roles}
-		sum := analysis.Evaluate(exp, ex)
-		if o := outcomeOf(sum, tc.verdict); o != analysis.NotSupported {
+		if o := rejudge(t, dir, tc.verdict, func(ex *analysis.Expectations) { ex.Policy = &rundata.PolicyClaims{Retry: &roles} }); o != analysis.NotSupported {
 			t.Errorf("%s with %+v: %s, want NOT SUPPORTED", tc.verdict, tc.roles, o)
 		}
 	}

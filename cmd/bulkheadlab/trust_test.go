@@ -95,6 +95,29 @@ func allInvalidReasons(t *testing.T, dir string) string {
 	return strings.Join(out, " | ")
 }
 
+// readReport returns a results folder's report.md.
+func readReport(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rundata.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// rejudge evaluates a results folder's runs again with its expectations as
+// set changes them (roles that break a claim) and returns verdict's outcome.
+func rejudge(t *testing.T, dir, verdict string, set func(*analysis.Expectations)) analysis.Outcome {
+	t.Helper()
+	exp, err := analysis.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := exp.Expectations
+	set(&ex)
+	return outcomeOf(analysis.Evaluate(exp, ex), verdict)
+}
+
 func readSummary(t *testing.T, dir string) analysis.Summary {
 	t.Helper()
 	var s analysis.Summary
