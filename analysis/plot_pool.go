@@ -39,6 +39,7 @@ func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expe
 			all = append(all, ys)
 		}
 	}
+	all = append(all, connPoolSeries(p, leg, r, origin, ex)...)
 	if len(pools) == 0 {
 		leg.Add("no pool metrics")
 	}
@@ -49,6 +50,32 @@ func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expe
 	}
 	p.Y.Max = hi * 1.1
 	p.Legend.Padding = vg.Points(1)
+}
+
+// connPoolSeries plots, per connection pool, connections in use
+// (dash-dot), calls waiting for one (dotted) and its limit (thin dash-dot),
+// and returns their values.
+func connPoolSeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expectations) [][]float64 {
+	var all [][]float64
+	for _, pool := range r.connPoolNames() {
+		c := nameColor(pool, ex)
+		for _, m := range []struct {
+			metric, label string
+			sty           draw.LineStyle
+		}{
+			{rundata.MetricConnPoolInUse, "in use", lineStyle(c, 3, 2)},
+			{rundata.MetricConnPoolWaiting, "waiting", lineStyle(c, 4, 1.5)},
+			{rundata.MetricConnPoolLimit, "limit", lineStyle(c, 3, 0.7)},
+		} {
+			xs, ys := metricXY(r.metric(rundata.ServiceComponent, poolKey(m.metric, pool)), origin)
+			if len(xs) == 0 {
+				continue
+			}
+			addSeries(p, leg, "conns "+pool+" "+m.label, xs, ys, m.sty, false)
+			all = append(all, ys)
+		}
+	}
+	return all
 }
 
 func metricXY(s []point, origin time.Time) (xs, ys []float64) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -114,6 +115,9 @@ func runFigure(r *Run, ex Expectations) figure {
 	}
 	if len(r.poolNames()) == 0 {
 		titles[3][0] = "Pool occupancy: not observable (the service exports no pool metrics); Little's-law demand dashed"
+	}
+	if r.observesConnPools() {
+		titles[3] = [2]string{strings.Replace(titles[3][0], "Pool occupancy", "Pool and connection occupancy (connections dash-dot)", 1), "permits, connections"}
 	}
 	for i := range f.panels {
 		f.panels[i] = newPanel(titles[i][0], titles[i][1])
