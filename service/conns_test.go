@@ -192,7 +192,7 @@ func TestConnWaitTimeout(t *testing.T) {
 	d := startHeldDep(t, 1)
 	pool := newConnPool("x", 1)
 	m := newConnWaitMetrics()
-	dep := newDependency("a", d.url, 1, pool, m)
+	dep := newDependency("a", d.url, 1, pool, m, newDecodeMetrics())
 	defer dep.transport.CloseIdleConnections()
 	if _, err := pool.acquire(context.Background()); err != nil {
 		t.Fatal(err)

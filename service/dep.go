@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/payload"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
@@ -31,8 +32,15 @@ type DepConfig struct {
 	// Seed seeds the stub's own random source, so the sequence of delays is
 	// reproducible.
 	Seed uint64
-	// Size is the response body length in bytes.
+	// Size is the response body length in bytes (of "x"s, text/plain);
+	// ignored when Payload is set.
 	Size int
+	// Payload, when positive, makes every answer a JSON document of about
+	// Payload bytes (payload.JSON: an array of small records, built once
+	// from Seed; Content-Type application/json) instead of Size bytes of
+	// text, so that a caller that decodes it spends CPU and GC on it. At
+	// most payload.Max.
+	Payload int
 	// Capacity is the most requests the stub serves at once: with
 	// Capacity C, a request waits, in arrival order, until fewer than C are
 	// being served, and its Latency±Jitter starts only then (an M/G/c
@@ -54,18 +62,22 @@ func (c DepConfig) Validate() error {
 		return fieldErrorf("jitter", "must not be negative, got %v", c.Jitter)
 	case c.Size < 0 || c.Size > 64<<20:
 		return fieldErrorf("size", "must be between 0 and %d bytes, got %d", 64<<20, c.Size)
+	case c.Payload < 0 || c.Payload > payload.Max:
+		return fieldErrorf("payload", "must be between 0 and %d bytes, got %d", payload.Max, c.Payload)
 	}
 	return c.validateCapacity()
 }
 
 // Dep is a dependency stub: every request other than /healthz and /metrics
 // waits Latency±Jitter (returning early, with no body, if the caller goes
-// away) and answers 200 with Size bytes, echoing X-Request-Id. With a
+// away) and answers 200 with Size bytes (or its Payload), echoing
+// X-Request-Id. With a
 // Capacity, a request first waits for a slot (see DepConfig.Capacity). It
 // is safe for concurrent use.
 type Dep struct {
 	cfg      DepConfig
 	body     []byte
+	ctype    string
 	mu       sync.Mutex
 	rng      *rand.Rand // guarded by mu
 	registry *prometheus.Registry
@@ -83,10 +95,14 @@ func NewDep(cfg DepConfig) (*Dep, error) {
 	d := &Dep{
 		cfg:      cfg,
 		body:     bytes.Repeat([]byte("x"), cfg.Size),
+		ctype:    "text/plain; charset=utf-8",
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x6465700a)),
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bulkheadlab_dep_requests_total", Help: "Requests received by the stub."}),
+	}
+	if cfg.Payload > 0 {
+		d.body, d.ctype = payload.JSON(cfg.Payload, cfg.Seed), payload.ContentType
 	}
 	if cfg.Capacity > 0 {
 		slots, err := NewPool("dep", PoolConfig{Size: cfg.Capacity, Queue: cfg.queueLimit(), MaxWait: MaxDepQueueWait})
@@ -162,7 +178,7 @@ func (d *Dep) serve(w http.ResponseWriter, r *http.Request) {
 	if d.cfg.Name != "" {
 		w.Header().Set("X-Dep-Name", d.cfg.Name)
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Type", d.ctype)
 	w.Header().Set("Content-Length", strconv.Itoa(len(d.body)))
 	_, _ = w.Write(d.body)
 }

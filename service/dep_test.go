@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,5 +65,17 @@ func TestDepConfigErrors(t *testing.T) {
 		if ce, ok := err.(*ConfigError); !ok || ce.Field != tt.field {
 			t.Errorf("NewDep(%+v) = %v, want ConfigError on %q", tt.cfg, err, tt.field)
 		}
+	}
+}
+
+func TestDepPayload(t *testing.T) {
+	url := startDep(t, DepConfig{Name: "A", Payload: 4096, Seed: 9, Size: 3})
+	r := get(t, testClient(t), url+"/", nil)
+	var v []map[string]any
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(r.body), &v) != nil || len(r.body) > 4096 || len(r.body) < 4096-160 {
+		t.Fatalf("payload stub answered %d %q, %d bytes; want 200 application/json, a JSON array of about 4096 bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	}
+	if _, err := NewDep(DepConfig{Payload: -1}); err == nil || !strings.Contains(err.Error(), "payload") {
+		t.Errorf("NewDep(Payload: -1) = %v, want an error naming payload", err)
 	}
 }

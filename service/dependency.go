@@ -35,12 +35,14 @@ type dependency struct {
 	conns        *connPool
 	connWait     prometheus.Observer
 	connTimeouts prometheus.Counter
+	decodeTime   prometheus.Observer
+	decodedBytes prometheus.Counter
 }
 
 // newDependency returns the dependency name at url, whose calls draw from
 // conns. Its transport keeps up to limit connections (the connection pool's
 // limit, so that the pool, not the transport, is what a call waits for).
-func newDependency(name, url string, limit int, conns *connPool, m connWaitMetrics) *dependency {
+func newDependency(name, url string, limit int, conns *connPool, m connWaitMetrics, dm decodeMetrics) *dependency {
 	t := &http.Transport{
 		Proxy:               nil, // never route the experiment through an environment proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -50,7 +52,8 @@ func newDependency(name, url string, limit int, conns *connPool, m connWaitMetri
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t},
-		conns: conns, connWait: m.wait.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name)}
+		conns: conns, connWait: m.wait.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name),
+		decodeTime: dm.seconds.WithLabelValues(name), decodedBytes: dm.bytes.WithLabelValues(name)}
 }
 
 // callResult is what one dependency call produced.
@@ -60,10 +63,16 @@ type callResult struct {
 	contentType string
 	err         error
 	elapsed     time.Duration
+	// decodeTime is how long decoding its JSON body took (zero: not JSON).
+	decodeTime time.Duration
 }
 
 // call performs GET url under ctx (which carries the timeout T) and reads
-// the whole body, so a body that arrives too late is a timeout too. The wait
+// the whole body, so a body that arrives too late is a timeout too; a body
+// longer than maxBody is an error (ErrBodyTooLarge), never truncated. A
+// JSON body is then decoded (see decoded): the caller holds its permit
+// through the decode, but not its connection, and the decode does not count
+// against T or the call's elapsed time. The wait
 // for a connection slot counts against ctx: a call whose deadline passes
 // while it waits is a timeout that never reached the dependency.
 func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) callResult {
@@ -79,8 +88,9 @@ func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) 
 		default:
 			res.outcome = outcomeError
 		}
+		return res
 	}
-	return res
+	return d.decoded(res)
 }
 
 func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) callResult {
@@ -103,9 +113,12 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: reading body: %w", d.name, err)}
+	}
+	if int64(len(body)) > maxBody {
+		return callResult{err: fmt.Errorf("dependency %s: %w (%d bytes)", d.name, ErrBodyTooLarge, maxBody)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return callResult{err: fmt.Errorf("dependency %s answered %s", d.name, resp.Status)}

@@ -66,6 +66,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.cfg.Layout.BrokenSharedBulkhead, DefectFlag, false,
 		"TEST FAULT: in bulkhead mode route every endpoint to one semaphore (proves the CI check can fail)")
 	_ = fs.MarkHidden(DefectFlag)
+	fs.Int64Var(&f.cfg.MaxBodyBytes, "max-body-bytes", 0, fmt.Sprintf("longest dependency body: a longer one fails the call (502) instead of being truncated (0: %d)", DefaultMaxBodyBytes))
+	fs.IntVar(&f.cfg.GOMAXPROCS, "gomaxprocs", 0, "CPUs the service may run Go code on at once (runtime.GOMAXPROCS; 0: the runtime's default)")
 	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
 	_ = fs.MarkHidden(BurnFlag)
 }
@@ -180,6 +182,12 @@ func ServeArgs(c Config) []string {
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}
+	if c.MaxBodyBytes != 0 {
+		args = append(args, "--max-body-bytes", strconv.FormatInt(c.MaxBodyBytes, 10))
+	}
+	if c.GOMAXPROCS > 0 {
+		args = append(args, "--gomaxprocs", strconv.Itoa(c.GOMAXPROCS))
+	}
 	if c.BurnCPU > 0 {
 		args = append(args, "--"+BurnFlag, strconv.Itoa(c.BurnCPU))
 	}
@@ -240,6 +248,7 @@ func (f *DepFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cfg.Jitter, "jitter", DefaultDepJitter, "uniform jitter around the latency")
 	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the jitter's random source")
 	fs.IntVar(&f.cfg.Size, "size", DefaultDepSize, "response body size in bytes")
+	fs.IntVar(&f.cfg.Payload, "payload", 0, "answer a JSON document of about this many bytes (an array of small records) instead of --size bytes of text (0: off)")
 	fs.IntVar(&f.cfg.Capacity, "capacity", 0, "requests served at once; the others wait in FIFO order (0: unlimited)")
 	fs.IntVar(&f.cfg.Queue, "queue", 0, fmt.Sprintf("requests that may wait for a slot with --capacity, beyond which 503 with %s (0: up to %d)", HeaderDepOverloaded, MaxDepQueue))
 }
@@ -264,6 +273,9 @@ func (f *DepFlags) Config() (DepConfig, error) {
 func DepArgs(c DepConfig) []string {
 	args := []string{"--name", c.Name, "--latency", c.Latency.String(), "--jitter", c.Jitter.String(),
 		"--seed", strconv.FormatUint(c.Seed, 10), "--size", strconv.Itoa(c.Size)}
+	if c.Payload != 0 {
+		args = append(args, "--payload", strconv.Itoa(c.Payload))
+	}
 	if c.Capacity != 0 {
 		args = append(args, "--capacity", strconv.Itoa(c.Capacity))
 	}

@@ -88,14 +88,23 @@ type Config struct {
 	Conns int
 	// Endpoints are the service's endpoints, in order (at least one).
 	Endpoints []Endpoint
-	// MaxBodyBytes caps how much of a dependency's body is relayed; zero
-	// means DefaultMaxBodyBytes.
+	// MaxBodyBytes caps a dependency's body: a longer one fails the call
+	// (502, ErrBodyTooLarge) instead of being truncated. Zero means
+	// DefaultMaxBodyBytes. A JSON body (application/json or +json) is
+	// decoded and answered with a small summary; any other is relayed.
 	MaxBodyBytes int64
 
 	// Policies are the policy stacks of the endpoints that have one, keyed
 	// by endpoint name (see PolicyConfig); an endpoint without one holds a
 	// permit of its pool for the call under T, as it always did.
 	Policies map[string]PolicyConfig
+
+	// GOMAXPROCS, when positive, is how many CPUs the service's process may
+	// run Go code on at once: the serve command sets runtime.GOMAXPROCS to
+	// it before serving, so that the service's CPU, not the machine's, is
+	// the bounded resource. A service built in-process (tests) does not
+	// change its host process's setting. Zero leaves the runtime's default.
+	GOMAXPROCS int
 
 	// BurnCPU is a deliberate TEST FAULT, never for real use: Serve keeps
 	// this many goroutines spinning, so the service (and the machine) is
@@ -124,6 +133,8 @@ func (c Config) Validate() error {
 		return fieldErrorf("max_body_bytes", "must not be negative, got %d", c.MaxBodyBytes)
 	case len(c.Endpoints) == 0:
 		return fieldErrorf("endpoints", "at least one endpoint is required")
+	case c.GOMAXPROCS < 0 || c.GOMAXPROCS > 1024:
+		return fieldErrorf("gomaxprocs", "must be between 0 and 1024, got %d", c.GOMAXPROCS)
 	case c.BurnCPU < 0 || c.BurnCPU > 64:
 		return fieldErrorf("burn_cpu", "must be between 0 and 64, got %d", c.BurnCPU)
 	}
@@ -211,14 +222,15 @@ func New(cfg Config) (*Service, error) {
 	}
 	pools, connsOf := newConnPools(cfg.ConnsLayout, cfg.Conns, cfg.EndpointNames())
 	s.connPools = pools
-	connWait := newConnWaitMetrics()
+	connWait, decode := newConnWaitMetrics(), newDecodeMetrics()
 	s.deps = map[string]*dependency{}
 	for _, e := range cfg.Endpoints {
-		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait)
+		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait, decode)
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	s.metrics.register(s.registry, cfg.EndpointNames())
 	connWait.register(s.registry, cfg.EndpointNames())
+	decode.register(s.registry, cfg.EndpointNames())
 	for _, p := range pools {
 		s.registry.MustRegister(p)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime"
+
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
@@ -47,6 +49,9 @@ The first line of stdout is a JSON announcement with the bound address.`,
 			svc, err := service.New(cfg)
 			if err != nil {
 				return usageError(err)
+			}
+			if cfg.GOMAXPROCS > 0 { // this process is the service's own
+				runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 			}
 			ln, err := listen(listenAddr, allowRemote)
 			if err != nil {
