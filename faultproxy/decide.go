@@ -12,6 +12,9 @@ type faultSet struct {
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
+	// payloads are the documents of the set's payload faults, by index
+	// (nil if it has none).
+	payloads [][]byte
 }
 
 var emptySet = &faultSet{}
@@ -27,6 +30,7 @@ func newFaultSet(fs []Fault) *faultSet {
 			s.capacity = newCapacityServer(s.faults[i])
 		}
 	}
+	s.payloads = payloadBodies(s.faults)
 	return s
 }
 
@@ -47,7 +51,7 @@ type Decision struct {
 	// Latencies is the number of latency faults that fired.
 	Latencies int
 	// Terminal is the index in the set of the first terminal fault (error,
-	// abort, hang) that fired, or −1 if none did.
+	// abort, hang, payload) that fired, or −1 if none did.
 	Terminal int
 	// TerminalType is the type of that fault, empty if none.
 	TerminalType string
@@ -80,6 +84,8 @@ func (d Decision) effects() string {
 			return "latency+abort"
 		case TypeHang:
 			return "latency+hang"
+		case TypePayload:
+			return "latency+payload"
 		}
 		return TypeLatency + "+" + d.TerminalType
 	case d.Latencies > 0:

@@ -1,5 +1,5 @@
 // Package faultproxy is an HTTP reverse proxy that injects faults (latency,
-// error, abort, hang, capacity) per request with a seeded probability, with a JSON
+// error, abort, hang, capacity, payload) per request with a seeded probability, with a JSON
 // control API on a separate listener and a Go client for it.
 //
 // # Faults
@@ -38,7 +38,7 @@
 //  1. the delays of all latency faults that fired (and the capacity
 //     fault's service time) add up, and the request waits for the sum (a
 //     single timer);
-//  2. after the wait, the first terminal fault (error, abort, hang) that
+//  2. after the wait, the first terminal fault (error, abort, hang, payload) that
 //     fired, in list order, decides the outcome; the others are ignored;
 //  3. if no terminal fault fired, the request is forwarded to the upstream.
 //

@@ -59,13 +59,14 @@ func fieldErr(field, format string, args ...any) error {
 //	{"type":"abort","percent":5}
 //	{"type":"hang","percent":1}
 //	{"type":"capacity","percent":100,"capacity":4,"queue":100,"latency":"20ms","jitter":"2ms"}
+//	{"type":"payload","percent":100,"size":262144}
 //
 // Fields that do not belong to Type must be zero. In JSON an omitted percent
 // means 100; in Go the zero value 0 means "never fires". A Fault is a value;
 // the proxy copies it when a set is installed.
 type Fault struct {
 	// Type is one of TypeLatency, TypeError, TypeAbort, TypeHang,
-	// TypeCapacity.
+	// TypeCapacity, TypePayload.
 	Type string
 	// Percent is the probability, 0–100, that the fault fires on a request.
 	Percent float64
@@ -95,6 +96,10 @@ type Fault struct {
 	// Queue is how many affected requests may wait for a slot of a
 	// capacity fault; zero means MaxQueue (normalised to it).
 	Queue int
+
+	// Size is a payload fault's document length in bytes
+	// (MinPayloadBytes–MaxPayloadBytes; payload.go).
+	Size int
 }
 
 // faultWire is the JSON form of a Fault.
@@ -110,13 +115,14 @@ type faultWire struct {
 	Headers      map[string]string `json:"headers,omitempty"`
 	Capacity     int               `json:"capacity,omitempty"`
 	Queue        int               `json:"queue,omitempty"`
+	Size         int               `json:"size,omitempty"`
 }
 
 // MarshalJSON encodes f in the control API's form. Percent is always written.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	p := f.Percent
 	w := faultWire{Type: f.Type, Percent: &p, Distribution: f.Distribution,
-		Status: f.Status, Body: f.Body, Headers: f.Headers, Capacity: f.Capacity, Queue: f.Queue}
+		Status: f.Status, Body: f.Body, Headers: f.Headers, Capacity: f.Capacity, Queue: f.Queue, Size: f.Size}
 	w.Latency = durString(f.Latency)
 	w.Jitter = durString(f.Jitter)
 	w.Max = durString(f.Max)
@@ -258,7 +264,7 @@ func jsonKind(t reflect.Type) string {
 // toFault converts and validates one wire fault; field prefixes messages.
 func (w faultWire) toFault(field string) (Fault, error) {
 	f := Fault{Type: w.Type, Percent: 100, Distribution: w.Distribution,
-		Status: w.Status, Body: w.Body, Headers: w.Headers, Capacity: w.Capacity, Queue: w.Queue}
+		Status: w.Status, Body: w.Body, Headers: w.Headers, Capacity: w.Capacity, Queue: w.Queue, Size: w.Size}
 	if w.Percent != nil {
 		f.Percent = *w.Percent
 	}
@@ -312,6 +318,11 @@ func (f Fault) validate(field string) error {
 			return err
 		}
 	}
+	if f.Type != TypePayload {
+		if err := noPayloadFields(f, field); err != nil {
+			return err
+		}
+	}
 	switch f.Type {
 	case TypeLatency:
 		return validateLatency(f, field)
@@ -319,12 +330,14 @@ func (f Fault) validate(field string) error {
 		return validateError(f, field)
 	case TypeCapacity:
 		return validateCapacity(f, field)
+	case TypePayload:
+		return validatePayload(f, field)
 	case TypeAbort, TypeHang:
 		return nil
 	case "":
-		return fieldErr(field+".type", "required (latency, error, abort, hang or capacity)")
+		return fieldErr(field+".type", "required (latency, error, abort, hang, capacity or payload)")
 	default:
-		return fieldErr(field+".type", "unknown fault type %q (want latency, error, abort, hang or capacity)", f.Type)
+		return fieldErr(field+".type", "unknown fault type %q (want latency, error, abort, hang, capacity or payload)", f.Type)
 	}
 }
 

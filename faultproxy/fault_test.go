@@ -33,6 +33,8 @@ func TestParseFaultsValid(t *testing.T) {
 		{`{"faults":[{"type":"capacity","capacity":1,"latency":"10ms","jitter":"5ms","distribution":"pareto"},{"type":"error","percent":1}]}`,
 			[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 1, Queue: MaxQueue, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond,
 				Distribution: DistPareto, Max: 510 * time.Millisecond}, {Type: TypeError, Percent: 1, Status: 503}}},
+		{`{"faults":[{"type":"latency","latency":"10ms"},{"type":"payload","percent":30,"size":262144}]}`,
+			[]Fault{{Type: TypeLatency, Percent: 100, Latency: 10 * time.Millisecond, Distribution: DistUniform}, {Type: TypePayload, Percent: 30, Size: 262144}}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFaults(strings.NewReader(tt.body))
@@ -96,6 +98,13 @@ func TestParseFaultsInvalid(t *testing.T) {
 		{`{"faults":[{"type":"latency","capacity":4}]}`, "faults[0].capacity: only valid for type capacity"},
 		{`{"faults":[{"type":"error","queue":4}]}`, "faults[0].queue: only valid for type capacity"},
 		{`{"faults":[{"type":"hang","latency":"1s"}]}`, "faults[0].latency: only valid for type latency or capacity"},
+		// The payload fault: a size in bytes, nothing else.
+		{`{"faults":[{"type":"payload"}]}`, "faults[0].size: must be between 2 and 67108864 bytes, got 0"},
+		{`{"faults":[{"type":"abort"},{"type":"payload","size":67108865}]}`, "faults[1].size: must be between 2 and 67108864 bytes, got 67108865"},
+		{`{"faults":[{"type":"abort"},{"type":"payload","size":"256KiB"}]}`, "faults[1].size: want integer, got JSON string"},
+		{`{"faults":[{"type":"abort"},{"type":"payload","size":1024,"status":200}]}`, "faults[1].status: only valid for type error"},
+		{`{"faults":[{"type":"payload","size":1024,"latency":"1ms"}]}`, "faults[0].latency: only valid for type latency or capacity"},
+		{`{"faults":[{"type":"abort"},{"type":"error","size":1024}]}`, "faults[1].size: only valid for type payload"},
 		{`{"faults":[{"type":"capacity","capacity":1},{"type":"abort"},{"type":"capacity","capacity":2}]}`,
 			"faults[2].type: at most one capacity fault in a set (faults[0] is one)"},
 		{`{"faults":{}}`, "faults: want list, got JSON object"},

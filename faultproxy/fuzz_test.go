@@ -20,6 +20,8 @@ func FuzzParseFaults(f *testing.F) {
 		`{"faults":[{"type":"abort","percent":1e309}]}`,
 		`{"faults":[{"type":"capacity","percent":50,"capacity":4,"queue":8,"latency":"20ms","jitter":"2ms"}]}`,
 		`{"faults":[{"type":"capacity","capacity":1},{"type":"capacity","capacity":1}]}`,
+		`{"faults":[{"type":"latency","latency":"10ms"},{"type":"payload","percent":30,"size":4096}]}`,
+		`{"faults":[{"type":"payload","size":1}]}`,
 		`{"faults":null}`, `{}`, `[]`, `null`, ``, `{"faults":[{}]}`,
 	} {
 		f.Add([]byte(s))

@@ -199,6 +199,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.Status = f.Status
 		p.record(r, d, e)
 		writeError(w, f)
+	case TypePayload:
+		e.Status = http.StatusOK
+		p.record(r, d, e)
+		writePayload(w, set.payloads[d.Terminal])
 	case TypeAbort:
 		p.record(r, d, e)
 		abort()

@@ -112,6 +112,10 @@ func (p *Proxy) actRaw(c *rconn, set *faultSet, d Decision, e LedgerEntry) bool 
 		e.Status = f.Status
 		p.recordID(c.req.requestID, d, e)
 		return c.writeFault(f)
+	case TypePayload:
+		e.Status = http.StatusOK
+		p.recordID(c.req.requestID, d, e)
+		return c.writePayload(set.payloads[d.Terminal])
 	case TypeAbort:
 		p.recordID(c.req.requestID, d, e)
 		return false

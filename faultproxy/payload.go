@@ -1,0 +1,89 @@
+package faultproxy
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/payload"
+)
+
+// TypePayload is the payload fault: an affected request is answered 200
+// with a JSON document of about Size bytes (payload.JSON: an array of small
+// records; Content-Type application/json) instead of the upstream's answer,
+// so that a caller that decodes its dependency's JSON spends CPU and GC on
+// it. Like the error fault it is terminal: the upstream is not called; a
+// latency fault in the same set delays it first, so
+// [{latency 10ms}, {payload 256KiB}] is a dependency that answers in 10 ms
+// with a large body.
+const TypePayload = "payload"
+
+// MinPayloadBytes and MaxPayloadBytes bound a payload fault's Size.
+const (
+	MinPayloadBytes = 2
+	MaxPayloadBytes = payload.Max
+)
+
+// payloadSeed seeds every payload fault's document: the same size gives the
+// same bytes in every proxy and run.
+const payloadSeed = 0x5eed
+
+func validatePayload(f Fault, field string) error {
+	if f.Size < MinPayloadBytes || f.Size > MaxPayloadBytes {
+		return fieldErr(field+".size", "must be between %d and %d bytes, got %d", MinPayloadBytes, MaxPayloadBytes, f.Size)
+	}
+	return nil
+}
+
+// noPayloadFields rejects payload parameters on other fault types.
+func noPayloadFields(f Fault, field string) error {
+	if f.Size != 0 {
+		return fieldErr(field+".size", "only valid for type payload")
+	}
+	return nil
+}
+
+// payloadBodies builds the document of every payload fault of fs, once per
+// set (nil entries for the other faults; nil when there is none).
+func payloadBodies(fs []Fault) [][]byte {
+	var out [][]byte
+	for i, f := range fs {
+		if f.Type != TypePayload {
+			continue
+		}
+		if out == nil {
+			out = make([][]byte, len(fs))
+		}
+		out[i] = payload.JSON(f.Size, payloadSeed)
+	}
+	return out
+}
+
+// writePayload answers 200 with body, a payload fault's document; the
+// upstream is not called.
+func writePayload(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", payload.ContentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// writePayload answers the raw plane's request with body, a payload
+// fault's document. It reports whether the connection may serve another
+// request.
+func (c *rconn) writePayload(body []byte) bool {
+	bw := c.bw
+	bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + payload.ContentType + "\r\n")
+	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))
+	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(body)))
+	keep := c.req.keepAfter()
+	if !keep {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	if string(c.req.line[0]) != http.MethodHead {
+		bw.Write(body)
+	}
+	return bw.Flush() == nil && keep
+}
