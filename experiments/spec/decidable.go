@@ -25,6 +25,12 @@ func (s *Spec) needs(pred string) (conds []string, modes []string) {
 		return []string{e.Slow, e.Failing}, both
 	case "EXHAUSTED":
 		return []string{e.Slow}, both
+	case "CPU-NOT-ISOLATED":
+		if e.CPU == nil {
+			return nil, nil
+		}
+		c := e.CPU.WithDefaults(e.Healthy)
+		return []string{c.Condition, c.Control}, []string{c.Mode}
 	}
 	return nil, nil
 }
@@ -48,6 +54,9 @@ func (s *Spec) Undecidable(pred string) string {
 		case pred == "CONNS-SIZED" && cr.Sized == "":
 			return "CONNS-SIZED is judged only when expectations.conns names its sized and over modes"
 		}
+	}
+	if slices.Contains(rundata.CPUPredictions, pred) && s.Expectations.CPU == nil {
+		return fmt.Sprintf("%s is judged only when expectations.cpu names its condition", pred)
 	}
 	conds, modes := s.needs(pred)
 	var missing []string
@@ -101,7 +110,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions)
+	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -109,7 +109,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 // dependencies' URLs (the plan wires them to the proxies).
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
-		Policies: s.servicePolicies(m, func(string) uint64 { return 0 })}
+		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
@@ -228,7 +228,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		}
 		dc := s.Dependencies[d]
 		cfg := service.DepConfig{Name: d, Latency: dc.Latency.D, Jitter: dc.Jitter.D,
-			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size, Capacity: dc.Capacity, Queue: dc.Queue}
+			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size, Capacity: dc.Capacity, Queue: dc.Queue,
+			Payload: int(dc.Payload)}
 		pr.Components = append(pr.Components, plan.Component{Name: depComponent(d), Kind: plan.KindDep, Listen: anyLoopback, Dep: &cfg})
 		upstream[d] = plan.Of(depComponent(d), "")
 	}
@@ -410,7 +411,7 @@ func (s *Spec) phases() []loadgen.Phase {
 func (f Fault) proxyFault() faultproxy.Fault {
 	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
 		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers,
-		Capacity: f.Capacity, Queue: f.Queue}
+		Capacity: f.Capacity, Queue: f.Queue, Size: int(f.Size)}
 }
 
 // RemoteTargets lists the hosts of an external spec that are not loopback;

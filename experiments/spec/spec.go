@@ -102,6 +102,11 @@ type Service struct {
 	// of Conns for every dependency: a call waits for a connection while
 	// the others hold them, whatever its own bulkhead allows).
 	ConnsLayout string `yaml:"conns_layout,omitempty"`
+	// GOMAXPROCS, if set, is how many CPUs the service may run Go code on
+	// at once (the child's runtime.GOMAXPROCS): with it, the service's own
+	// CPU, not the whole machine shared with the load generator, is the
+	// bounded resource (default 0: the runtime's default).
+	GOMAXPROCS int `yaml:"gomaxprocs,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
@@ -122,6 +127,10 @@ type Dependency struct {
 	// Queue is how many may wait for a slot, beyond which the stub answers
 	// 503 (default 0: up to service.MaxDepQueue); only with a capacity.
 	Queue int `yaml:"queue,omitempty"`
+	// Payload, if set, makes the stub answer a JSON document of about this
+	// many bytes (an array of small records, seeded) instead of Size bytes
+	// of text; the service decodes it (default 0: off).
+	Payload ByteSize `yaml:"payload,omitempty"`
 }
 
 // Rates are requests per second, keyed by endpoint name.
@@ -173,7 +182,7 @@ type Condition struct {
 // control API body element (faultproxy.Fault); durations must be resolved
 // (Spec.Resolve) before marshalling to JSON.
 type Fault struct {
-	// Type is latency, error, abort, hang or capacity.
+	// Type is latency, error, abort, hang, capacity or payload.
 	Type string `yaml:"type" json:"type"`
 	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
 	Percent      float64  `yaml:"percent" json:"percent"`
@@ -189,6 +198,8 @@ type Fault struct {
 	// (queue 0: up to faultproxy.MaxQueue).
 	Capacity int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
 	Queue    int `yaml:"queue,omitempty" json:"queue,omitempty"`
+	// Size is a payload fault's JSON document, in bytes ("256KiB").
+	Size ByteSize `yaml:"size,omitempty" json:"size,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a

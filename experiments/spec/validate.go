@@ -55,6 +55,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateClients(p)
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)
+	s.validateCPU(p)
 	s.validateValidity(p)
 	if s.External != nil {
 		s.validateExternal(p)

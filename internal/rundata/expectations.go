@@ -57,6 +57,8 @@ type Expectations struct {
 	Sizing *SizingRoles `yaml:"sizing,omitempty" json:"sizing,omitempty"`
 	// Conns names the runs of the connection-pool claims; nil: none judged.
 	Conns *ConnsRoles `yaml:"conns,omitempty" json:"conns,omitempty"`
+	// CPU names the runs of the CPU claim; nil: not judged.
+	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

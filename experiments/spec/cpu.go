@@ -1,0 +1,64 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// validateCPU checks what the CPU claim configures: payload sizes (a
+// dependency's payload, a payload fault's size) that the built-in service
+// can read whole, service.gomaxprocs, and expectations.cpu's runs.
+func (s *Spec) validateCPU(p *problems) {
+	if s.External == nil {
+		bodyCap := ByteSize(service.DefaultMaxBodyBytes)
+		for _, name := range sortedKeys(s.Dependencies) {
+			if d := s.Dependencies[name]; d.Payload > bodyCap {
+				p.add("dependencies."+name+".payload", "%s is more than the service reads of a body (%s): every call would fail (502) instead of being decoded", d.Payload, bodyCap)
+			}
+		}
+		for i, c := range s.Conditions {
+			for j, f := range c.Faults {
+				if f.Type == faultproxy.TypePayload && f.Size > bodyCap {
+					p.add(fmt.Sprintf("conditions[%d].faults[%d].size", i, j), "%s is more than the service reads of a body (%s): every affected call would fail (502) instead of being decoded", f.Size, bodyCap)
+				}
+			}
+		}
+	}
+	if n := s.Service.GOMAXPROCS; n < 0 || n > 1024 {
+		p.add("service.gomaxprocs", "must be between 0 (the runtime's default) and 1024, got %d", n)
+	} else if n > 0 && s.External != nil {
+		p.add("service.gomaxprocs", "sets the built-in service's GOMAXPROCS; your own service's is yours to set (external.env: {GOMAXPROCS: ...} for a Go service)")
+	}
+	s.validateCPURoles(p)
+}
+
+// validateCPURoles checks expectations.cpu: its conditions and mode are in
+// the matrix.
+func (s *Spec) validateCPURoles(p *problems) {
+	c := s.Expectations.CPU
+	if c == nil {
+		return
+	}
+	const path = "expectations.cpu."
+	r := c.WithDefaults(s.Expectations.Healthy)
+	switch {
+	case r.Condition == "":
+		p.add(path+"condition", "required: the condition whose payloads the service decodes")
+	case s.condition(r.Condition) == nil:
+		p.add(path+"condition", "no condition %q in the matrix", r.Condition)
+	case r.Condition == r.Control:
+		p.add(path+"control", "must differ from the condition %q", r.Condition)
+	}
+	if s.condition(r.Control) == nil {
+		p.add(path+"control", "no condition %q in the matrix (default: expectations.healthy)", r.Control)
+	}
+	if !slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == r.Mode }) {
+		p.add(path+"mode", "no mode %q in the matrix (default: bulkhead)", r.Mode)
+	}
+	if r.MinP99RiseT < 0 || r.MinP99RiseT > 10 {
+		p.add(path+"min_p99_rise_t", "must be between 0 (default 0.1) and 10 T, got %g", r.MinP99RiseT)
+	}
+}
