@@ -2,8 +2,10 @@
 // first — the runtime's scheduling latency (runtime/metrics
 // /sched/latencies:seconds: how long runnable goroutines waited to run) and
 // its GC pauses (/sched/pauses/total/gc:seconds) — as Prometheus histograms
-// with fixed, fine buckets. (The Go collector of client_golang re-buckets
-// these in powers of ten, too coarse for a p99.) Every component of the
+// with fixed, fine buckets (the Go collector of client_golang re-buckets
+// these in powers of ten, too coarse for a p99), and the runtime's CPU
+// accounting, so that the GC's share of a process's CPU can be told
+// (cpu.go). Every component of the
 // harness registers it, and the runner reads its own process the same way.
 package runtimestats
 
@@ -33,12 +35,14 @@ var sources = []struct{ name, metric, help string }{
 // collector reads runtime/metrics at scrape time. It is safe for concurrent
 // use: every Collect reads a fresh sample set.
 type collector struct {
-	descs []*prometheus.Desc
+	descs    []*prometheus.Desc
+	cpuDescs []*prometheus.Desc
 }
 
-// NewCollector returns a collector of both histograms.
+// NewCollector returns a collector of both histograms and the CPU
+// counters.
 func NewCollector() prometheus.Collector {
-	c := &collector{}
+	c := &collector{cpuDescs: cpuDescs()}
 	for _, s := range sources {
 		c.descs = append(c.descs, prometheus.NewDesc(s.name, s.help, nil, nil))
 	}
@@ -46,7 +50,7 @@ func NewCollector() prometheus.Collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
+	for _, d := range append(c.descs, c.cpuDescs...) {
 		ch <- d
 	}
 }
@@ -58,6 +62,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
+	collectCPU(c.cpuDescs, ch)
 }
 
 // Histogram is one runtime histogram re-bucketed to Buckets.
