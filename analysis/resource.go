@@ -20,6 +20,7 @@ const (
 	// queued (a stub's capacity, or a proxy's capacity fault).
 	ResourceCapacity = "dependency capacity"
 	ResourceCPU      = "cpu"
+	ResourceGC       = "gc"
 	ResourceMemory   = "goroutines/memory"
 	ResourceNone     = "none"
 	// ResourceNotObservable: a user's service whose pools the harness
@@ -202,7 +203,7 @@ func (r *Run) resourceHits(from, to time.Time) []hit {
 		conn = r.connPoolHits // measured: replaces the inference from timeouts
 	}
 	var hits []hit
-	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuHit), one(r.memHit)} {
+	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuAnyHit), one(r.gcHit), one(r.memHit)} {
 		hits = append(hits, f(from, to)...)
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })

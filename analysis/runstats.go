@@ -70,6 +70,9 @@ type RunSummary struct {
 	// Policy holds the culprit's policy numbers when the experiment names
 	// policy claims.
 	Policy *PolicyRun `json:"policy,omitempty"`
+	// CPU holds the service's CPU numbers when the experiment names the
+	// CPU claim.
+	CPU *CPURun `json:"cpu,omitempty"`
 	// Sweep is where the run sits in a sweep, if the spec had one.
 	Sweep *rundata.SweepPoint `json:"sweep,omitempty"`
 	// Image is the run's PNG, relative to the report folder.
@@ -248,6 +251,7 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s.Exhausted = r.exhaustion(s.Inferred)
 	s.ConnWaits = r.connWaitStats()
 	s.Policy = r.policyStats(&s, ex)
+	s.CPU = r.cpuStats(&s, ex)
 	return s
 }
 

@@ -142,7 +142,7 @@ func Evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 }
 
 func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
-	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: exhaustionRules(exp.Runs)}
+	s := Summary{Experiment: exp.Index.Experiment, Expectations: ex, ExhaustionRules: withCPURules(exhaustionRules(exp.Runs), exp.Runs)}
 	for _, r := range exp.Runs {
 		s.Runs = append(s.Runs, summarizeRun(r, ex))
 	}
@@ -153,6 +153,7 @@ func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
 	s.Verdicts = append(s.Verdicts, sizingVerdicts(s.Sizing, s.Cells, ex)...)
 	s.Verdicts = append(s.Verdicts, connsVerdicts(s.Cells, ex)...)
+	s.Verdicts = append(s.Verdicts, cpuVerdicts(s.Cells, ex)...)
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)
