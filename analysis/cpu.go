@@ -151,7 +151,7 @@ func (r *Run) schedHit(from, to time.Time) (hit, bool) {
 	for _, iv := range ivs {
 		if inRange(iv.at, from, to) && iv.busy() && iv.schedP99 >= floor {
 			return hit{res: ResourceCPU, at: iv.at, detail: fmt.Sprintf("service scheduling latency p99 %s ms (pre-fault median %s ms) at %s cores of %s",
-				fmtG(1000*iv.schedP99), fmtG(1000*base), fmtG(iv.cores), fmtG(iv.procs))}, true
+				fmtG(1000*iv.schedP99), fmtG(1000*base), fmt.Sprintf("%.2f", iv.cores), fmtG(iv.procs))}, true
 		}
 	}
 	return hit{}, false
@@ -162,7 +162,7 @@ func (r *Run) gcHit(from, to time.Time) (hit, bool) {
 	for _, iv := range r.cpuIntervals() {
 		if inRange(iv.at, from, to) && iv.busy() && iv.gcShare >= gcMinShare {
 			return hit{res: ResourceGC, at: iv.at, detail: fmt.Sprintf("GC took %.0f %% of the service's CPU at %s cores of %s",
-				100*iv.gcShare, fmtG(iv.cores), fmtG(iv.procs))}, true
+				100*iv.gcShare, fmt.Sprintf("%.2f", iv.cores), fmtG(iv.procs))}, true
 		}
 	}
 	return hit{}, false
