@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// cpuShort is the cpu-not-isolated preset with short phases and the
+// bulkhead mode only (two runs of ~4 s), its payload fault of size.
+func cpuShort(t *testing.T, size string) string {
+	t.Helper()
+	return shortPreset(t, "cpu-not-isolated",
+		"phases: {warmup: 1s, baseline: 3s, fault: 8s, recovery: 1s}", "phases: {warmup: 500ms, baseline: 1s, fault: 2500ms, recovery: 300ms}",
+		"modes: [shared, bulkhead]", "modes: [bulkhead]",
+		"{type: payload, size: 768KiB}", "{type: payload, size: "+size+"}")
+}
+
+// TestCPUNotIsolatedPreset: 768 KiB documents decoded on the service's one
+// CPU raise /b's p99 by far more than 0.1 T with every pool far from full,
+// and the CPU is named first: CPU-NOT-ISOLATED SUPPORTED, exit 0; the
+// service ran on one CPU and its samples carry its GC's CPU. The same
+// layout with 4 KiB documents (too small to matter) leaves /b at its
+// baseline and no resource runs out: NOT SUPPORTED, exit 1.
+func TestCPUNotIsolatedPreset(t *testing.T) {
+	code, out, dir := runSpecJudged(t, "cpu-not-isolated", cpuShort(t, "768KiB"))
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
+	}
+	s := readSummary(t, dir)
+	rise := measure(s, "CPU-NOT-ISOLATED", "/b p99 rise")
+	t.Logf("/b p99 rise %.3f T; service CPU %.2f cores, GC share %.2f, decode %.1f ms", rise,
+		measure(s, "CPU-NOT-ISOLATED", "service CPU, payload"), measure(s, "CPU-NOT-ISOLATED", "GC share"),
+		measure(s, "CPU-NOT-ISOLATED", "/a mean decode"))
+	for _, r := range s.Runs {
+		if r.CPU == nil || r.CPU.GOMAXPROCS != 1 {
+			t.Errorf("run %s: CPU numbers %+v, want the service on GOMAXPROCS 1", r.ID, r.CPU)
+			continue
+		}
+		if r.Condition == "payload" && (r.Exhausted.Resource != analysis.ResourceCPU && r.Exhausted.Resource != analysis.ResourceGC ||
+			!(r.CPU.Cores > 0.3) || !(r.CPU.DecodeMs > 1)) {
+			t.Errorf("run %s: exhausted %+v, CPU %+v; want cpu or gc first, ≥ 0.3 cores, decodes", r.ID, r.Exhausted, *r.CPU)
+		}
+	}
+	if !serviceSampled(t, filepath.Join(dir, rundata.RunsDir, "payload-bulkhead-r1", "metrics.jsonl"), rundata.MetricGoCPUGC) {
+		t.Errorf("metrics.jsonl of the payload run lacks the service's %s", rundata.MetricGoCPUGC)
+	}
+
+	code, out, dir = runSpecJudged(t, "cpu-not-isolated", cpuShort(t, "4KiB"))
+	if code != ExitFailed || !strings.Contains(out, "CPU-NOT-ISOLATED") {
+		t.Fatalf("4 KiB payloads: exit %d, want %d naming CPU-NOT-ISOLATED; output:\n%s", code, ExitFailed, out)
+	}
+	s = readSummary(t, dir)
+	if o := outcomeOf(s, "CPU-NOT-ISOLATED"); o != analysis.NotSupported {
+		t.Errorf("4 KiB payloads: CPU-NOT-ISOLATED = %s, want NOT SUPPORTED", o)
+	}
+	t.Logf("4 KiB payloads: /b p99 rise %.3f T", measure(s, "CPU-NOT-ISOLATED", "/b p99 rise"))
+}
+
+// serviceSampled reports whether a metrics.jsonl has a service sample with
+// key.
+func serviceSampled(t *testing.T, path, key string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 8<<20)
+	for sc.Scan() {
+		var m rundata.MetricSample
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Component == rundata.ServiceComponent {
+			if _, ok := m.Values[key]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
