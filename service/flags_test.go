@@ -58,7 +58,7 @@ func TestServeArgsRoundTrip(t *testing.T) {
 		Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 9, Queue: 3, MaxWait: 40 * time.Millisecond,
 			PoolSizes: map[string]int{"a": 2, "b": 3, "c": 4}, Queues: map[string]int{"a": 0, "b": 1, "c": 2},
 			BrokenSharedBulkhead: true},
-		Timeout: 120 * time.Millisecond, Conns: 7,
+		Timeout: 120 * time.Millisecond, Conns: 7, MaxBodyBytes: 4 << 20, GOMAXPROCS: 1,
 		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"}},
 	}
 	var f ServeFlags
@@ -78,6 +78,7 @@ func TestServeArgsRoundTrip(t *testing.T) {
 		{Name: "C", Latency: 3 * time.Millisecond, Jitter: time.Millisecond, Seed: 1 << 62, Size: 9},
 		{Name: "D", Latency: 20 * time.Millisecond, Size: 1, Capacity: 4},
 		{Name: "E", Latency: 20 * time.Millisecond, Size: 1, Capacity: 4, Queue: 8},
+		{Name: "F", Latency: 10 * time.Millisecond, Size: 64, Payload: 768 << 10},
 	} {
 		var df DepFlags
 		dfs := pflag.NewFlagSet("dep", pflag.ContinueOnError)
