@@ -29,9 +29,14 @@ X-Dep-Overloaded at once, and a waiting request whose caller gives up
 leaves the queue. /metrics shows bulkheadlab_dep_in_service,
 bulkheadlab_dep_queue_length and bulkheadlab_dep_queue_wait_seconds.
 
+With --payload N the stub answers a JSON document of about N bytes (an
+array of small records drawn from --seed, application/json) instead of
+--size bytes of text: the service decodes it.
+
 The first line of stdout is a JSON announcement with the bound address.`,
 		Example: `  bulkheadlab dep --name A --latency 10ms --jitter 2ms --seed 1 --size 64
-  bulkheadlab dep --name A --latency 20ms --capacity 4 --queue 100`,
+  bulkheadlab dep --name A --latency 20ms --capacity 4 --queue 100
+  bulkheadlab dep --name A --latency 10ms --payload 786432`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := flags.Config()

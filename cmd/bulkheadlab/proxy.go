@@ -38,12 +38,13 @@ func newProxyCmd() *cobra.Command {
 		Use:   "proxy --upstream URL",
 		Short: "Run the fault-injection proxy",
 		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
-error, abort, hang, capacity) per request with a seeded probability. Faults
+error, abort, hang, capacity, payload) per request with a seeded probability. Faults
 are read and changed at run time through a JSON API on the --control
 listener: GET/PUT/DELETE /faults, /healthz and Prometheus /metrics. A
 capacity fault serves at most "capacity" of the requests it affects at once
 and queues the rest in arrival order (at most "queue"; beyond, 503 with
-X-Dep-Overloaded).
+X-Dep-Overloaded). A payload fault answers 200 with a JSON document of
+"size" bytes instead of calling the upstream.
 
 Every listener, and the upstream, must be on loopback unless --allow-remote.
 
