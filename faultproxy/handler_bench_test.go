@@ -69,3 +69,11 @@ func BenchmarkDecide(b *testing.B) {
 		_ = set.decide(1, seq)
 	}
 }
+
+// BenchmarkServeHTTPPayload: a payload fault of 64 bytes firing on every
+// request, against BenchmarkServeHTTPPassThrough's 64-byte upstream
+// answer: the document is built once per set, so answering with it costs
+// no more than forwarding.
+func BenchmarkServeHTTPPayload(b *testing.B) {
+	benchHandler(b, []Fault{{Type: TypePayload, Percent: 100, Size: 64}})
+}
