@@ -57,6 +57,8 @@ type Expectations struct {
 	Sizing *SizingRoles `yaml:"sizing,omitempty" json:"sizing,omitempty"`
 	// Conns names the runs of the connection-pool claims; nil: none judged.
 	Conns *ConnsRoles `yaml:"conns,omitempty" json:"conns,omitempty"`
+	// Fleet names the runs of the fleet claims; nil: none judged.
+	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
