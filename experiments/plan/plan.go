@@ -93,6 +93,10 @@ func (l Load) Duration() time.Duration {
 type Endpoint struct {
 	Name   string
 	Target Address
+	// Targets, if set, are the endpoint on each instance of a fleet: its
+	// requests go to each in turn (round-robin, no load balancer), and
+	// Target is not used.
+	Targets []Address
 	// Rate is the send rate in every phase that does not override it.
 	Rate float64
 	// Rules classify the results; nil means the built-in service's rules.

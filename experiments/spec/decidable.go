@@ -49,6 +49,9 @@ func (s *Spec) Undecidable(pred string) string {
 			return "CONNS-SIZED is judged only when expectations.conns names its sized and over modes"
 		}
 	}
+	if why, ok := s.fleetUndecidable(pred); ok {
+		return why
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -101,7 +104,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions)
+	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.FleetPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,
