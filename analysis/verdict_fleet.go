@@ -113,9 +113,6 @@ func fleetMultiplies(cells []Cell, ex Expectations) Verdict {
 	b := newBuilder("FLEET-MULTIPLIES", fmt.Sprintf("%s: N instances with a bulkhead of L each put N·L calls on /%s's dependency; "+
 		"where N·L exceeds its capacity C it queues (call time N·L·s/C) and past T fails, although every instance is protected",
 		roles.Condition, ex.Culprit), cells, ex, fleetNeeds(fcs, roles.Condition, strings.Join(roles.Modes, "+"))...)
-	for _, fc := range fcs {
-		fleetCellChecks(b, fc, ex, tol)
-	}
 	if len(fcs) > 0 {
 		lo, hi := fcs[0], fcs[len(fcs)-1]
 		if hi.nl <= lo.nl {
@@ -127,6 +124,9 @@ func fleetMultiplies(cells []Cell, ex Expectations) Verdict {
 			estimate([]float64{kHi.Mean / kLo.Mean / (hi.nl / lo.nl)}), ">=", 1-tol)
 		b.check(fmt.Sprintf("%s: the dependency's call time ÷ s (the largest fleet pushed it past its capacity)", hi.label), "×",
 			fleetVals(hi.cell, func(f FleetRun) float64 { return float64(f.MeasuredWaitMs / f.ServiceMs) }), ">=", 1+tol)
+	}
+	for _, fc := range fcs {
+		fleetCellChecks(b, fc, ex, tol)
 	}
 	b.notes = append(b.notes, fmt.Sprintf("Little's law: concurrency K = min(N·L, λ·W), call time W = s·max(1, K/C); tolerance %s", fmtG(tol)))
 	return b.decide()
