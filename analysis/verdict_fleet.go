@@ -139,7 +139,7 @@ func fleetCellChecks(b *builder, fc fleetCell, ex Expectations, tol float64) {
 	c := fc.cell
 	b.info(fc.label+": N·L (capacity C: "+fmtG(fc.c)+")", "calls", estimate([]float64{fc.nl}))
 	b.info(fc.label+": predicted concurrency K", "calls", estimate([]float64{fc.k}))
-	b.check(fc.label+": |concurrency on the dependency ÷ K − 1|", "share", fleetVals(c, func(f FleetRun) float64 {
+	b.check(fc.label+": concurrency on the dependency off K by (relative)", "share", fleetVals(c, func(f FleetRun) float64 {
 		return math.Abs(float64(f.ConcurrencyOnDep)/float64(f.PredictedConcurrency) - 1)
 	}), "<=", tol)
 	b.info(fc.label+": waiting at the dependency", "calls", fleetVals(c, func(f FleetRun) float64 { return float64(f.DepWaiting) }))
@@ -147,7 +147,7 @@ func fleetCellChecks(b *builder, fc fleetCell, ex Expectations, tol float64) {
 	if queues {
 		want := min(fc.w, fc.t)
 		b.info(fc.label+": predicted call time W = K·s/C", "ms", estimate([]float64{fc.w}))
-		b.check(fmt.Sprintf("%s: |call time ÷ min(W, T) − 1| (min = %s ms)", fc.label, fmtG(want)), "share", fleetVals(c, func(f FleetRun) float64 {
+		b.check(fmt.Sprintf("%s: call time off min(W, T) = %s ms by (relative)", fc.label, fmtG(want)), "share", fleetVals(c, func(f FleetRun) float64 {
 			return math.Abs(float64(f.MeasuredWaitMs)/want - 1)
 		}), "<=", tol)
 	} else {
