@@ -116,7 +116,8 @@ func fleetMultiplies(cells []Cell, ex Expectations) Verdict {
 	if len(fcs) > 0 {
 		lo, hi := fcs[0], fcs[len(fcs)-1]
 		if hi.nl <= lo.nl {
-			b.unsure = append(b.unsure, "the fleets compared do not differ in N·L: nothing can grow")
+			// The claim compares fleets: one size alone cannot show it.
+			b.undecidable = append(b.undecidable, "the fleets compared do not differ in N·L: name fleets of different sizes")
 		}
 		kLo := fleetVals(lo.cell, func(f FleetRun) float64 { return float64(f.ConcurrencyOnDep) })
 		kHi := fleetVals(hi.cell, func(f FleetRun) float64 { return float64(f.ConcurrencyOnDep) })
