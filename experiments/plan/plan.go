@@ -148,8 +148,9 @@ const (
 // Component is one process (or, in process, one server) of a run. Exactly
 // one of Dep, Proxy, Service and Command is set, matching Kind.
 type Component struct {
-	// Name is unique in the run ("dep-A", "proxy-A", "service"): it labels
-	// the component's metric samples and log file.
+	// Name is unique in the run ("dep-A", "proxy-A", "service", or
+	// "service-1" … "service-N" for a fleet): it labels the component's
+	// metric samples and log file.
 	Name string
 	Kind Kind
 	// Listen is the data-plane listen address, host:port (port 0: any).
