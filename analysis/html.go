@@ -14,6 +14,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join":     func(v []string) string { return strings.Join(v, "; ") },
 	"sched":    func(n NoiseFloor, c string) string { return numStr(n.SchedP99Ms[c]) },
 	"inferred": func(ls []InferredLimit) string { return orDash(describeInferred(ls)) },
+	"fleet":    fleetHTML,
 	"measure": func(m Measure) string {
 		if m.Op == "" {
 			return "(info)"
@@ -52,7 +53,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 <table><tr><th>condition</th><th>mode</th><th>pool</th><th>limit</th><th>demand predicted</th><th>measured</th><th>ratio</th><th>exhaustion predicted s</th><th>measured s</th><th>ratio</th></tr>
 {{range .Little}}<tr><td>{{.Condition}}</td><td>{{.Mode}}</td><td>{{.Pool}}</td><td>{{.Limit}}</td><td>{{est .PredictedDemand}}</td><td>{{est .MeasuredDemand}}</td><td>{{est .DemandRatio}}</td><td>{{est .PredictedExhaustionS}}</td><td>{{est .MeasuredExhaustionS}}</td><td>{{est .ExhaustionRatio}}</td></tr>
 {{end}}</table>
-<h2>Runs: validity and noise floor</h2>
+{{fleet .}}<h2>Runs: validity and noise floor</h2>
 <table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th></tr>
 {{range .Runs}}<tr{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{join .Damaged}} {{join .Invalid}} {{join .Problems}}{{range .Retried}}<br>run again after: {{join .Reasons}}{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
 {{end}}</table>

@@ -184,6 +184,7 @@ func loadRun(dir string, e rundata.IndexEntry) *Run {
 		return r.Windows[i].Index < r.Windows[j].Index
 	})
 	sort.SliceStable(r.Metrics, func(i, j int) bool { return r.Metrics[i].Time.Before(r.Metrics[j].Time) })
+	addFleetView(r)
 	return r
 }
 

@@ -107,6 +107,7 @@ func renderMarkdown(s *Summary) []byte {
 	writeRetriesMD(&b, s)
 	writeSizingMD(&b, s)
 	writeConnWaitsMD(&b, s)
+	writeFleetMD(&b, s)
 	writeRunsMD(&b, s)
 	if len(s.Images) > 0 {
 		p("## Figures\n")

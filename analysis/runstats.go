@@ -75,6 +75,13 @@ type RunSummary struct {
 	CPU *CPURun `json:"cpu,omitempty"`
 	// Sweep is where the run sits in a sweep, if the spec had one.
 	Sweep *rundata.SweepPoint `json:"sweep,omitempty"`
+	// Instances are each instance's numbers when the service ran as a
+	// fleet (the other fields are then the fleet's, every instance
+	// together).
+	Instances []InstanceStats `json:"instances,omitempty"`
+	// Fleet is what the fleet put on the culprit's dependency, when the
+	// experiment names fleet claims.
+	Fleet *FleetRun `json:"fleet,omitempty"`
 	// Image is the run's PNG, relative to the report folder.
 	Image string `json:"image,omitempty"`
 }
@@ -252,6 +259,10 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s.ConnWaits = r.connWaitStats()
 	s.Policy = r.policyStats(&s, ex)
 	s.CPU = r.cpuStats(&s, ex)
+	s.Instances = r.instanceStats()
+	if ex.Fleet != nil {
+		s.Fleet = r.fleetStats(ex, s.ep(ex.Culprit))
+	}
 	return s
 }
 

@@ -154,6 +154,7 @@ func evaluate(exp *Experiment, ex rundata.Expectations) Summary {
 	s.Verdicts = append(s.Verdicts, sizingVerdicts(s.Sizing, s.Cells, ex)...)
 	s.Verdicts = append(s.Verdicts, connsVerdicts(s.Cells, ex)...)
 	s.Verdicts = append(s.Verdicts, cpuVerdicts(s.Cells, ex)...)
+	s.Verdicts = append(s.Verdicts, fleetVerdicts(s.Cells, ex)...)
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)

@@ -31,7 +31,13 @@ type Target struct {
 	Name string
 	// Method defaults to GET.
 	Method string
-	URL    string
+	// URL is where every request goes, unless URLs is set.
+	URL string
+	// URLs, if set, are the instances of a fleet behind no load balancer:
+	// the target's requests go to each in turn (round-robin, in send
+	// order), and URL must be empty. One schedule, one rate and one set of
+	// windows for all of them: the endpoint, not an instance, is loaded.
+	URLs   []string
 	Header http.Header
 	Body   []byte
 	// Rate is the send rate in requests per second, in (0, 1e7], in every
@@ -227,6 +233,12 @@ func (cfg Config) validate() (*plan, error) {
 	return p, nil
 }
 
+// httpURL reports whether raw is an absolute http(s) URL with a host.
+func httpURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 func (t Target) validate(field string, names map[string]bool) (*Classifier, error) {
 	switch {
 	case t.Name == "":
@@ -245,7 +257,16 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 			return nil, err
 		}
 	}
-	if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if len(t.URLs) > 0 {
+		if t.URL != "" {
+			return nil, invalid(field+".url", "set url or urls, not both")
+		}
+		for i, u := range t.URLs {
+			if !httpURL(u) {
+				return nil, invalid(fmt.Sprintf("%s.urls[%d]", field, i), "%q is not an http(s) URL", u)
+			}
+		}
+	} else if !httpURL(t.URL) {
 		return nil, invalid(field+".url", "%q is not an http(s) URL", t.URL)
 	}
 	rules := DefaultRules()

@@ -185,12 +185,7 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sam
 func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan<- sample) []error {
 	results := make([]<-chan *vegeta.Result, len(s.atks))
 	for i, t := range p.cfg.Targets {
-		method := t.Method
-		if method == "" {
-			method = http.MethodGet
-		}
-		tgt := vegeta.NewStaticTargeter(vegeta.Target{Method: method, URL: t.URL, Header: t.Header, Body: t.Body})
-		results[i] = s.atks[i].Attack(tgt, s.pacers[i], 0, t.Name)
+		results[i] = s.atks[i].Attack(t.targeter(), s.pacers[i], 0, t.Name)
 	}
 	errs := make([]error, len(s.atks))
 	var wg sync.WaitGroup

@@ -93,6 +93,10 @@ func (l Load) Duration() time.Duration {
 type Endpoint struct {
 	Name   string
 	Target Address
+	// Targets, if set, are the endpoint on each instance of a fleet: its
+	// requests go to each in turn (round-robin, no load balancer), and
+	// Target is not used.
+	Targets []Address
 	// Rate is the send rate in every phase that does not override it.
 	Rate float64
 	// Rules classify the results; nil means the built-in service's rules.
@@ -144,8 +148,9 @@ const (
 // Component is one process (or, in process, one server) of a run. Exactly
 // one of Dep, Proxy, Service and Command is set, matching Kind.
 type Component struct {
-	// Name is unique in the run ("dep-A", "proxy-A", "service"): it labels
-	// the component's metric samples and log file.
+	// Name is unique in the run ("dep-A", "proxy-A", "service", or
+	// "service-1" … "service-N" for a fleet): it labels the component's
+	// metric samples and log file.
 	Name string
 	Kind Kind
 	// Listen is the data-plane listen address, host:port (port 0: any).

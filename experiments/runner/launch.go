@@ -82,11 +82,12 @@ type starter func(ctx context.Context, c plan.Component, logPath string) (starte
 // started is stopped.
 func launch(ctx context.Context, r plan.Run, logPath func(string) string, start starter) (st *Stack, err error) {
 	st = &Stack{URLs: map[string]string{}, Controls: map[string]string{}}
+	stack := st // a failing return sets st to nil before the deferred stop
 	var running []started
 	var names []string
 	defer func() {
 		if err != nil {
-			_ = st.Stop()
+			_ = stack.Stop()
 			st = nil
 		}
 	}()

@@ -101,12 +101,12 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 		eps = append(append([]plan.Endpoint(nil), eps...), *c)
 	}
 	for _, e := range eps {
-		u, err := e.Target.Resolve(st.URLs)
+		u, urls, err := resolveTargets(e, st.URLs)
 		if err != nil {
 			return loadgen.Config{}, fmt.Errorf("endpoint %s: %w", e.Name, err)
 		}
 		canary := run.Load.Canary != nil && e.Name == run.Load.Canary.Name
-		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, Rate: e.Rate, Rules: e.Rules, Canary: canary, Retry: e.Retry})
+		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, URLs: urls, Rate: e.Rate, Rules: e.Rules, Canary: canary, Retry: e.Retry})
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{
@@ -130,6 +130,24 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 		Health:              run.Load.Health,
 		Arrivals:            run.Load.Arrivals,
 	}, nil
+}
+
+// resolveTargets returns e's URL, or, for an endpoint of a fleet, the URL
+// of each of its instances (loaded round-robin).
+func resolveTargets(e plan.Endpoint, urls map[string]string) (string, []string, error) {
+	if len(e.Targets) == 0 {
+		u, err := e.Target.Resolve(urls)
+		return u, nil, err
+	}
+	out := make([]string, len(e.Targets))
+	for i, a := range e.Targets {
+		u, err := a.Resolve(urls)
+		if err != nil {
+			return "", nil, err
+		}
+		out[i] = u
+	}
+	return "", out, nil
 }
 
 // endpointNames are the loaded endpoints, the canary last.

@@ -104,18 +104,27 @@ func (p *TextProgress) Window(_ plan.Run, w loadgen.Window) {
 	p.phase = w.Phase
 }
 
-// Pools implements Progress: it keeps the service's pool use for the line.
+// Pools implements Progress: it keeps the service's pool use for the line
+// (a fleet's: summed over its instances).
 func (p *TextProgress) Pools(_ plan.Run, samples []rundata.MetricSample) {
-	var parts []string
+	sum := map[string]*[3]float64{} // pool → in use, limit, waiting
 	for _, sm := range samples {
-		if sm.Component != rundata.ServiceComponent {
+		if sm.Component != rundata.ServiceComponent && !rundata.IsInstanceComponent(sm.Component) {
 			continue
 		}
 		for _, pool := range rundata.LabelValues(sm.Values, rundata.MetricPoolInUse, "pool") {
 			key := func(m string) string { return rundata.Key(m, rundata.L("pool", pool)) }
-			parts = append(parts, fmt.Sprintf("%s %.0f/%.0f+%.0fq", pool, sm.Values[key(rundata.MetricPoolInUse)],
-				sm.Values[key(rundata.MetricPoolLimit)], sm.Values[key(rundata.MetricPoolWaiting)]))
+			if sum[pool] == nil {
+				sum[pool] = &[3]float64{}
+			}
+			sum[pool][0] += sm.Values[key(rundata.MetricPoolInUse)]
+			sum[pool][1] += sm.Values[key(rundata.MetricPoolLimit)]
+			sum[pool][2] += sm.Values[key(rundata.MetricPoolWaiting)]
 		}
+	}
+	var parts []string
+	for pool, v := range sum {
+		parts = append(parts, fmt.Sprintf("%s %.0f/%.0f+%.0fq", pool, v[0], v[1], v[2]))
 	}
 	sort.Strings(parts)
 	p.mu.Lock()

@@ -58,6 +58,9 @@ func (s *Spec) Undecidable(pred string) string {
 	if slices.Contains(rundata.CPUPredictions, pred) && s.Expectations.CPU == nil {
 		return fmt.Sprintf("%s is judged only when expectations.cpu names its condition", pred)
 	}
+	if why, ok := s.fleetUndecidable(pred); ok {
+		return why
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -110,7 +113,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions)
+	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions, rundata.FleetPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -89,7 +89,9 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 
 // Preview predicts, by Little's law, each pool's in-flight demand
 // (Σ rate × holding time) in the baseline and fault phases of condition c
-// in mode m, and the time from fault start until the pool is exhausted.
+// in mode m, and the time from fault start until the pool is exhausted. In
+// a fleet (InstancesOf(m) > 1) a pool is every instance's pool of that name
+// together: its limit and queue are summed over the instances.
 func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 	if info := s.sweep; info != nil {
 		ps, om, oc, _ := info.pointFor(m.Name, c.Name)
@@ -98,12 +100,15 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 	fr := s.FaultRates(c)
 	var out []rundata.PoolInfo
 	pools := s.Pools(m)
+	// A fleet's pool of a name is every instance's together: the fleet's
+	// load spread over n times the permits.
+	n := s.InstancesOf(m)
 	// An endpoint with a nested bulkhead holds at most its limit of the
 	// layout's pool.
 	nested := map[string]float64{}
 	for _, pl := range pools {
 		if pl.Nested {
-			nested[pl.Endpoints[0]] = float64(pl.Limit)
+			nested[pl.Endpoints[0]] = float64(pl.Limit * n)
 		}
 	}
 	for _, pl := range pools {
@@ -122,9 +127,9 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 			flows = append(flows, f)
 		}
 		out = append(out, rundata.PoolInfo{
-			Name: pl.Name, Limit: pl.Limit, Queue: pl.Queue, MaxWait: s.Service.MaxWait.D, Endpoints: pl.Endpoints,
+			Name: pl.Name, Limit: pl.Limit * n, Queue: pl.Queue * n, MaxWait: s.Service.MaxWait.D, Endpoints: pl.Endpoints,
 			PredictedDemand:     map[string]float64{rundata.PhaseBaseline: base, rundata.PhaseFault: fault},
-			PredictedExhaustion: exhaustion(flows, float64(pl.Limit)),
+			PredictedExhaustion: exhaustion(flows, float64(pl.Limit*n)),
 		})
 	}
 	return out

@@ -103,6 +103,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	s.validateSizing(p)
 	s.validateConnsClaims(p)
+	s.validateFleet(p)
 	return s, p.err()
 }
 

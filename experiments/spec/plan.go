@@ -248,20 +248,19 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
-		s.seedPolicies(&svc.Config, r)
 		for _, e := range s.Endpoints {
 			svc.Upstreams[e.Name] = plan.Of(proxyComponent(e.Dependency), "")
 		}
-		pr.Components = append(pr.Components, plan.Component{Name: rundata.ServiceComponent, Kind: plan.KindService,
-			Listen: anyLoopback, Service: svc})
+		pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
 	}
+	instances := s.InstancesOf(r.Mode)
 	for _, e := range s.Endpoints {
 		target := plan.Of(rundata.ServiceComponent, "/"+e.Name)
 		if x != nil {
 			target = plan.At(es.Targets[e.Name])
 		}
 		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
-			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name)))})
+			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.Name)})
 	}
 	pr.Load.Phases = s.runPhases(r.Condition)
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D
@@ -278,6 +277,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			Advice:         fmt.Sprintf("raise phases.warmup (now %s) so that the service is warm before the baseline", s.Phases.Warmup.D)}
 	}
 	if c := s.canary(es); c != nil {
+		c.Targets = fleetTargets(instances, "/healthz")
 		pr.Load.Canary = c
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
@@ -305,6 +305,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Faults = []plan.Faults{{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}}
 	}
 	pr.Meta = s.meta(r)
+	fleetMeta(&pr.Meta, instances)
 	if c := pr.Load.Canary; c != nil {
 		pr.Meta.Canary = &rundata.CanaryInfo{URL: c.Target.URL, Rate: c.Rate, MaxP99: pr.Load.CanaryMaxP99}
 		if c.Target.Component != "" {

@@ -107,6 +107,11 @@ type Service struct {
 	// CPU, not the whole machine shared with the load generator, is the
 	// bounded resource (default 0: the runtime's default).
 	GOMAXPROCS int `yaml:"gomaxprocs,omitempty"`
+	// Instances is how many processes of the service run side by side (a
+	// fleet), each with its own pools, all calling the same proxies; the
+	// load generator sends each endpoint's requests to them in turn. 0 (not
+	// written) is 1.
+	Instances int `yaml:"instances,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
@@ -228,6 +233,9 @@ type Mode struct {
 	// pools (a bulkhead with and without a wall between connections).
 	ConnsLayout string `yaml:"conns_layout,omitempty"`
 	Conns       int    `yaml:"conns,omitempty"`
+	// Instances, if set, replaces service.instances in this mode: fleets
+	// of different sizes side by side, or a sweep over them.
+	Instances int `yaml:"instances,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the

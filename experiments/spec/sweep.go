@@ -130,6 +130,7 @@ func parseSwept(file string, root *yaml.Node, sweeps []Sweep, p *problems) (*Spe
 	s.validate(q)
 	s.validateSizing(q)
 	s.validateConnsClaims(q)
+	s.validateFleet(q)
 	if err := q.err(); err != nil {
 		return nil, err
 	}

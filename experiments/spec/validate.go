@@ -52,6 +52,7 @@ func (s *Spec) validate(p *problems) {
 	s.validatePhases(p)
 	s.validateConditions(p)
 	s.validateModes(p)
+	s.validateInstances(p)
 	s.validateClients(p)
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)

@@ -59,6 +59,8 @@ type Expectations struct {
 	Conns *ConnsRoles `yaml:"conns,omitempty" json:"conns,omitempty"`
 	// CPU names the runs of the CPU claim; nil: not judged.
 	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	// Fleet names the runs of the fleet claims; nil: none judged.
+	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

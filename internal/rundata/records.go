@@ -51,8 +51,14 @@ type RunMeta struct {
 	// Canary describes the canary (CanaryEndpoint in the windows and
 	// phases), if the run had one.
 	Canary *CanaryInfo `json:"canary,omitempty"`
-	// Pools describes each pool of the service (one in shared mode).
+	// Pools describes each pool of the service (one in shared mode); for a
+	// fleet, each pool of the fleet: every instance's pool of that name
+	// together (limit and queue summed over the instances).
 	Pools []PoolInfo `json:"pools"`
+	// Instances are the components of the service's instances when it ran
+	// as a fleet of more than one (InstanceComponent); empty: one instance,
+	// ServiceComponent.
+	Instances []string `json:"instances,omitempty"`
 	// Sweep, for a run of a swept spec, names the mode and condition the
 	// run is a variant of and the values of the swept fields it carries.
 	Sweep *SweepPoint `json:"sweep,omitempty"`
