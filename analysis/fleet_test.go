@@ -27,10 +27,11 @@ func TestCombineSamples(t *testing.T) {
 		{"a counter sums", rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", "a")), []float64{10, 20}, 2, 30},
 		{"cpu seconds sum", rundata.MetricCPUSeconds, []float64{1.5, 2}, 2, 3.5},
 		{"a p99 is the largest", rundata.MetricSchedLatencyP99, []float64{0.001, 0.004, 0.002}, 3, 0.004},
-		{"GOMAXPROCS is the largest", rundata.MetricGoMaxProcs, []float64{2, 2}, 2, 2},
+		{"GOMAXPROCS adds up (the summed CPU seconds are judged against it)", rundata.MetricGoMaxProcs, []float64{2, 2}, 2, 4},
 		{"exhausted when all are: the latest", since, []float64{100, 102}, 2, 102},
 		{"one not exhausted: not", since, []float64{100, 0}, 2, 0},
 		{"one not sampled: not", since, []float64{100, 101}, 3, 0},
+		{"connections exhausted when all are", rundata.Key(rundata.MetricConnPoolExhaustedSince, rundata.L("pool", "shared")), []float64{100, 0}, 2, 0},
 	} {
 		var samples []rundata.MetricSample
 		for i, v := range tc.vals {

@@ -20,16 +20,17 @@ import (
 
 // fleetCombine is how a series of the instances' samples becomes the
 // fleet's: "sum" (counts, gauges of things in use, limits, histograms'
-// _sum and _count), "max" (per-process levels that do not add up: a p99,
-// GOMAXPROCS, a breaker's state and opening time), or "all" for a pool's
-// exhausted-since time (the fleet's pool is exhausted once every
-// instance's is: the latest of their times, 0 while one is not).
+// _sum and _count, GOMAXPROCS: the CPUs the fleet may use, against which
+// its summed CPU seconds are judged), "max" (per-process levels that do
+// not add up: a p99, a breaker's state and opening time), or "all" for a
+// pool's or connection pool's exhausted-since time (the fleet's pool is
+// exhausted once every instance's is: the latest of their times, 0 while
+// one is not).
 func fleetCombine(name string) string {
 	switch {
-	case strings.HasSuffix(name, "_p99"), name == rundata.MetricGoMaxProcs,
-		name == service.MetricBreakerState, name == service.MetricBreakerOpenedAt:
+	case strings.HasSuffix(name, "_p99"), name == service.MetricBreakerState, name == service.MetricBreakerOpenedAt:
 		return "max"
-	case name == rundata.MetricPoolExhaustedSince:
+	case name == rundata.MetricPoolExhaustedSince, name == rundata.MetricConnPoolExhaustedSince:
 		return "all"
 	}
 	return "sum"
