@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -52,12 +53,18 @@ func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expe
 	p.Legend.Padding = vg.Points(1)
 }
 
-// connPoolSeries plots, per connection pool, connections in use
-// (dash-dot), calls waiting for one (dotted) and its limit (thin dash-dot),
-// and returns their values.
+// connPoolSeries plots, per connection pool that came near its limit (half
+// of it in use, or calls waiting), connections in use (dash-dot), calls
+// waiting for one (dotted) and its limit (thin dash-dot), and returns their
+// values; a pool that never did is only named in the legend, so that a
+// roomy pool's limit does not flatten the worker pools.
 func connPoolSeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expectations) [][]float64 {
 	var all [][]float64
 	for _, pool := range r.connPoolNames() {
+		if peak, limit, near := r.connPoolNear(pool); !near {
+			leg.Add(fmt.Sprintf("conns %s: peak %s of %s (not drawn)", pool, fmtG(peak), fmtG(limit)))
+			continue
+		}
 		c := nameColor(pool, ex)
 		for _, m := range []struct {
 			metric, label string
@@ -76,6 +83,23 @@ func connPoolSeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex
 		}
 	}
 	return all
+}
+
+// connPoolNear reports a connection pool's peak in use and limit over the
+// run, and whether it came near the limit: half of it in use, or calls
+// waiting.
+func (r *Run) connPoolNear(pool string) (peak, limit float64, near bool) {
+	waited := false
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolInUse, pool)) {
+		peak = max(peak, pt.v)
+	}
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolLimit, pool)) {
+		limit = max(limit, pt.v)
+	}
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolWaiting, pool)) {
+		waited = waited || pt.v > 0
+	}
+	return peak, limit, waited || peak >= limit/2
 }
 
 func metricXY(s []point, origin time.Time) (xs, ys []float64) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,7 @@ func runFigure(r *Run, ex Expectations) figure {
 	if len(r.poolNames()) == 0 {
 		titles[3][0] = "Pool occupancy: not observable (the service exports no pool metrics); Little's-law demand dashed"
 	}
-	if r.observesConnPools() {
+	if slices.ContainsFunc(r.connPoolNames(), func(p string) bool { _, _, near := r.connPoolNear(p); return near }) {
 		titles[3] = [2]string{strings.Replace(titles[3][0], "Pool occupancy", "Pool and connection occupancy (connections dash-dot)", 1), "permits, connections"}
 	}
 	for i := range f.panels {
