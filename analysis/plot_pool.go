@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"time"
 
@@ -19,21 +20,8 @@ func poolPanel(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex Expe
 	pools := r.poolNames()
 	for _, pool := range pools {
 		c := nameColor(pool, ex)
-		for _, m := range []struct {
-			metric, label string
-			sty           draw.LineStyle
-		}{
-			{rundata.MetricPoolInUse, "in use", lineStyle(c, 0, 2)},
-			{rundata.MetricPoolWaiting, "waiting", lineStyle(c, 4, 1.5)},
-			{rundata.MetricPoolLimit, "limit", lineStyle(c, 0, 0.7)},
-		} {
-			xs, ys := metricXY(r.metric(rundata.ServiceComponent, poolKey(m.metric, pool)), origin)
-			if len(xs) == 0 {
-				continue
-			}
-			addSeries(p, leg, "pool "+pool+" "+m.label, xs, ys, m.sty, false)
-			all = append(all, ys)
-		}
+		all = append(all, occupancySeries(p, leg, r, origin, "pool "+pool, pool, c, 0,
+			rundata.MetricPoolInUse, rundata.MetricPoolWaiting, rundata.MetricPoolLimit)...)
 		xs, ys := demandSteps(r, pool, origin)
 		if len(xs) > 0 {
 			addSeries(p, leg, "pool "+pool+" predicted demand", xs, ys, lineStyle(c, 1, 1.5), false)
@@ -65,22 +53,31 @@ func connPoolSeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, ex
 			leg.Add(fmt.Sprintf("conns %s: peak %s of %s (not drawn)", pool, fmtG(peak), fmtG(limit)))
 			continue
 		}
-		c := nameColor(pool, ex)
-		for _, m := range []struct {
-			metric, label string
-			sty           draw.LineStyle
-		}{
-			{rundata.MetricConnPoolInUse, "in use", lineStyle(c, 3, 2)},
-			{rundata.MetricConnPoolWaiting, "waiting", lineStyle(c, 4, 1.5)},
-			{rundata.MetricConnPoolLimit, "limit", lineStyle(c, 3, 0.7)},
-		} {
-			xs, ys := metricXY(r.metric(rundata.ServiceComponent, poolKey(m.metric, pool)), origin)
-			if len(xs) == 0 {
-				continue
-			}
-			addSeries(p, leg, "conns "+pool+" "+m.label, xs, ys, m.sty, false)
-			all = append(all, ys)
+		all = append(all, occupancySeries(p, leg, r, origin, "conns "+pool, pool, nameColor(pool, ex), 3,
+			rundata.MetricConnPoolInUse, rundata.MetricConnPoolWaiting, rundata.MetricConnPoolLimit)...)
+	}
+	return all
+}
+
+// occupancySeries plots one pool's in-use (thick, dash pattern dash),
+// waiting (dotted) and limit (thin, dash) series, labelled "<label> in
+// use" etc., and returns their values.
+func occupancySeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, label, pool string, c color.Color, dash int, inUse, waiting, limit string) [][]float64 {
+	var all [][]float64
+	for _, m := range []struct {
+		metric, label string
+		sty           draw.LineStyle
+	}{
+		{inUse, "in use", lineStyle(c, dash, 2)},
+		{waiting, "waiting", lineStyle(c, 4, 1.5)},
+		{limit, "limit", lineStyle(c, dash, 0.7)},
+	} {
+		xs, ys := metricXY(r.metric(rundata.ServiceComponent, poolKey(m.metric, pool)), origin)
+		if len(xs) == 0 {
+			continue
 		}
+		addSeries(p, leg, label+" "+m.label, xs, ys, m.sty, false)
+		all = append(all, ys)
 	}
 	return all
 }
