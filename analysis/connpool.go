@@ -35,14 +35,7 @@ func exhaustionRules(runs []*Run) []string {
 
 // observesConnPools reports whether the service's samples hold connection
 // pool metrics.
-func (r *Run) observesConnPools() bool {
-	for _, s := range r.Metrics {
-		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool")) > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (r *Run) observesConnPools() bool { return r.observes(rundata.MetricConnPoolLimit) }
 
 // connPoolNames returns the connection pools in the service's samples.
 func (r *Run) connPoolNames() []string {

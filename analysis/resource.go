@@ -507,9 +507,13 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 }
 
 // observesPools reports whether the service's samples hold pool metrics.
-func (r *Run) observesPools() bool {
+func (r *Run) observesPools() bool { return r.observes(rundata.MetricPoolInUse) }
+
+// observes reports whether any of the service's samples has a series of
+// the pool metric name (labelled pool).
+func (r *Run) observes(name string) bool {
 	for _, s := range r.Metrics {
-		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, rundata.MetricPoolInUse, "pool")) > 0 {
+		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, name, "pool")) > 0 {
 			return true
 		}
 	}
