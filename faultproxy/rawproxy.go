@@ -287,8 +287,10 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		}
 		err = p.readAnswerHead(c, pc)
 		if err == nil {
-			p.m.upstream.Observe(time.Since(sent).Seconds())
-			return p.relayAnswer(c, pc, werr != nil)
+			took := time.Since(sent)
+			ok := p.relayAnswer(c, pc, werr != nil)
+			p.m.upstream.Observe(took.Seconds()) // after the answer went out
+			return ok
 		}
 		pc.c.Close()
 		if werr != nil {
@@ -304,14 +306,16 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 // readAnswerHead reads the upstream's answer head into c.res, passing
 // interim (1xx) answers on to the client. From upstreamWatch on, the client
 // is watched (see slowCalls): if it goes away, the upstream call is cut.
+// The call stays registered after a head was read; relayAnswer ends it.
 func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn) error {
 	c.s.slow.add(c, pc)
-	defer c.s.slow.remove(c)
 	for {
-		if err := readHead(pc.br, &c.res); err != nil {
-			return err
+		err := readHead(pc.br, &c.res)
+		if err == nil {
+			err = c.res.parse(false)
 		}
-		if err := c.res.parse(false); err != nil {
+		if err != nil {
+			c.s.slow.remove(c)
 			return err
 		}
 		if s := c.res.status; s < 100 || s >= 200 || s == http.StatusSwitchingProtocols {
@@ -320,6 +324,7 @@ func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn) error {
 		// An interim answer (103 Early Hints...): pass it on.
 		writeAnswerHead(c.bw, &c.res, false, false, nil)
 		if err := c.bw.Flush(); err != nil {
+			c.s.slow.remove(c)
 			return err
 		}
 	}
@@ -366,8 +371,19 @@ func writeAnswerHead(bw *bufio.Writer, h *head, dechunk, closing bool, upgrade [
 
 // relayAnswer relays the answer whose head is in c.res and hands pc back.
 // spent: the request could not be written whole (an early answer).
+//
+// The upstream call that readAnswerHead registered ends here: for an
+// answer that came whole with its head (the usual small one), once it went
+// out, so that the client has it first; for one still to come, before it
+// is relayed, as the client is no longer watched then.
 func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	req, res := &c.req, &c.res
+	noBody := bodyless(req.line[0], res.status)
+	whole := res.status != http.StatusSwitchingProtocols &&
+		(noBody || !res.chunked && res.contentLength >= 0 && res.contentLength <= int64(pc.br.Buffered()))
+	if !whole {
+		c.s.slow.remove(c)
+	}
 	if res.status == http.StatusSwitchingProtocols {
 		if !req.upgrade {
 			pc.c.Close()
@@ -375,7 +391,6 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 		}
 		return p.tunnel(c, pc)
 	}
-	noBody := bodyless(req.line[0], res.status)
 	dechunk := !noBody && res.chunked && req.minor == 0
 	untilClose := !noBody && !res.chunked && res.contentLength < 0
 	closing := req.close || untilClose || dechunk || spent
@@ -394,6 +409,9 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	}
 	if err == nil {
 		err = c.bw.Flush()
+	}
+	if whole {
+		c.s.slow.remove(c)
 	}
 	reusable := err == nil && !res.close && !untilClose && !dechunk && !spent && !c.gone.Load()
 	p.h1.put(pc, reusable)
