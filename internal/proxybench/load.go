@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -105,6 +106,26 @@ func cpuOf(pid int) (time.Duration, error) {
 		return 0, nil
 	}
 	return cpuTime(pid)
+}
+
+// join puts b after a: the slices of one target's cell.
+func join(a, b cell) cell {
+	if a.target == "" {
+		b.lat = slices.Clone(b.lat)
+		b.errs = maps.Clone(b.errs)
+		return b
+	}
+	a.dur += b.dur
+	a.sent += b.sent
+	a.ok += b.ok
+	a.lat = append(a.lat, b.lat...)
+	for k, v := range b.errs {
+		a.errs[k] += v
+	}
+	a.elapsed += b.elapsed
+	a.cpu += b.cpu
+	a.upCPU += b.upCPU
+	return a
 }
 
 // okRatio is the fraction of sent requests that succeeded.

@@ -53,6 +53,7 @@ type options struct {
 	phases                 string
 	rates                  string
 	dur, warmup, pause     time.Duration
+	slice                  time.Duration
 	rounds                 int
 	maxStart, maxLimit     int
 	maxFactor              float64
@@ -85,6 +86,7 @@ func main() {
 	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile")
 	fs.StringVar(&o.rates, "rates", "1000,3000", "pass-through rates, requests/s")
 	fs.DurationVar(&o.dur, "duration", 5*time.Second, "length of one pass-through cell (one target, one round)")
+	fs.DurationVar(&o.slice, "slice", 500*time.Millisecond, "pass-through: cut each cell into slices this long that alternate between the targets within the round (0: whole cells one after another)")
 	fs.IntVar(&o.rounds, "rounds", 6, "rounds per rate (and of the delay phase); odd rounds reverse the order of the targets")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unrecorded warm-up attack per target before the pass-through and delay phases")
 	fs.DurationVar(&o.pause, "pause", 300*time.Millisecond, "pause between cells")
@@ -344,8 +346,9 @@ func (b *bench) header(rates []int) {
 	fmt.Fprintf(b.out, "- ours: %s (%s)\n", filepath.Base(o.bulkheadlab), ver(o.bulkheadlab))
 	fmt.Fprintf(b.out, "- toxiproxy: %s (%s), API /version %s\n", filepath.Base(o.toxiproxy), ver(o.toxiproxy), b.toxiVersion)
 	fmt.Fprintf(b.out, "- order of the targets: %s in even rounds, reversed in odd ones\n", strings.Join(b.ord, ", "))
-	fmt.Fprintf(b.out, "- pass-through: rates %v/s, %d rounds × %v per target, warm-up %v; max rate: from %d/s ×%.2f per step of %v; delay: %v at %d/s, %d rounds × %v\n",
-		rates, o.rounds, o.dur, o.warmup, o.maxStart, o.maxFactor, o.maxStep, o.delay, o.delayRate, o.rounds, o.delayDur)
+	n, d := sliceCell(o.dur, o.slice)
+	fmt.Fprintf(b.out, "- pass-through: rates %v/s, %d rounds × %v per target (%d slices of %v, alternating), warm-up %v; max rate: from %d/s ×%.2f per step of %v; delay: %v at %d/s, %d rounds × %v\n",
+		rates, o.rounds, o.dur, n, d, o.warmup, o.maxStart, o.maxFactor, o.maxStep, o.delay, o.delayRate, o.rounds, o.delayDur)
 	fmt.Fprintf(b.out, "- upstream: zero latency, %d-byte body; client: vegeta, keep-alive, timeout %v, ≤ %d workers per attack\n\n",
 		len(upstreamBody), o.timeout, o.maxWorkers)
 }
@@ -399,6 +402,47 @@ func (b *bench) warm(ctx context.Context, rate int) error {
 	return nil
 }
 
+// sliceCell returns how many slices a pass-through cell is cut into, and
+// their length.
+func sliceCell(dur, slice time.Duration) (int, time.Duration) {
+	if slice <= 0 || slice >= dur {
+		return 1, dur
+	}
+	n := int((dur + slice/2) / slice)
+	return n, dur / time.Duration(n)
+}
+
+// round runs round r of the pass-through phase at rate: each target's
+// cell of -duration, cut into slices that alternate between the targets
+// (in the round's order, then reversed, and so on), so that the targets
+// of a round meet the machine in the same state: on a shared machine the
+// state drifts from one second to the next, and whole cells one after
+// another would charge that drift to whichever target ran in it.
+func (b *bench) round(ctx context.Context, ts []*target, r, rate int) (map[string]cell, error) {
+	n, d := sliceCell(b.o.dur, b.o.slice)
+	out := map[string]cell{}
+	for s := range n {
+		for _, t := range order(ts, r+s) {
+			pause := b.o.pause
+			if s > 0 {
+				pause = min(pause, slicePause)
+			}
+			if err := b.sleep(ctx, pause); err != nil {
+				return nil, err
+			}
+			c := attack(ctx, t, rate, d, b.atk)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			out[t.name] = join(out[t.name], c)
+		}
+	}
+	return out, nil
+}
+
+// slicePause is the pause between the slices of a round.
+const slicePause = 20 * time.Millisecond
+
 func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 	b.ran["latency"] = true
 	fmt.Fprintf(b.out, "## Pass-through\n\n%s\n\nCells in run order:\n\n```\n", passRule)
@@ -409,13 +453,13 @@ func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 		}
 		cells := map[string][]cell{}
 		for r := 0; r < b.o.rounds; r++ {
+			rc, err := b.round(ctx, all, r, rate)
+			if err != nil {
+				return err
+			}
 			for _, t := range order(all, r) {
-				c, err := b.cell(ctx, t, rate, b.o.dur)
-				if err != nil {
-					return err
-				}
-				printCell(b.out, r, c)
-				cells[t.name] = append(cells[t.name], c)
+				printCell(b.out, r, rc[t.name])
+				cells[t.name] = append(cells[t.name], rc[t.name])
 			}
 		}
 		b.pass[rate] = [3]merged{merge(cells["direct"]), merge(cells["ours"]), merge(cells["toxiproxy"])}

@@ -134,3 +134,41 @@ func TestParseOrder(t *testing.T) {
 		t.Errorf("inOrder(ours, toxiproxy) = %v", got)
 	}
 }
+
+func TestSliceCell(t *testing.T) {
+	for _, c := range []struct {
+		dur, slice time.Duration
+		n          int
+		each       time.Duration
+	}{
+		{5 * time.Second, 500 * time.Millisecond, 10, 500 * time.Millisecond},
+		{5 * time.Second, 0, 1, 5 * time.Second},
+		{5 * time.Second, 5 * time.Second, 1, 5 * time.Second},
+		{5 * time.Second, 2 * time.Second, 3, 5 * time.Second / 3}, // 2.5 rounds to 3
+		{time.Second, 300 * time.Millisecond, 3, time.Second / 3},
+	} {
+		n, each := sliceCell(c.dur, c.slice)
+		if n != c.n || each != c.each {
+			t.Errorf("sliceCell(%v, %v) = %d × %v, want %d × %v", c.dur, c.slice, n, each, c.n, c.each)
+		}
+	}
+}
+
+func TestJoin(t *testing.T) {
+	a := cell{target: "ours", rate: 1000, dur: time.Second, sent: 1000, ok: 999, lat: []time.Duration{3, 1},
+		errs: map[string]int{"EOF": 1}, elapsed: time.Second, cpu: 40 * time.Millisecond, upCPU: 30 * time.Millisecond}
+	b := cell{target: "ours", rate: 1000, dur: time.Second, sent: 1000, ok: 1000, lat: []time.Duration{2},
+		errs: map[string]int{}, elapsed: time.Second, cpu: 50 * time.Millisecond, upCPU: 20 * time.Millisecond}
+	first := join(cell{}, a)
+	first.lat[0] = 9 // the joined cell owns its latencies
+	first.errs["x"] = 1
+	if a.lat[0] != 3 || a.errs["x"] != 0 {
+		t.Fatalf("join shares the first slice's latencies or errors")
+	}
+	got := join(join(cell{}, a), b)
+	if got.sent != 2000 || got.ok != 1999 || got.dur != 2*time.Second || got.elapsed != 2*time.Second ||
+		got.cpu != 90*time.Millisecond || got.upCPU != 50*time.Millisecond || got.errs["EOF"] != 1 ||
+		!slices.Equal(got.lat, []time.Duration{3, 1, 2}) || got.rate != 1000 || got.target != "ours" {
+		t.Errorf("join = %+v", got)
+	}
+}

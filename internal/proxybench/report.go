@@ -64,7 +64,8 @@ func ratio(a, b float64) string {
 
 // passRule is the rule of the pass-through verdicts, printed with them.
 const passRule = "Rule: in each round, a proxy's added q-quantile is its cell's q-quantile minus the direct cell's of the same round " +
-	"(the cells of a round run back to back, so drift between rounds cancels); a proxy's added q is the median of those over the rounds " +
+	"(the cells of a round are cut into slices that alternate between the targets, so drift within and between rounds cancels); " +
+	"a proxy's added q is the median of those over the rounds " +
 	"(the mean of the two middle ones for an even count). The targets are judged on these medians. " +
 	"Pooled = every round's latencies put together (shown, not judged)."
 
