@@ -69,9 +69,17 @@ type options struct {
 	profileDur             time.Duration
 	keepLogs               bool
 	order                  string
+	floor                  bool
 }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "relay" {
+		if err := runRelay(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "proxybench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "upstream" {
 		if err := runUpstream(); err != nil {
 			fmt.Fprintln(os.Stderr, "proxybench upstream:", err)
@@ -105,6 +113,7 @@ func main() {
 	fs.IntVar(&o.profileRate, "profile-rate", 3000, "profile phase: rate, requests/s")
 	fs.DurationVar(&o.profileDur, "profile-duration", 10*time.Second, "profile phase: length of the CPU profile")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the children's stderr logs")
+	fs.BoolVar(&o.floor, "floor", true, "pass-through: also measure a bare TCP relay (the least a user-space proxy adds here; shown, not judged)")
 	fs.StringVar(&o.order, "order", "direct,ours,toxiproxy", "order of the targets in even rounds (odd rounds reverse it), e.g. toxiproxy,ours,direct")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -161,6 +170,7 @@ type bench struct {
 	out               io.Writer
 	up, ours, toxiSrv *child
 	direct, pOurs, pT *target
+	pFloor            *target // the bare relay, nil without -floor
 	ctl               *faultproxy.Client
 	tx                *toxi
 	toxiVersion       string
@@ -172,6 +182,7 @@ type bench struct {
 	// Results for the verdicts: pass[rate] is direct, ours, toxiproxy
 	// merged; maxHeld by target name; delay is ours, toxiproxy.
 	pass    map[int][3]merged
+	floor   map[int]merged // the bare relay's, with -floor
 	maxHeld map[string]int
 	delay   [2]delayStats
 	ran     map[string]bool
@@ -204,7 +215,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, out: out, ord: ord, pass: map[int][3]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
+	b := &bench{o: o, out: out, ord: ord, pass: map[int][3]merged{}, floor: map[int]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
 	defer func() {
 		b.stopAll()
 		if err != nil || o.keepLogs {
@@ -323,6 +334,22 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if err != nil {
 		return err
 	}
+	if o.floor {
+		rl, rlOut, err := startChild("relay", logDir, env, o.childNice, self, "relay", ua.Addr)
+		if err != nil {
+			return err
+		}
+		b.children = append(b.children, rl)
+		line, err := readFirstLine(ctx, rl, rlOut, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		var ra struct{ Addr string }
+		if err := json.Unmarshal([]byte(line), &ra); err != nil || ra.Addr == "" {
+			return fmt.Errorf("relay announced %q: %v", line, err)
+		}
+		b.pFloor = newTarget("floor", "http://"+ra.Addr, rl.pid(), o.timeout)
+	}
 	b.ctl = faultproxy.NewClient(a.Control, nil)
 	b.direct = newTarget("direct", "http://"+ua.Addr, 0, o.timeout)
 	b.pOurs = newTarget("ours", "http://"+a.Addr, ours.pid(), o.timeout)
@@ -346,6 +373,9 @@ func (b *bench) header(rates []int) {
 	fmt.Fprintf(b.out, "- ours: %s (%s)\n", filepath.Base(o.bulkheadlab), ver(o.bulkheadlab))
 	fmt.Fprintf(b.out, "- toxiproxy: %s (%s), API /version %s\n", filepath.Base(o.toxiproxy), ver(o.toxiproxy), b.toxiVersion)
 	fmt.Fprintf(b.out, "- order of the targets: %s in even rounds, reversed in odd ones\n", strings.Join(b.ord, ", "))
+	if b.pFloor != nil {
+		fmt.Fprintf(b.out, "- floor: a bare TCP relay (proxybench relay: one goroutine per direction, no parsing), after the others in the pass-through phase; shown, not judged\n")
+	}
 	n, d := sliceCell(o.dur, o.slice)
 	fmt.Fprintf(b.out, "- pass-through: rates %v/s, %d rounds × %v per target (%d slices of %v, alternating), warm-up %v; max rate: from %d/s ×%.2f per step of %v; delay: %v at %d/s, %d rounds × %v\n",
 		rates, o.rounds, o.dur, n, d, o.warmup, o.maxStart, o.maxFactor, o.maxStep, o.delay, o.delayRate, o.rounds, o.delayDur)
@@ -394,7 +424,7 @@ func (b *bench) warm(ctx context.Context, rate int) error {
 	if b.o.warmup <= 0 {
 		return nil
 	}
-	for _, t := range b.inOrder(b.direct, b.pOurs, b.pT) {
+	for _, t := range b.passTargets() {
 		if _, err := b.cell(ctx, t, rate, b.o.warmup); err != nil {
 			return err
 		}
@@ -443,10 +473,20 @@ func (b *bench) round(ctx context.Context, ts []*target, r, rate int) (map[strin
 // slicePause is the pause between the slices of a round.
 const slicePause = 20 * time.Millisecond
 
+// passTargets are the targets of the pass-through phase in -order, the
+// bare relay last.
+func (b *bench) passTargets() []*target {
+	ts := b.inOrder(b.direct, b.pOurs, b.pT)
+	if b.pFloor != nil {
+		ts = append(ts, b.pFloor)
+	}
+	return ts
+}
+
 func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 	b.ran["latency"] = true
 	fmt.Fprintf(b.out, "## Pass-through\n\n%s\n\nCells in run order:\n\n```\n", passRule)
-	all := b.inOrder(b.direct, b.pOurs, b.pT)
+	all := b.passTargets()
 	for _, rate := range rates {
 		if err := b.warm(ctx, rate); err != nil {
 			return err
@@ -463,10 +503,13 @@ func (b *bench) latencyPhase(ctx context.Context, rates []int) error {
 			}
 		}
 		b.pass[rate] = [3]merged{merge(cells["direct"]), merge(cells["ours"]), merge(cells["toxiproxy"])}
+		if b.pFloor != nil {
+			b.floor[rate] = merge(cells["floor"])
+		}
 	}
 	fmt.Fprintf(b.out, "```\n\n")
 	for _, rate := range rates {
-		printPassTable(b.out, rate, b.o, b.pass[rate])
+		printPassTable(b.out, rate, b.o, b.pass[rate], b.floor[rate])
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +173,45 @@ func TestJoin(t *testing.T) {
 		got.cpu != 90*time.Millisecond || got.upCPU != 50*time.Millisecond || got.errs["EOF"] != 1 ||
 		!slices.Equal(got.lat, []time.Duration{3, 1, 2}) || got.rate != 1000 || got.target != "ours" {
 		t.Errorf("join = %+v", got)
+	}
+}
+
+// TestRelay runs the bare relay in process in front of an httptest server
+// and sends keep-alive requests and a large body through it.
+func TestRelay(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, strings.Repeat("y", len(b))+"|"+r.URL.Path)
+	}))
+	defer up.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go relayConn(ctx, c, strings.TrimPrefix(up.URL, "http://"))
+		}
+	}()
+	defer func() { cancel(); l.Close(); <-done }()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	for i, n := range []int{0, 10, 1 << 20} {
+		res, err := hc.Post("http://"+l.Addr().String()+"/p"+strconv.Itoa(i), "text/plain", strings.NewReader(strings.Repeat("x", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if want := strings.Repeat("y", n) + "|/p" + strconv.Itoa(i); string(b) != want {
+			t.Fatalf("request %d: got %d bytes, want %d", i, len(b), len(want))
+		}
 	}
 }

@@ -81,7 +81,7 @@ func durs(xs []time.Duration, signed bool) string {
 	return strings.Join(out, ", ")
 }
 
-func printPassTable(w io.Writer, rate int, o options, m [3]merged) {
+func printPassTable(w io.Writer, rate int, o options, m [3]merged, floor merged) {
 	d := m[0]
 	fmt.Fprintf(w, "### %d/s (%d rounds × %v per target)\n\n", rate, len(d.roundQ), o.dur)
 	fmt.Fprintf(w, "Per round (judged): median over rounds of the per-round added quantile; the proxied p99 itself alongside.\n\n")
@@ -95,6 +95,11 @@ func printPassTable(w io.Writer, rate int, o options, m [3]merged) {
 		fmt.Fprintf(w, "| %s | %+.0f | %+.0f | %+.0f | %.0f | %s | %s | %s |\n", x.target,
 			usf(medianAdded(x, d, 0)), usf(medianAdded(x, d, 1)), usf(medianAdded(x, d, 2)), usf(median(byRound(x, 2))),
 			durs(addedByRound(x, d, 0), true), durs(addedByRound(x, d, 2), true), durs(byRound(x, 2), false))
+	}
+	if floor.sent > 0 {
+		fmt.Fprintf(w, "| floor (bare TCP relay, not judged) | %+.0f | %+.0f | %+.0f | %.0f | %s | %s | %s |\n",
+			usf(medianAdded(floor, d, 0)), usf(medianAdded(floor, d, 1)), usf(medianAdded(floor, d, 2)), usf(median(byRound(floor, 2))),
+			durs(addedByRound(floor, d, 0), true), durs(addedByRound(floor, d, 2), true), durs(byRound(floor, 2), false))
 	}
 	row := "| ours / toxiproxy |"
 	for qi := range passQuantiles {
@@ -178,6 +183,10 @@ func (b *bench) verdicts() {
 			fmt.Fprintf(w, "| %d/s | proxied p99 (median over rounds) | %.0f µs | %.0f µs |\n", rate, usf(median(byRound(m[1], 2))), usf(median(byRound(m[2], 2))))
 			fmt.Fprintf(w, "| %d/s | rounds with ours' added p50 / p99 ≤ toxiproxy's | %d / %d of %d | |\n", rate,
 				judgePass(m, 0).roundsNoWorse, judgePass(m, 2).roundsNoWorse, judgePass(m, 0).rounds)
+			if f := b.floor[rate]; f.sent > 0 {
+				fmt.Fprintf(w, "| %d/s | added p50 above the bare relay's (median over rounds) | %+.0f µs | %+.0f µs |\n", rate,
+					usf(medianAdded(m[1], f, 0)), usf(medianAdded(m[2], f, 0)))
+			}
 		}
 		fmt.Fprintln(w)
 	}

@@ -139,8 +139,17 @@ func TestPrintPassTable(t *testing.T) {
 		merge([]cell{c("toxiproxy", 250*us), c("toxiproxy", 260*us)}),
 	}
 	var buf bytes.Buffer
-	printPassTable(&buf, 1000, options{dur: 5 * time.Second}, m)
+	printPassTable(&buf, 1000, options{dur: 5 * time.Second}, m, merged{})
 	out := buf.String()
+	if strings.Contains(out, "floor") {
+		t.Errorf("a floor row without a floor:\n%s", out)
+	}
+	buf.Reset()
+	printPassTable(&buf, 1000, options{dur: 5 * time.Second}, m, merge([]cell{c("floor", 180*us), c("floor", 185*us)}))
+	if want := "| floor (bare TCP relay, not judged) | +78 | +78 | +78 | 280 | +80, +75 |"; !strings.Contains(buf.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, buf.String())
+	}
+	out = buf.String()
 	for _, want := range []string{
 		"### 1000/s (2 rounds × 5s per target)",
 		"| ours | +105 | +105 | +105 | 308 | +100, +110 | +100, +110 | 298, 318 |",
