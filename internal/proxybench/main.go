@@ -13,7 +13,11 @@
 //     client-measured |actual − 225 ms| p50/p99.
 //
 // Cells are interleaved (direct, ours, toxiproxy, then the reverse order,
-// and so on) so that drift of the machine cannot pose as a difference.
+// and so on), and in the pass-through phase cut into slices that alternate
+// between the targets within a round, so that drift of the machine cannot
+// pose as a difference. A bare TCP relay (the child mode `proxybench
+// relay`) runs beside them there as the floor: the least a user-space
+// proxy adds on this machine (shown, not judged).
 // Both proxies and the upstream are child processes started the same way:
 // the same GOMAXPROCS and the same niceness. All traffic goes to
 // 127.0.0.1; every attack is bounded in count and time; children are
