@@ -274,32 +274,19 @@ func (b *bench) checkAlive() error {
 func (b *bench) start(ctx context.Context, logDir string) error {
 	o := b.o
 	env := childEnv(o.childProcs)
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	// Upstream.
-	up, upOut, err := startChild("upstream", logDir, env, o.childNice, self, "upstream")
+	up, upAddr, err := b.startOwn(ctx, logDir, env, "upstream")
 	if err != nil {
 		return err
 	}
-	b.children = append(b.children, up)
 	b.up = up
-	line, err := readFirstLine(ctx, up, upOut, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	var ua struct{ Addr string }
-	if err := json.Unmarshal([]byte(line), &ua); err != nil || ua.Addr == "" {
-		return fmt.Errorf("upstream announced %q: %v", line, err)
-	}
 	// bulkheadlab proxy.
 	pport, err := freePort()
 	if err != nil {
 		return err
 	}
 	b.pprofAddr = "127.0.0.1:" + pport
-	args := []string{"proxy", "--upstream", "http://" + ua.Addr, "--listen", "127.0.0.1:0",
+	args := []string{"proxy", "--upstream", "http://" + upAddr, "--listen", "127.0.0.1:0",
 		"--control", "127.0.0.1:0", "--name", "bench", "--seed", "1"}
 	if slices.Contains(strings.Split(o.phases, ","), "profile") {
 		args = append(args, "--pprof", b.pprofAddr)
@@ -310,7 +297,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	}
 	b.children = append(b.children, ours)
 	b.ours = ours
-	line, err = readFirstLine(ctx, ours, oursOut, 10*time.Second)
+	line, err := readFirstLine(ctx, ours, oursOut, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -334,32 +321,47 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if b.toxiVersion, err = b.tx.waitReady(ctx, ts, 10*time.Second); err != nil {
 		return err
 	}
-	tl, err := b.tx.createProxy(toxiProxyName, ua.Addr)
+	tl, err := b.tx.createProxy(toxiProxyName, upAddr)
 	if err != nil {
 		return err
 	}
 	if o.floor {
-		rl, rlOut, err := startChild("relay", logDir, env, o.childNice, self, "relay", ua.Addr)
+		rl, rlAddr, err := b.startOwn(ctx, logDir, env, "relay", upAddr)
 		if err != nil {
 			return err
 		}
-		b.children = append(b.children, rl)
-		line, err := readFirstLine(ctx, rl, rlOut, 10*time.Second)
-		if err != nil {
-			return err
-		}
-		var ra struct{ Addr string }
-		if err := json.Unmarshal([]byte(line), &ra); err != nil || ra.Addr == "" {
-			return fmt.Errorf("relay announced %q: %v", line, err)
-		}
-		b.pFloor = newTarget("floor", "http://"+ra.Addr, rl.pid(), o.timeout)
+		b.pFloor = newTarget("floor", "http://"+rlAddr, rl.pid(), o.timeout)
 	}
 	b.ctl = faultproxy.NewClient(a.Control, nil)
-	b.direct = newTarget("direct", "http://"+ua.Addr, 0, o.timeout)
+	b.direct = newTarget("direct", "http://"+upAddr, 0, o.timeout)
 	b.pOurs = newTarget("ours", "http://"+a.Addr, ours.pid(), o.timeout)
 	b.pT = newTarget("toxiproxy", "http://"+tl, ts.pid(), o.timeout)
 	b.atk = attackOpts{timeout: o.timeout, maxWorkers: o.maxWorkers, upPID: up.pid()}
 	return nil
+}
+
+// startOwn starts this program in a child mode (upstream, relay) and
+// returns it with the address it announced ({"addr": ...} on its first
+// stdout line).
+func (b *bench) startOwn(ctx context.Context, logDir string, env []string, mode string, args ...string) (*child, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	c, out, err := startChild(mode, logDir, env, b.o.childNice, self, append([]string{mode}, args...)...)
+	if err != nil {
+		return nil, "", err
+	}
+	b.children = append(b.children, c)
+	line, err := readFirstLine(ctx, c, out, 10*time.Second)
+	if err != nil {
+		return nil, "", err
+	}
+	var a struct{ Addr string }
+	if err := json.Unmarshal([]byte(line), &a); err != nil || a.Addr == "" {
+		return nil, "", fmt.Errorf("%s announced %q: %v", mode, line, err)
+	}
+	return c, a.Addr, nil
 }
 
 func (b *bench) header(rates []int) {
