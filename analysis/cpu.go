@@ -174,6 +174,12 @@ func (r *Run) gcHit(from, to time.Time) (hit, bool) {
 func (r *Run) cpuAnyHit(from, to time.Time) (hit, bool) {
 	a, okA := r.cpuHit(from, to)
 	b, okB := r.schedHit(from, to)
+	return earlier(a, okA, b, okB)
+}
+
+// earlier returns the earlier of two hits that may each be missing (ok
+// false); the first on a tie.
+func earlier(a hit, okA bool, b hit, okB bool) (hit, bool) {
 	switch {
 	case okA && (!okB || !b.at.Before(a.at)):
 		return a, true

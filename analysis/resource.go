@@ -400,13 +400,7 @@ func (r *Run) memHit(from, to time.Time) (hit, bool) {
 	}
 	g, okG := check(rundata.MetricGoroutines, 10, 1000)
 	m, okM := check(rundata.MetricResidentBytes, 3, 0)
-	switch {
-	case okG && (!okM || !m.at.Before(g.at)):
-		return g, true
-	case okM:
-		return m, true
-	}
-	return hit{}, false
+	return earlier(g, okG, m, okM)
 }
 
 // poolStats compares Little's law with the measurement for one pool.
