@@ -19,7 +19,7 @@ const (
 	CPUTotal = "bulkheadlab_go_cpu_total_seconds_total"
 )
 
-var cpuSources = []struct{ name, metric, help string }{
+var cpuSources = []source{
 	{CPUGC, "/cpu/classes/gc/total:cpu-seconds", "CPU time the garbage collector spent: background marking, assists and pauses (runtime/metrics /cpu/classes/gc/total:cpu-seconds, an estimate)."},
 	{CPUIdle, "/cpu/classes/idle:cpu-seconds", "CPU time available to Go code that went unused (runtime/metrics /cpu/classes/idle:cpu-seconds, an estimate)."},
 	{CPUTotal, "/cpu/classes/total:cpu-seconds", "GOMAXPROCS integrated over wall time: the CPU time available to Go code (runtime/metrics /cpu/classes/total:cpu-seconds)."},
@@ -33,11 +33,7 @@ type CPU struct {
 // ReadCPU samples the runtime's CPU accounting of this process now. A
 // class the runtime does not know reads as 0.
 func ReadCPU() CPU {
-	samples := make([]metrics.Sample, len(cpuSources))
-	for i, s := range cpuSources {
-		samples[i].Name = s.metric
-	}
-	metrics.Read(samples)
+	samples := readSources(cpuSources)
 	v := make([]float64, len(samples))
 	for i, s := range samples {
 		if s.Value.Kind() == metrics.KindFloat64 {

@@ -27,7 +27,20 @@ const (
 var Buckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
 	100e-3, 250e-3, 500e-3, 1, 2.5}
 
-var sources = []struct{ name, metric, help string }{
+// source is one runtime metric and the name and help it is exported under.
+type source struct{ name, metric, help string }
+
+// readSources reads the runtime metrics of srcs now, in their order.
+func readSources(srcs []source) []metrics.Sample {
+	samples := make([]metrics.Sample, len(srcs))
+	for i, s := range srcs {
+		samples[i].Name = s.metric
+	}
+	metrics.Read(samples)
+	return samples
+}
+
+var sources = []source{
 	{SchedLatency, "/sched/latencies:seconds", "Time goroutines spent runnable before running (runtime/metrics /sched/latencies:seconds)."},
 	{GCPause, "/sched/pauses/total/gc:seconds", "Stop-the-world GC pauses (runtime/metrics /sched/pauses/total/gc:seconds)."},
 }
@@ -79,11 +92,7 @@ type Histogram struct {
 
 // Read samples both runtime histograms of this process now.
 func Read() []Histogram {
-	samples := make([]metrics.Sample, len(sources))
-	for i, s := range sources {
-		samples[i].Name = s.metric
-	}
-	metrics.Read(samples)
+	samples := readSources(sources)
 	out := make([]Histogram, len(sources))
 	for i, s := range samples {
 		out[i] = Histogram{Name: sources[i].name, Cumulative: map[float64]uint64{}}
