@@ -419,7 +419,12 @@ func (b *bench) sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (b *bench) cell(ctx context.Context, t *target, rate int, d time.Duration) (cell, error) {
-	if err := b.sleep(ctx, b.o.pause); err != nil {
+	return b.cellAfter(ctx, b.o.pause, t, rate, d)
+}
+
+// cellAfter attacks t at rate for d after a pause.
+func (b *bench) cellAfter(ctx context.Context, pause time.Duration, t *target, rate int, d time.Duration) (cell, error) {
+	if err := b.sleep(ctx, pause); err != nil {
 		return cell{}, err
 	}
 	c := attack(ctx, t, rate, d, b.atk)
@@ -463,11 +468,8 @@ func (b *bench) round(ctx context.Context, ts []*target, r, rate int) (map[strin
 			if s > 0 {
 				pause = min(pause, slicePause)
 			}
-			if err := b.sleep(ctx, pause); err != nil {
-				return nil, err
-			}
-			c := attack(ctx, t, rate, d, b.atk)
-			if err := ctx.Err(); err != nil {
+			c, err := b.cellAfter(ctx, pause, t, rate, d)
+			if err != nil {
 				return nil, err
 			}
 			out[t.name] = join(out[t.name], c)
