@@ -27,6 +27,7 @@ func run() int {
 	// the default handling is back, so a second Ctrl-C ends the process at
 	// once (children still die through their parent-death signal).
 	go func() { <-ctx.Done(); stop() }()
+	ctx = context.WithValue(ctx, reexecKey{}, true)
 
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)

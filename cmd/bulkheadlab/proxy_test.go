@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
 func TestProxyCmdBadFlags(t *testing.T) {
@@ -154,4 +158,69 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestProxyTunesRuntime: the proxy binary executes itself once more with
+// sysmon kept awake (same PID, so its parent notices nothing; it still
+// announces and forwards), unless --tune-runtime=false or GODEBUG already
+// sets schedtrace.
+func TestProxyTunesRuntime(t *testing.T) {
+	bin := binary(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "up") }))
+	defer up.Close()
+	base := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
+	tests := []struct {
+		name    string
+		args    []string
+		godebug string // "" = unset
+		want    string // the running process's GODEBUG, "" = unset
+	}{
+		{"default", nil, "", sysmon.Setting},
+		{"other settings kept", nil, "gctrace=0", "gctrace=0," + sysmon.Setting},
+		{"off", []string{"--tune-runtime=false"}, "", ""},
+		{"the user's trace", nil, "schedtrace=3600000", "schedtrace=3600000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append([]string{"proxy", "--upstream", up.URL}, tt.args...)...)
+			cmd.Env = base
+			if tt.godebug != "" {
+				cmd.Env = append(slices.Clone(base), "GODEBUG="+tt.godebug)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			a, err := announce.Read(out)
+			if err != nil || a.PID != cmd.Process.Pid {
+				t.Fatalf("announcement = %+v, %v; want one from PID %d", a, err, cmd.Process.Pid)
+			}
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", a.PID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+					got = v
+				}
+			}
+			if got != tt.want {
+				t.Errorf("GODEBUG of the running proxy = %q, want %q", got, tt.want)
+			}
+			resp, err := http.Get("http://" + a.Addr + "/")
+			if err != nil {
+				t.Fatalf("GET through the proxy: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "up" {
+				t.Errorf("GET through the proxy = %q, want the upstream's", b)
+			}
+		})
+	}
 }

@@ -50,6 +50,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
 type options struct {
@@ -74,6 +75,7 @@ type options struct {
 	keepLogs               bool
 	order                  string
 	floor                  bool
+	oursArgs               string
 }
 
 func main() {
@@ -118,6 +120,7 @@ func main() {
 	fs.DurationVar(&o.profileDur, "profile-duration", 10*time.Second, "profile phase: length of the CPU profile")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the children's stderr logs")
 	fs.BoolVar(&o.floor, "floor", true, "pass-through: also measure a bare TCP relay (the least a user-space proxy adds here; shown, not judged)")
+	fs.StringVar(&o.oursArgs, "ours-args", "", "extra flags of bulkheadlab proxy, space-separated, e.g. --tune-runtime=false to measure it with the Go runtime's defaults")
 	fs.StringVar(&o.order, "order", "direct,ours,toxiproxy", "order of the targets in even rounds (odd rounds reverse it), e.g. toxiproxy,ours,direct")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -288,6 +291,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	b.pprofAddr = "127.0.0.1:" + pport
 	args := []string{"proxy", "--upstream", "http://" + upAddr, "--listen", "127.0.0.1:0",
 		"--control", "127.0.0.1:0", "--name", "bench", "--seed", "1"}
+	args = append(args, strings.Fields(o.oursArgs)...)
 	if slices.Contains(strings.Split(o.phases, ","), "profile") {
 		args = append(args, "--pprof", b.pprofAddr)
 	}
@@ -326,7 +330,9 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 		return err
 	}
 	if o.floor {
-		rl, rlAddr, err := b.startOwn(ctx, logDir, env, "relay", upAddr)
+		// The floor runs with the Go runtime setting ours gives itself
+		// (--tune-runtime), so that "above the floor" stays ours' own work.
+		rl, rlAddr, err := b.startOwn(ctx, logDir, sysmon.Env(env), "relay", upAddr)
 		if err != nil {
 			return err
 		}
@@ -376,17 +382,25 @@ func (b *bench) header(rates []int) {
 	fmt.Fprintf(b.out, "- machine: %d CPUs, %s/%s, load generator %s, GOMAXPROCS %d, niceness %d\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0), niceness())
 	fmt.Fprintf(b.out, "- children (upstream, both proxies): GOMAXPROCS=%d, niceness +%d relative to the generator\n", o.childProcs, o.childNice)
-	fmt.Fprintf(b.out, "- ours: %s (%s)\n", filepath.Base(o.bulkheadlab), ver(o.bulkheadlab))
+	fmt.Fprintf(b.out, "- ours: %s (%s), flags: %s\n", filepath.Base(o.bulkheadlab), ver(o.bulkheadlab), orDefault(o.oursArgs))
 	fmt.Fprintf(b.out, "- toxiproxy: %s (%s), API /version %s\n", filepath.Base(o.toxiproxy), ver(o.toxiproxy), b.toxiVersion)
 	fmt.Fprintf(b.out, "- order of the targets: %s in even rounds, reversed in odd ones\n", strings.Join(b.ord, ", "))
 	if b.pFloor != nil {
-		fmt.Fprintf(b.out, "- floor: a bare TCP relay (proxybench relay: one goroutine per direction, no parsing), after the others in the pass-through phase; shown, not judged\n")
+		fmt.Fprintf(b.out, "- floor: a bare TCP relay (proxybench relay: one goroutine per direction, no parsing, GODEBUG=%s as ours sets for itself by default), after the others in the pass-through phase; shown, not judged\n", sysmon.Setting)
 	}
 	n, d := sliceCell(o.dur, o.slice)
 	fmt.Fprintf(b.out, "- pass-through: rates %v/s, %d rounds × %v per target (%d slices of %v, alternating), warm-up %v; max rate: from %d/s ×%.2f per step of %v; delay: %v at %d/s, %d rounds × %v\n",
 		rates, o.rounds, o.dur, n, d, o.warmup, o.maxStart, o.maxFactor, o.maxStep, o.delay, o.delayRate, o.rounds, o.delayDur)
 	fmt.Fprintf(b.out, "- upstream: zero latency, %d-byte body; client: vegeta, keep-alive, timeout %v, ≤ %d workers per attack\n\n",
 		len(upstreamBody), o.timeout, o.maxWorkers)
+}
+
+// orDefault is s, or "(defaults)" if s is empty.
+func orDefault(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(defaults)"
+	}
+	return s
 }
 
 // niceness is this process's nice value.
