@@ -54,16 +54,16 @@ type rawServer struct {
 	p      *Proxy
 	errLog *log.Logger
 
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*rconn]bool // true while the connection waits for a request
-	shutdown bool
-	wg       sync.WaitGroup
-	slow     slowCalls
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[*rconn]struct{}
+	down  atomic.Bool // shutting down or closed; set under mu
+	wg    sync.WaitGroup
+	slow  slowCalls
 }
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
-	return &rawServer{p: p, errLog: errLog, conns: map[*rconn]bool{}}
+	return &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}}
 }
 
 func (s *rawServer) logf(format string, args ...any) {
@@ -78,7 +78,7 @@ func (s *rawServer) logf(format string, args ...any) {
 // http.ErrServerClosed.
 func (s *rawServer) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.shutdown {
+	if s.down.Load() {
 		s.mu.Unlock()
 		ln.Close()
 		return http.ErrServerClosed
@@ -89,10 +89,7 @@ func (s *rawServer) Serve(ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			down := s.shutdown
-			s.mu.Unlock()
-			if down {
+			if s.down.Load() {
 				return http.ErrServerClosed
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -111,12 +108,12 @@ func (s *rawServer) Serve(ln net.Listener) error {
 			c.rc, _ = sc.SyscallConn()
 		}
 		s.mu.Lock()
-		if s.shutdown {
+		if s.down.Load() {
 			s.mu.Unlock()
 			nc.Close()
 			return http.ErrServerClosed
 		}
-		s.conns[c] = true
+		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go c.serve()
@@ -129,10 +126,10 @@ func (s *rawServer) Serve(ln net.Listener) error {
 func (s *rawServer) Shutdown(ctx context.Context) error {
 	defer s.slow.stop()
 	s.mu.Lock()
-	s.shutdown = true
+	s.down.Store(true)
 	ln := s.ln
-	for c, idle := range s.conns {
-		if idle {
+	for c := range s.conns {
+		if c.idle.Load() {
 			c.c.Close()
 		}
 	}
@@ -156,7 +153,7 @@ func (s *rawServer) Shutdown(ctx context.Context) error {
 func (s *rawServer) Close() error {
 	defer s.slow.stop()
 	s.mu.Lock()
-	s.shutdown = true
+	s.down.Store(true)
 	ln := s.ln
 	for c := range s.conns {
 		c.c.Close()
@@ -169,15 +166,12 @@ func (s *rawServer) Close() error {
 }
 
 // setIdle records whether c waits for a request; false if c must close
-// (the server is shutting down).
+// (the server is shutting down). It takes no lock: c stores idle before it
+// loads down, and Shutdown stores down before it loads each idle, so
+// either c sees the shutdown or Shutdown sees c idle and closes it.
 func (s *rawServer) setIdle(c *rconn, idle bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shutdown {
-		return false
-	}
-	s.conns[c] = idle
-	return true
+	c.idle.Store(idle)
+	return !idle || !s.down.Load()
 }
 
 // rconn is one client connection of the raw data plane.
@@ -191,6 +185,7 @@ type rconn struct {
 	out       []byte        // the upstream request's head
 	watchDone chan struct{} // a watch has ended
 	gone      atomic.Bool   // the client went away during an upstream call
+	idle      atomic.Bool   // waiting for a request (see setIdle)
 
 	// an upstream call in progress (slowCalls), guarded by slowCalls.mu
 	callStart time.Time

@@ -314,3 +314,60 @@ func TestServeHTTPWithOwnClient(t *testing.T) {
 	}
 	srv.Client().CloseIdleConnections()
 }
+
+// TestRawShutdownUnderLoad: Shutdown during a burst of keep-alive clients
+// (connections turning idle and busy without a lock, see setIdle) returns
+// once every connection has ended, well before its deadline. Once
+// Shutdown starts, the clients send nothing more but keep their
+// connections open: one that Shutdown missed while it turned idle would
+// hold Shutdown up to its deadline.
+func TestRawShutdownUnderLoad(t *testing.T) {
+	e := newFwdEnv(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), "")
+	const clients, perClient = 64, 2000
+	var served atomic.Int64
+	var stopping atomic.Bool
+	done := make(chan struct{})
+	for range clients {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(conn)
+			for range perClient {
+				if stopping.Load() {
+					_, _ = br.Peek(1) // until the proxy closes the connection
+					return
+				}
+				if _, err := io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+					return
+				}
+				res, err := http.ReadResponse(br, nil)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				served.Add(1)
+			}
+		}()
+	}
+	for served.Load() < clients*10 {
+		time.Sleep(time.Millisecond)
+	}
+	stopping.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown under load: %v after %v (%d requests served)", err, time.Since(start), served.Load())
+	}
+	for range clients {
+		<-done
+	}
+}
