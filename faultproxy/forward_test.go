@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -337,5 +338,62 @@ func TestForwardUpgrade(t *testing.T) {
 	_, _ = io.WriteString(conn, "hello\n")
 	if line, err := br.ReadString('\n'); err != nil || line != "echo: hello\n" {
 		t.Errorf("over the upgraded connection: %q, %v; want echo: hello", line, err)
+	}
+}
+
+// TestForwardClientGoneBurst: many slow calls at once, on their own
+// connections, in two waves (the second after the watch loop has had time
+// to end): every call whose client gives up is cut upstream, and every
+// other one is answered.
+func TestForwardClientGoneBurst(t *testing.T) {
+	var cut atomic.Int64
+	e := newFwdEnv(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			cut.Add(1)
+		case <-time.After(150 * time.Millisecond):
+			_, _ = io.WriteString(w, "done")
+		}
+	}), "")
+	const n = 40 // per wave; half of them give up
+	wantCut := int64(0)
+	for wave := range 2 {
+		if wave > 0 {
+			time.Sleep(300 * time.Millisecond) // > 20 idle ticks: the loop ends
+		}
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				tr := &http.Transport{} // a connection of its own
+				defer tr.CloseIdleConnections()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if i%2 == 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), 40*time.Millisecond)
+				}
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/slow", nil)
+				res, err := (&http.Client{Transport: tr}).Do(req)
+				switch {
+				case i%2 == 0 && !errors.Is(err, context.DeadlineExceeded):
+					err = fmt.Errorf("client %d (gives up): %v, want its deadline", i, err)
+				case i%2 == 0:
+					err = nil
+				case err == nil:
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if string(b) != "done" {
+						err = fmt.Errorf("client %d: answer %q, want done", i, b)
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		wantCut += n / 2
+		waitFor(t, fmt.Sprintf("wave %d: %d upstream calls cut", wave, wantCut), func() bool { return cut.Load() == wantCut })
 	}
 }

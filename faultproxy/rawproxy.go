@@ -285,7 +285,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		if werr == nil {
 			werr = pc.bw.Flush()
 		}
-		err = p.readAnswerHead(c, pc)
+		err = p.readAnswerHead(c, pc, sent)
 		if err == nil {
 			took := time.Since(sent)
 			ok := p.relayAnswer(c, pc, werr != nil)
@@ -307,8 +307,8 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 // interim (1xx) answers on to the client. From upstreamWatch on, the client
 // is watched (see slowCalls): if it goes away, the upstream call is cut.
 // The call stays registered after a head was read; relayAnswer ends it.
-func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn) error {
-	c.s.slow.add(c, pc)
+func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn, sent time.Time) error {
+	c.s.slow.add(c, pc, sent)
 	for {
 		err := readHead(pc.br, &c.res)
 		if err == nil {

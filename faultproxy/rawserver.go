@@ -63,7 +63,9 @@ type rawServer struct {
 }
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
-	return &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}}
+	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}}
+	s.slow.init(s)
+	return s
 }
 
 func (s *rawServer) logf(format string, args ...any) {
@@ -187,11 +189,10 @@ type rconn struct {
 	gone      atomic.Bool   // the client went away during an upstream call
 	idle      atomic.Bool   // waiting for a request (see setIdle)
 
-	// an upstream call in progress (slowCalls), guarded by slowCalls.mu
-	callStart time.Time
-	callConn  *h1Conn
-	callIdx   int
-	watching  bool
+	// an upstream call in progress (see slowCalls)
+	call      atomic.Int32 // callNone, callActive, callWatched
+	callStart atomic.Int64 // when it began, on slowCalls' clock
+	callConn  atomic.Pointer[h1Conn]
 
 	deadline time.Time // the read deadline set on c, zero if none
 }
@@ -306,103 +307,5 @@ func (c *rconn) clearDeadline() {
 	if !c.deadline.IsZero() {
 		_ = c.c.SetReadDeadline(time.Time{})
 		c.deadline = time.Time{}
-	}
-}
-
-// slowCalls watches for clients that go away during upstream calls that
-// last upstreamWatch or more. A timer per call would cost more than the
-// rest of the call: adding one wakes the runtime's network poller. Instead
-// calls are registered, and while any are, one goroutine looks every
-// upstreamWatch for those that have lasted that long and starts watching
-// their client (until the connection's idle deadline, which a call
-// longer than two minutes outlasts). It ends after a while without calls.
-type slowCalls struct {
-	mu      sync.Mutex
-	calls   []*rconn
-	running bool
-	quit    chan struct{} // closed when the server stops
-	quitOne sync.Once
-}
-
-// stop ends the loop for good (server shutdown).
-func (s *slowCalls) stop() { s.quitOne.Do(func() { close(s.quitCh()) }) }
-
-func (s *slowCalls) quitCh() chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.quit == nil {
-		s.quit = make(chan struct{})
-	}
-	return s.quit
-}
-
-func (s *slowCalls) add(c *rconn, pc *h1Conn) {
-	s.mu.Lock()
-	c.callStart, c.callConn, c.callIdx, c.watching = time.Now(), pc, len(s.calls), false
-	s.calls = append(s.calls, c)
-	if !s.running {
-		s.running = true
-		if s.quit == nil {
-			s.quit = make(chan struct{})
-		}
-		go s.loop(s.quit)
-	}
-	s.mu.Unlock()
-}
-
-func (s *slowCalls) remove(c *rconn) {
-	s.mu.Lock()
-	last := len(s.calls) - 1
-	s.calls[c.callIdx] = s.calls[last]
-	s.calls[c.callIdx].callIdx = c.callIdx
-	s.calls[last] = nil
-	s.calls = s.calls[:last]
-	watching := c.watching
-	c.callConn = nil
-	s.mu.Unlock()
-	if watching {
-		c.endWatch()
-	}
-}
-
-func (s *slowCalls) loop(quit <-chan struct{}) {
-	tick := time.NewTicker(upstreamWatch)
-	defer tick.Stop()
-	idle := 0
-	for {
-		select {
-		case <-tick.C:
-		case <-quit:
-			s.mu.Lock()
-			s.running = false
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Lock()
-		if len(s.calls) == 0 {
-			if idle++; idle >= 20 {
-				s.running = false
-				s.mu.Unlock()
-				return
-			}
-			s.mu.Unlock()
-			continue
-		}
-		idle = 0
-		now := time.Now()
-		for _, c := range s.calls {
-			if !c.watching && now.Sub(c.callStart) >= upstreamWatch {
-				c.watching = true
-				pc := c.callConn
-				go func() {
-					c.watchLoop(func() {
-						c.gone.Store(true)
-						_ = pc.c.SetDeadline(aLongTimeAgo)
-					})
-					c.watchDone <- struct{}{}
-				}()
-			}
-		}
-		s.mu.Unlock()
 	}
 }
