@@ -2,6 +2,7 @@ package sysmon
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,47 @@ func TestEnv(t *testing.T) {
 			t.Errorf("Env modified its argument: %q, was %q", tt.in, in)
 		}
 	}
+}
+
+// FuzzEnv: for any environment, Env keeps every other entry in order,
+// leaves exactly one GODEBUG, which sets schedtrace, and changes nothing
+// when GODEBUG already did.
+func FuzzEnv(f *testing.F) {
+	f.Add("A=1\x00GODEBUG=gctrace=1\x00B=2")
+	f.Add("GODEBUG=schedtrace=5,gctrace=1")
+	f.Add("GODEBUG=\x00GODEBUG=x=1,,schedtrace")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, joined string) {
+		var env []string
+		if joined != "" {
+			env = strings.Split(joined, "\x00")
+		}
+		got := Env(env)
+		var others, gotOthers []string
+		last := ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				last = v
+			} else {
+				others = append(others, kv)
+			}
+		}
+		godebugs := 0
+		for _, kv := range got {
+			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				godebugs++
+				if !Awake(v) {
+					t.Errorf("Env(%q): GODEBUG=%q does not set schedtrace", env, v)
+				}
+				if Awake(last) && v != last {
+					t.Errorf("Env(%q): GODEBUG=%q, want the user's %q", env, v, last)
+				}
+			} else {
+				gotOthers = append(gotOthers, kv)
+			}
+		}
+		if godebugs != 1 || !slices.Equal(others, gotOthers) {
+			t.Errorf("Env(%q) = %q: want the other entries in order and one GODEBUG", env, got)
+		}
+	})
 }
