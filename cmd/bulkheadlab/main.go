@@ -9,11 +9,21 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// init keeps the main goroutine on the process's first thread until the
+// command starts. `proxy` (--tune-runtime) executes the program again,
+// and only when it does so from that thread does the new image keep the
+// parent-death signal (Pdeathsig) that a supervising runner set: the
+// signal belongs to the thread that was forked, and the threads that the
+// runtime starts later do not have it. Every command unlocks it once it
+// no longer needs it (see newRootCmd and runProxy).
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run())

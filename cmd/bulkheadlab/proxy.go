@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -115,10 +116,13 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		return err
 	}
 	if o.tuneRuntime && ctx.Value(reexecKey{}) != nil {
+		// On the main thread (see init in main.go), so that a parent-death
+		// signal survives.
 		if err := sysmon.Reexec(); err != nil { // returns only if it did not execute
 			fmt.Fprintf(stderr, "proxy: --tune-runtime: %v; going on with the Go runtime's defaults\n", err)
 		}
 	}
+	runtime.UnlockOSThread()
 	errLog := log.New(stderr, "proxy: ", log.LstdFlags)
 	var ledger *faultproxy.Ledger
 	if o.ledger != "" {

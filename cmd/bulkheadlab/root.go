@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,6 +53,12 @@ bulkheads kept /b available.`,
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	// The main thread is needed only by proxy's re-execution (see init).
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if cmd.Name() != "proxy" {
+			runtime.UnlockOSThread()
+		}
+	}
 	return root
 }
 
