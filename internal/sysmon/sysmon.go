@@ -23,6 +23,7 @@
 package sysmon
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"syscall"
@@ -65,14 +66,27 @@ func Env(env []string) []string {
 	return append(out, "GODEBUG="+godebug)
 }
 
+// ErrNotMainThread is Reexec's refusal to execute from a thread other
+// than the process's first one.
+var ErrNotMainThread = errors.New("sysmon: not on the main thread (runtime.LockOSThread in an init function keeps main there)")
+
 // Reexec executes this program again, with the same arguments and
 // Env(os.Environ()), if GODEBUG does not set schedtrace yet. It does not
 // return on success; it returns nil without doing anything if schedtrace
 // is set, and an error if the executable cannot be found or executed (the
 // process then goes on as it is).
+//
+// It must be called from the process's first thread, and returns
+// ErrNotMainThread otherwise: on Linux a parent-death signal (Pdeathsig)
+// that a supervising parent set belongs to that thread alone, and the new
+// image keeps only the thread that executed it, so executing from another
+// would leave the process running after its parent dies.
 func Reexec() error {
 	if Awake(os.Getenv("GODEBUG")) {
 		return nil
+	}
+	if !onMainThread() {
+		return ErrNotMainThread
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -1,6 +1,9 @@
 package sysmon
 
 import (
+	"errors"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -92,4 +95,36 @@ func FuzzEnv(f *testing.F) {
 			t.Errorf("Env(%q) = %q: want the other entries in order and one GODEBUG", env, got)
 		}
 	})
+}
+
+// TestReexecRefusesOtherThreads: from a thread other than the first,
+// Reexec does not execute (which would replace this test binary) but
+// refuses.
+func TestReexecRefusesOtherThreads(t *testing.T) {
+	const marker = "SYSMON_TEST_REEXECUTED"
+	if os.Getenv(marker) != "" {
+		t.Fatal("Reexec executed this test binary again from a thread other than the first")
+	}
+	t.Setenv(marker, "1") // inherited by an image that Reexec would start
+	t.Setenv("GODEBUG", "")
+	done, release := make(chan error, 1), make(chan struct{})
+	defer close(release)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if !onMainThread() {
+			done <- Reexec()
+			return
+		}
+		// This goroutine holds the main thread: another locked one cannot.
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			done <- Reexec()
+		}()
+		<-release
+	}()
+	if err := <-done; !errors.Is(err, ErrNotMainThread) {
+		t.Errorf("Reexec from another thread = %v, want ErrNotMainThread", err)
+	}
 }
