@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // End-to-end tests of the policy presets: each runs on loopback with short
@@ -6,7 +8,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -43,17 +44,6 @@ func shortPreset(t *testing.T, name string, edits ...string) string {
 		return strings.Replace(text, "\nvalidity: {", "\nvalidity: {retries: 2, ", 1)
 	}
 	return text + "validity: {retries: 2}\n"
-}
-
-func measure(s analysis.Summary, verdict, measure string) float64 {
-	for _, v := range s.Verdicts {
-		for _, m := range v.Measures {
-			if v.Name == verdict && strings.HasPrefix(m.Name, measure) {
-				return m.Value.Mean
-			}
-		}
-	}
-	return math.NaN()
 }
 
 // TestBreakerAfterDrainPreset: the breaker on a hanging A opens only after

@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,4 +253,17 @@ func startDep(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return "http://" + serveOn(t, dep.Serve)
+}
+
+// measure is the mean of the first measure of verdict whose name starts
+// with measure; NaN when there is none.
+func measure(s analysis.Summary, verdict, measure string) float64 {
+	for _, v := range s.Verdicts {
+		for _, m := range v.Measures {
+			if v.Name == verdict && strings.HasPrefix(m.Name, measure) {
+				return m.Value.Mean
+			}
+		}
+	}
+	return math.NaN()
 }
