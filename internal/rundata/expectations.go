@@ -46,6 +46,11 @@ type Expectations struct {
 	// P4MaxRatio: the shared-vs-bulkhead difference on the victim under
 	// failing must be at most this fraction of the difference under slow.
 	P4MaxRatio float64 `yaml:"p4_max_ratio" json:"p4_max_ratio"`
+	// RecoveryMaxT is the longest time, in units of T, from the fault's end
+	// until every endpoint is back at its baseline by P2's thresholds (and
+	// stays there) for RECOVERY to hold; a mode's breaker adds its open
+	// delay.
+	RecoveryMaxT float64 `yaml:"recovery_max_t" json:"recovery_max_t"`
 	// MaxRelativeSpread: a verdict is INCONCLUSIVE when the repeats' spread
 	// (CI width over the mean) of a deciding number exceeds this.
 	MaxRelativeSpread float64 `yaml:"max_relative_spread" json:"max_relative_spread"`
@@ -95,6 +100,12 @@ var SizingPredictions = []string{"SIZING-TOO-SMALL", "SIZING-TOO-LARGE", "SIZING
 // EXHAUSTED the resource that ran out first.
 var Predictions = []string{"P1", "P2", "FAILFAST", "P3", "P4", "EXHAUSTED"}
 
+// AftermathPredictions are the names of the verdicts on what a fault leaves
+// behind: RECOVERY (every endpoint back at its baseline soon after the
+// fault), NO-LEAK (no permit lost on an error path) and LIMIT-HOLDS (no more
+// calls to a dependency in flight than its limit).
+var AftermathPredictions = []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}
+
 // DefaultExpectations returns the defaults used for every zero field.
 func DefaultExpectations() Expectations {
 	return Expectations{
@@ -109,8 +120,9 @@ func DefaultExpectations() Expectations {
 		P2FastRejectMaxT:     0.1,
 		P3MinThroughputCost:  0.05,
 		P4MaxRatio:           0.5,
+		RecoveryMaxT:         4,
 		MaxRelativeSpread:    1.0,
-		Check:                []string{"P1", "P2"},
+		Check:                []string{"P1", "P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"},
 	}
 }
 
@@ -156,6 +168,7 @@ func (e Expectations) WithDefaults() Expectations {
 	num(&e.P2FastRejectMaxT, d.P2FastRejectMaxT)
 	num(&e.P3MinThroughputCost, d.P3MinThroughputCost)
 	num(&e.P4MaxRatio, d.P4MaxRatio)
+	num(&e.RecoveryMaxT, d.RecoveryMaxT)
 	num(&e.MaxRelativeSpread, d.MaxRelativeSpread)
 	if e.Check == nil {
 		e.Check = d.Check

@@ -45,6 +45,11 @@ const (
 	PhaseBaseline = "baseline"
 	PhaseFault    = "fault"
 	PhaseRecovery = "recovery"
+	// PhaseProbeBefore and PhaseProbeAfter, when the load has a probe, come
+	// before the baseline and after the recovery: the endpoints' load pauses
+	// and a burst per endpoint shows the limits the proxies see.
+	PhaseProbeBefore = "probe-before"
+	PhaseProbeAfter  = "probe-after"
 )
 
 // CanaryEndpoint is the endpoint name of the canary in windows and phase

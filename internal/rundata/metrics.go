@@ -66,10 +66,18 @@ const (
 	MetricProxyInflight = "faultproxy_inflight_requests"
 	// MetricProxyRequests is a fault proxy's request counter.
 	MetricProxyRequests = "faultproxy_requests_total"
-	MetricGoroutines    = "go_goroutines"
-	MetricGoMaxProcs    = "go_sched_gomaxprocs_threads"
-	MetricCPUSeconds    = "process_cpu_seconds_total"
-	MetricResidentBytes = "process_resident_memory_bytes"
+	// MetricProxyPeak is the most requests a fault proxy had in flight at
+	// once since the previous scrape: a burst's peak, which a sample of
+	// MetricProxyInflight would miss.
+	MetricProxyPeak = "faultproxy_inflight_peak"
+	// MetricProxyCancelled counts the requests whose caller went away
+	// while the proxy held them (the proxy notices a moment later, so they
+	// may overlap with the call that took their permit).
+	MetricProxyCancelled = "faultproxy_cancelled_total"
+	MetricGoroutines     = "go_goroutines"
+	MetricGoMaxProcs     = "go_sched_gomaxprocs_threads"
+	MetricCPUSeconds     = "process_cpu_seconds_total"
+	MetricResidentBytes  = "process_resident_memory_bytes"
 	// MetricRunqueueWait is the time a process's threads were runnable but
 	// not running (Linux /proc/<pid>/task/*/schedstat), in seconds.
 	MetricRunqueueWait = "process_runqueue_wait_seconds_total"

@@ -66,6 +66,10 @@ type RunMeta struct {
 	// form (spec.BreakerOpening), the predicted time from fault start until
 	// it opens.
 	PredictedBreakerOpen map[string]time.Duration `json:"predicted_breaker_open_ns,omitempty"`
+	// RecoveryAllowance is how much longer than expectations.recovery_max_t
+	// the run's own policies may take to come back after the fault: a
+	// breaker's open delay.
+	RecoveryAllowance time.Duration `json:"recovery_allowance_ns,omitempty"`
 	// Phases are the actual phase spans, in order.
 	Phases []PhaseSpan `json:"phases"`
 	// Faults are the actual fault switches as acknowledged by the proxy.
