@@ -61,6 +61,9 @@ func (s *Spec) Undecidable(pred string) string {
 	if why, ok := s.fleetUndecidable(pred); ok {
 		return why
 	}
+	if why, ok := s.aftermathUndecidable(pred); ok {
+		return why
+	}
 	conds, modes := s.needs(pred)
 	var missing []string
 	for _, c := range conds {
@@ -113,7 +116,7 @@ func (s *Spec) namesPolicyClaim(claim string) bool {
 
 // AllPredictions are the base and the policy predictions, in report order.
 func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions, rundata.FleetPredictions)
+	return slices.Concat(rundata.Predictions, rundata.AftermathPredictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions, rundata.FleetPredictions)
 }
 
 // Decidable returns the predictions of names that the matrix can decide,

@@ -23,11 +23,16 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"built-in default", "name: x\n", []string{"P1", "P2"}},
-		{"bulkhead only", "name: x\nmodes: [bulkhead]\n", []string{"P2"}},
-		{"shared only", "name: x\nmodes: [shared]\n", []string{"P1"}},
-		{"no slow condition", "name: x\nconditions: [healthy, busy]\n", nil},
-		{"external one mode", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\n", []string{"P2"}},
+		{"built-in default", "name: x\n", []string{"P1", "P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
+		{"bulkhead only", "name: x\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
+		{"shared only", "name: x\nmodes: [shared]\n", []string{"P1", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
+		{"no slow condition", "name: x\nconditions: [healthy, busy]\n", []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
+		{"recovery too short", "name: x\nphases: {recovery: 1s}\n", []string{"P1", "P2", "NO-LEAK", "LIMIT-HOLDS"}},
+		// A user's service without metrics: a leak that does not make it
+		// reject is invisible, limits are inferred from the slow condition.
+		{"external one mode", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY", "LIMIT-HOLDS"}},
+		{"external with probes", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\nconditions: [failing]\nload: {probe: {}}\n", []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
+		{"external failing only", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\nconditions: [failing]\n", []string{"RECOVERY"}},
 	} {
 		s, err := Parse("x.yaml", []byte(tt.yaml))
 		if err != nil {
@@ -40,7 +45,7 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 	for in, want := range map[string]string{
 		"name: x\nmodes: [bulkhead]\nexpectations: {check: [P1, P2]}\n":    "expectations.check[0]: P1 compares slow × shared, and the matrix has no mode shared",
 		"name: x\nconditions: [slow]\nexpectations: {check: [P3]}\n":       "P3 compares busy × shared+bulkhead, and the matrix has no condition busy",
-		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n": "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED)",
+		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n": "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED, RECOVERY, NO-LEAK, LIMIT-HOLDS)",
 		extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes:\n  - shared\n  - name: bulkhead\n    external: {start: [./svc], ready: 'http://127.0.0.1:1/'}\nexpectations: {check: [EXHAUSTED]}\n": "EXHAUSTED needs the pools of the service in mode shared, which are not observable without external.metrics",
 	} {
 		_, err := Parse("x.yaml", []byte(in))
@@ -72,7 +77,7 @@ conditions: [slow, failing, busy]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Expectations.Check; !reflect.DeepEqual(got, []string{"P1", "P2"}) {
+	if got := s.Expectations.Check; !reflect.DeepEqual(got, []string{"P1", "P2", "RECOVERY", "LIMIT-HOLDS"}) {
 		t.Errorf("check %v", got)
 	}
 	p, err := s.Plan()

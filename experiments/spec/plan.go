@@ -349,6 +349,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
 		m.PredictedBreakerOpen = b
 	}
+	m.RecoveryAllowance = r.Mode.breakerDelay()
 	if s.External != nil {
 		m.External = true
 		m.Pools = nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -262,4 +263,17 @@ func (s *Spec) validateRetryClaims(p *problems, r *rundata.RetryRoles, hasCond, 
 			p.add(path+x.field, "must be between 0 (default) and 100, got %v", x.v)
 		}
 	}
+}
+
+// breakerDelay is the longest open delay of m's breakers (0 without one): a
+// breaker that opened in the fault stays open that long after it, so the
+// service may take that much longer to recover.
+func (m *Mode) breakerDelay() time.Duration {
+	var d time.Duration
+	for _, p := range m.Policies {
+		if p.Breaker != nil {
+			d = max(d, p.Breaker.Delay.D)
+		}
+	}
+	return d
 }

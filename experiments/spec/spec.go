@@ -160,6 +160,21 @@ type LoadSpec struct {
 	Lockstep bool `yaml:"lockstep,omitempty"`
 	// Clients is how the clients behave (e.g. retry); a mode may replace it.
 	Clients *Clients `yaml:"clients,omitempty"`
+	// Probe, if set, adds a probe phase before the baseline and one after
+	// the recovery: the endpoints' load pauses and each endpoint in turn
+	// gets a burst of requests at one instant, so that the proxies see the
+	// limits on the calls to each dependency before and after the fault.
+	Probe *Probe `yaml:"probe,omitempty"`
+}
+
+// Probe is load.probe: one burst per endpoint in each probe phase.
+type Probe struct {
+	// Requests per burst (0: auto, three times the largest pool's size and
+	// queue, at least 50; 100 for a user's service without declared pools).
+	Requests int `yaml:"requests,omitempty"`
+	// Latency is added by every proxy during the probe phases, so that the
+	// calls of a burst overlap (default 0.25T).
+	Latency Duration `yaml:"latency,omitempty"`
 }
 
 // Phases are the four phase lengths of every run.

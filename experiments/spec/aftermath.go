@@ -1,0 +1,100 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Hold span of RECOVERY (the analysis' RecoveryHoldT, RecoveryHoldWindows
+// and RecoveryHoldResults): the longest of 4 T, 4 windows and the time for
+// 100 results of the slowest endpoint.
+const (
+	recoveryHoldT       = 4
+	recoveryHoldWindows = 4
+	recoveryHoldResults = 100
+)
+
+// RecoveryHold is the hold span RECOVERY judges "back at baseline" over.
+func (s *Spec) RecoveryHold() time.Duration {
+	t, w := s.Service.Timeout.D, s.Load.Window.D
+	hold := max(recoveryHoldT*t, recoveryHoldWindows*w)
+	slowest := math.Inf(1)
+	for _, e := range s.Endpoints {
+		if r := s.Load.Rates[e.Name]; r > 0 {
+			slowest = math.Min(slowest, r)
+		}
+	}
+	if !math.IsInf(slowest, 1) && w > 0 {
+		windows := math.Ceil(recoveryHoldResults / (slowest * w.Seconds()))
+		hold = max(hold, time.Duration(windows)*w)
+	}
+	return hold
+}
+
+// RecoveryNeeds is the shortest recovery phase that decides RECOVERY in
+// every mode: the bound (expectations.recovery_max_t × T, plus the longest
+// breaker delay of a mode) and one hold span after it.
+func (s *Spec) RecoveryNeeds() time.Duration {
+	var allowance time.Duration
+	for i := range s.Modes {
+		allowance = max(allowance, s.Modes[i].breakerDelay())
+	}
+	bound := time.Duration(s.Expectations.RecoveryMaxT*float64(s.Service.Timeout.D)) + allowance
+	return (bound + s.RecoveryHold()).Round(time.Millisecond)
+}
+
+// observesPermits reports whether every mode's service shows its permits
+// in use: the built-in service does, a user's only through
+// external.metrics.
+func (s *Spec) observesPermits() bool {
+	if s.External == nil {
+		return true
+	}
+	for i := range s.Modes {
+		if m := s.ExternalOf(&s.Modes[i]).Metrics; m == nil || (m.InUse == "" && m.Available == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// declaresLimits reports whether every mode's pools have known limits: the
+// built-in service's, a user's declared under external.pools or exported
+// under external.metrics.limit.
+func (s *Spec) declaresLimits() bool {
+	if s.External == nil {
+		return true
+	}
+	for i := range s.Modes {
+		x := s.ExternalOf(&s.Modes[i])
+		if len(x.Pools) == 0 && (x.Metrics == nil || x.Metrics.Limit == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// aftermathUndecidable says why the matrix cannot decide pred, one of the
+// verdicts on what a fault leaves behind; ok is false for another verdict.
+func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
+	switch pred {
+	case "RECOVERY":
+		if need := s.RecoveryNeeds(); s.Phases.Recovery.D < need {
+			return fmt.Sprintf("RECOVERY needs a recovery phase of at least %v (recovery_max_t × T, a breaker's delay, and a hold span of %v after it); phases.recovery is %v",
+				need, s.RecoveryHold(), s.Phases.Recovery.D), true
+		}
+	case "NO-LEAK":
+		if !s.observesPermits() && s.Load.Probe == nil {
+			return "NO-LEAK sees a permit lost without a service error only through the service's pool metrics (external.metrics in_use or available) or probe bursts (load.probe)", true
+		}
+	case "LIMIT-HOLDS":
+		if !s.declaresLimits() && s.Load.Probe == nil && !slices.ContainsFunc(s.Conditions, func(c Condition) bool { return c.Name == s.Expectations.Slow }) {
+			return "LIMIT-HOLDS needs a limit to hold the proxies' peaks to: declared pools (external.pools), exported limits (external.metrics.limit), or a slow condition to infer them from", true
+		}
+	default:
+		return "", false
+	}
+	return "", true
+}
