@@ -15,6 +15,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"sched":    func(n NoiseFloor, c string) string { return numStr(n.SchedP99Ms[c]) },
 	"inferred": func(ls []InferredLimit) string { return orDash(describeInferred(ls)) },
 	"fleet":    fleetHTML,
+	"after":    aftermathHTML,
 	"measure": func(m Measure) string {
 		if m.Op == "" {
 			return "(info)"
@@ -28,7 +29,7 @@ body{font-family:sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;color
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
 .SUPPORTED{color:#176d2a}.NOT{color:#b00020}.INCONCLUSIVE,.SKIPPED{color:#8a6d00}.INVALID{color:#6a1b9a}
 .notice{background:#fff4e5;border-left:4px solid #e68a00;padding:.5em 1em;margin:1em 0}
-tr.invalid td{background:#f6eefa}
+tr.invalid td{background:#f6eefa}tr.failed td{background:#fdecee}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 </style></head><body>
 <h1>bulkheadlab report: {{.Experiment}}</h1>
@@ -53,7 +54,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 <table><tr><th>condition</th><th>mode</th><th>pool</th><th>limit</th><th>demand predicted</th><th>measured</th><th>ratio</th><th>exhaustion predicted s</th><th>measured s</th><th>ratio</th></tr>
 {{range .Little}}<tr><td>{{.Condition}}</td><td>{{.Mode}}</td><td>{{.Pool}}</td><td>{{.Limit}}</td><td>{{est .PredictedDemand}}</td><td>{{est .MeasuredDemand}}</td><td>{{est .DemandRatio}}</td><td>{{est .PredictedExhaustionS}}</td><td>{{est .MeasuredExhaustionS}}</td><td>{{est .ExhaustionRatio}}</td></tr>
 {{end}}</table>
-{{fleet .}}<h2>Runs: validity and noise floor</h2>
+{{fleet .}}{{after .}}<h2>Runs: validity and noise floor</h2>
 <table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th></tr>
 {{range .Runs}}<tr{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{join .Damaged}} {{join .Invalid}} {{join .Problems}}{{range .Retried}}<br>run again after: {{join .Reasons}}{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
 {{end}}</table>

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -42,6 +43,27 @@ func fmt3(v float64) string {
 }
 
 func numStr(n Num) string { return fmt3(float64(n)) }
+
+// fmtHuman writes v to three significant digits without trailing zeros or
+// an exponent, as a person writes a measured number: 12, 6.41, 0.25, 1234;
+// "—" when undefined.
+func fmtHuman(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	if v == 0 {
+		return "0"
+	}
+	digits := max(0, 2-int(math.Floor(math.Log10(math.Abs(v)))))
+	out := strconv.FormatFloat(v, 'f', digits, 64)
+	if strings.Contains(out, ".") {
+		out = strings.TrimRight(strings.TrimRight(out, "0"), ".")
+	}
+	if out == "-0" {
+		return "0"
+	}
+	return out
+}
 
 func measureLine(m Measure) string {
 	thr := "(info)"
@@ -108,6 +130,7 @@ func renderMarkdown(s *Summary) []byte {
 	writeSizingMD(&b, s)
 	writeConnWaitsMD(&b, s)
 	writeFleetMD(&b, s)
+	writeAftermathMD(&b, s)
 	writeRunsMD(&b, s)
 	if len(s.Images) > 0 {
 		p("## Figures\n")

@@ -61,6 +61,15 @@ type RunSummary struct {
 	// Inferred are the limits seen from outside the service, in the
 	// proxies' in-flight counts (InferenceRule).
 	Inferred []InferredLimit `json:"inferred_limits,omitempty"`
+	// Recovery is how the endpoints came back after the fault
+	// (RecoveryRule); nil without a fault or a long enough recovery phase.
+	Recovery *RunRecovery `json:"recovery,omitempty"`
+	// Leaks are the permits the fault left taken (LeakRule); nil without a
+	// fault.
+	Leaks *RunLeaks `json:"leaks,omitempty"`
+	// Limits are the dependencies' peaks of calls in flight against their
+	// limits (LimitRule).
+	Limits []LimitCheck `json:"limits,omitempty"`
 	// Pools holds the Little's-law comparison per pool, sorted by name.
 	Pools     []PoolStats `json:"pools,omitempty"`
 	Exhausted Exhaustion  `json:"exhausted"`
@@ -255,6 +264,9 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 			s.Pools = append(s.Pools, st)
 		}
 	}
+	s.Recovery = r.recovery(ex)
+	s.Leaks = r.leaks(s.Inferred)
+	s.Limits = r.limitChecks(s.Inferred)
 	s.Exhausted = r.exhaustion(s.Inferred)
 	s.ConnWaits = r.connWaitStats()
 	s.Policy = r.policyStats(&s, ex)
