@@ -368,3 +368,18 @@ func TestMatrixClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestLeakedPoolIsNamed: a pool that ran out of the permits it had lost is
+// named so as the exhausted resource.
+func TestLeakedPoolIsNamed(t *testing.T) {
+	e := Exhaustion{Resource: ResourcePool, Ranked: []ResourceHit{{Resource: ResourcePool, Name: "a", Detail: "pool a: in_use 10/10"}}}
+	e.markLeaked(&RunLeaks{Judged: true, Leaked: 10, Pools: []PoolLeak{{Pool: "a", Source: LeakFromMetrics, Leaked: 10}}})
+	if got := e.Label(); got != "pool a (leaked)" || !strings.Contains(e.Detail, "10 of its permits were never given back") {
+		t.Errorf("label %q detail %q", got, e.Detail)
+	}
+	e = Exhaustion{Resource: ResourcePool, Ranked: []ResourceHit{{Resource: ResourcePool, Name: "b"}}}
+	e.markLeaked(&RunLeaks{Judged: true, Leaked: 10, Pools: []PoolLeak{{Pool: "a", Source: LeakFromMetrics, Leaked: 10}}})
+	if got := e.Label(); got != "pool b" {
+		t.Errorf("a pool that did not leak: %q", got)
+	}
+}

@@ -60,7 +60,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 {{end}}</table>
 <h2>Runs: degradation and the resource that ran out first</h2>
 <table><tr><th>run</th><th>time to degrade (T)</th><th>exhausted first</th><th>detail</th><th>then ran out (s after fault)</th><th>limits seen by the proxies</th></tr>
-{{range .Runs}}<tr><td>{{.ID}}</td><td>{{num .TimeToDegradeT}}</td><td>{{.Exhausted.Resource}}</td><td>{{.Exhausted.Detail}}</td><td>{{.Exhausted.Then}}</td><td>{{inferred .Inferred}}</td></tr>
+{{range .Runs}}<tr><td>{{.ID}}</td><td>{{num .TimeToDegradeT}}</td><td>{{.Exhausted.Label}}</td><td>{{.Exhausted.Detail}}</td><td>{{.Exhausted.Then}}</td><td>{{inferred .Inferred}}</td></tr>
 {{end}}</table>
 <h2>Figures</h2>
 {{range .Images}}<figure><img src="{{.}}" alt="{{.}}"><figcaption>{{.}}</figcaption></figure>

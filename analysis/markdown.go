@@ -283,7 +283,7 @@ func writeRunsMD(b *bytes.Buffer, s *Summary) {
 	fmt.Fprintf(b, "|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.ID, numStr(r.TimeToDegradeT),
-			r.Exhausted.Resource, r.Exhausted.after(), mdEscape(r.Exhausted.Detail), mdEscape(orDash(r.Exhausted.Then())), orDash(describeInferred(r.Inferred)))
+			r.Exhausted.Label(), r.Exhausted.after(), mdEscape(r.Exhausted.Detail), mdEscape(orDash(r.Exhausted.Then())), orDash(describeInferred(r.Inferred)))
 	}
 	fmt.Fprintf(b, "\nRules, checked from fault start to fault end for every pool, connection pool and dependency; the earliest wins, the rest are ranked after it (* marks a time from the service's own record, exact; else the sample's):\n\n")
 	for _, rule := range s.ExhaustionRules {

@@ -77,14 +77,51 @@ type ResourceHit struct {
 	// sample's.
 	Exact  bool   `json:"exact,omitempty"`
 	Detail string `json:"detail"`
+	// Leaked marks a pool that the fault left with permits taken
+	// (LeakRule): it ran out of permits it had lost, not of calls.
+	Leaked bool `json:"leaked,omitempty"`
 }
 
-// Label renders the hit as "pool a", "cpu".
+// Label renders the hit as "pool a", "pool a (leaked)", "cpu".
 func (h ResourceHit) Label() string {
-	if h.Name == "" {
-		return h.Resource
+	l := h.Resource
+	if h.Name != "" {
+		l += " " + h.Name
 	}
-	return h.Resource + " " + h.Name
+	if h.Leaked {
+		l += " (leaked)"
+	}
+	return l
+}
+
+// Label names the resource that ran out first as its hit does ("pool a
+// (leaked)"), else by its kind.
+func (e Exhaustion) Label() string {
+	if len(e.Ranked) > 0 {
+		return e.Ranked[0].Label()
+	}
+	return e.Resource
+}
+
+// markLeaked marks the exhausted pools that leaked permits.
+func (e *Exhaustion) markLeaked(l *RunLeaks) {
+	if l == nil {
+		return
+	}
+	for _, p := range l.Pools {
+		if p.Leaked == 0 || p.Source != LeakFromMetrics {
+			continue
+		}
+		for i := range e.Ranked {
+			if h := &e.Ranked[i]; h.Resource == ResourcePool && h.Name == p.Pool {
+				h.Leaked = true
+				h.Detail += fmt.Sprintf("; %d of its permits were never given back", p.Leaked)
+			}
+		}
+	}
+	if len(e.Ranked) > 0 && e.Ranked[0].Leaked {
+		e.Detail = e.Ranked[0].Detail
+	}
 }
 
 // Then lists the resources that ran out after the first, in order: "queue

@@ -268,6 +268,7 @@ func summarizeRun(r *Run, ex Expectations) RunSummary {
 	s.Leaks = r.leaks(s.Inferred)
 	s.Limits = r.limitChecks(s.Inferred)
 	s.Exhausted = r.exhaustion(s.Inferred)
+	s.Exhausted.markLeaked(s.Leaks)
 	s.ConnWaits = r.connWaitStats()
 	s.Policy = r.policyStats(&s, ex)
 	s.CPU = r.cpuStats(&s, ex)
