@@ -137,6 +137,7 @@ func runFigure(r *Run, ex Expectations) figure {
 	policyOverlay(f.panels[3], &f.legs[3], r, origin, ex)
 	noisePanel(f.panels[4], &f.legs[4], r, origin)
 	decorate(f.panels[:], &f.legs[0], r, origin, end)
+	addRecoveryMarks([]*plot.Plot{f.panels[0], f.panels[2]}, r, ex, origin)
 	return f
 }
 
