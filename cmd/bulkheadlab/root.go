@@ -23,9 +23,10 @@ bulkheads kept /b available.`,
 		Example: `  # run the default experiment (slow-dependency) and write a report
   bulkheadlab run
 
-  # check a spec without running it
-  bulkheadlab validate experiments/slow-dependency.yaml`,
-		Version:       version,
+  # list the presets, and check one (or a file of your own) without running it
+  bulkheadlab list
+  bulkheadlab validate slow-dependency`,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -41,7 +42,9 @@ bulkheads kept /b available.`,
 		newValidateCmd(),
 		newListCmd(),
 		newSizeCmd(),
+		newVersionCmd(),
 	)
+	root.SetVersionTemplate("bulkheadlab {{.Version}}\n")
 	// Argument-count errors and unknown subcommands are the user's: exit 2.
 	for _, c := range root.Commands() {
 		c.Args = usageArgs(c.Args)

@@ -118,7 +118,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	r := &runner.Runner{
-		Plan: p, Root: o.out, Resume: o.resume, Version: version, HdrLogs: o.hdrLogs,
+		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration()},
 		Launcher: launcher(o),
 	}
