@@ -46,8 +46,11 @@ func DefaultEndpoints() []Endpoint {
 	return []Endpoint{{Name: service.EndpointA, Dependency: "A"}, {Name: service.EndpointB, Dependency: "B"}}
 }
 
+// DefaultConditions are the conditions of a spec that names none.
+var DefaultConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy}
+
 // BuiltinConditions are the names of the built-in conditions, in order.
-var BuiltinConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy}
+var BuiltinConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy, CondReset, CondHang}
 
 func isBuiltin(name string) bool {
 	for _, b := range BuiltinConditions {
@@ -131,7 +134,7 @@ func (s *Spec) applyDefaults() {
 		}
 	}
 	if len(s.Conditions) == 0 && !s.set("conditions") {
-		for _, n := range BuiltinConditions {
+		for _, n := range DefaultConditions {
 			s.Conditions = append(s.Conditions, Condition{Name: n})
 		}
 	}
@@ -267,6 +270,16 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 	case CondHealthy:
 		if c.Description == "" {
 			c.Description = "no fault (control)"
+		}
+	case CondReset:
+		c.Faults = []Fault{{Type: "abort", Percent: 100}}
+		if c.Description == "" {
+			c.Description = c.Dependency + " resets every connection without an answer (the service's error path)"
+		}
+	case CondHang:
+		c.Faults = []Fault{{Type: "hang", Percent: 100}}
+		if c.Description == "" {
+			c.Description = c.Dependency + " never answers: every call ends at the service's timeout T (its timeout path)"
 		}
 	}
 }

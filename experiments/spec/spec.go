@@ -347,10 +347,17 @@ type ExternalPool struct {
 
 // Built-in condition and mode names.
 const (
-	CondHealthy  = "healthy"
-	CondSlow     = "slow"
-	CondFailing  = "failing"
-	CondBusy     = "busy"
+	CondHealthy = "healthy"
+	CondSlow    = "slow"
+	CondFailing = "failing"
+	CondBusy    = "busy"
+	// The error paths of the leak hunt: A resets every connection, A never
+	// answers (the service's timeout fires), and A slow while the clients
+	// give up mid-request; and a healthy A under bursts of requests.
+	CondReset    = "reset"
+	CondHang     = "hang"
+	CondCancel   = "cancel"
+	CondSpike    = "spike"
 	ModeShared   = "shared"
 	ModeBulkhead = "bulkhead"
 )
