@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Hold span of RECOVERY (the analysis' RecoveryHoldT, RecoveryHoldWindows
@@ -97,4 +99,17 @@ func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
 		return "", false
 	}
 	return "", true
+}
+
+// aftermathWarnings say which of the verdicts on what a fault leaves
+// behind the matrix cannot decide, and why: a service can leak, or never
+// come back, without any other verdict noticing.
+func (s *Spec) aftermathWarnings() []string {
+	var out []string
+	for _, p := range rundata.AftermathPredictions {
+		if why := s.Undecidable(p); why != "" {
+			out = append(out, why)
+		}
+	}
+	return out
 }

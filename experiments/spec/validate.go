@@ -616,6 +616,7 @@ func (s *Spec) Warnings() []string {
 		}
 	}
 	out = append(out, s.connectionWarnings()...)
+	out = append(out, s.aftermathWarnings()...)
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
