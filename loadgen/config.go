@@ -40,8 +40,9 @@ type Target struct {
 	URLs   []string
 	Header http.Header
 	Body   []byte
-	// Rate is the send rate in requests per second, in (0, 1e7], in every
-	// phase whose Rates do not name this target.
+	// Rate is the send rate in requests per second, in [0, 1e7], in every
+	// phase whose Rates do not name this target; 0 pauses the target there
+	// (see Phase.Rates). A target must send in at least one phase.
 	Rate float64
 	// Rules classify results; nil means DefaultRules (the built-in service).
 	Rules *Rules
@@ -63,10 +64,16 @@ type Phase struct {
 	Name     string
 	Duration time.Duration
 	// Rates maps a target name to its send rate (requests per second, in
-	// (0, 1e7]) during this phase; a target not named keeps Target.Rate.
+	// [0, 1e7]) during this phase; a target not named keeps Target.Rate.
 	// A phase whose rate differs from the previous phase's restarts that
 	// target's schedule at the phase start: its first request is due
 	// exactly then and the next every 1/rate. Optional.
+	//
+	// Rate 0 pauses the target for the phase: it sends nothing, and its
+	// schedule restarts at the start of the next phase with a positive
+	// rate. A paused phase is not judged: its PhaseStats has Paused and
+	// Excluded set, Expected 0, and no reasons; its windows have no
+	// requests (Expected 0, TargetRate 0).
 	Rates map[string]float64
 }
 
@@ -246,7 +253,7 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 	case names[t.Name]:
 		return nil, invalid(field+".name", "duplicate target %q", t.Name)
 	case !validRate(t.Rate):
-		return nil, invalid(field+".rate", "%v is not in (0, 1e7] requests per second", t.Rate)
+		return nil, invalid(field+".rate", "%v is not in [0, 1e7] requests per second", t.Rate)
 	}
 	names[t.Name] = true
 	if t.Retry != nil {
@@ -280,7 +287,8 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 	return cl, nil
 }
 
-func validRate(r float64) bool { return r > 0 && r <= 1e7 }
+// validRate reports whether r is a send rate: in [0, 1e7], 0 a pause.
+func validRate(r float64) bool { return r >= 0 && r <= 1e7 }
 
 // validateRates checks a phase's Rates against the target names, in name
 // order so that the error is deterministic.
@@ -295,10 +303,22 @@ func validateRates(field string, rates map[string]float64, names map[string]bool
 		case !names[name]:
 			return invalid(field+"."+name, "%q is not a target name", name)
 		case !validRate(r):
-			return invalid(field+"."+name, "%v is not in (0, 1e7] requests per second", r)
+			return invalid(field+"."+name, "%v is not in [0, 1e7] requests per second (0 pauses the target)", r)
 		}
 	}
 	return nil
+}
+
+// rates returns t's rate in each phase.
+func (p *plan) rates(t Target) []float64 {
+	rates := make([]float64, len(p.cfg.Phases))
+	for i, ph := range p.cfg.Phases {
+		rates[i] = t.Rate
+		if r, ok := ph.Rates[t.Name]; ok {
+			rates[i] = r
+		}
+	}
+	return rates
 }
 
 // buildSchedules returns each target's schedule over the phases.
@@ -308,13 +328,10 @@ func (p *plan) buildSchedules() ([]schedule, error) {
 	for i, sp := range p.spans {
 		starts[i] = sp.start
 	}
-	for _, t := range p.cfg.Targets {
-		rates := make([]float64, len(p.cfg.Phases))
-		for i, ph := range p.cfg.Phases {
-			rates[i] = t.Rate
-			if r, ok := ph.Rates[t.Name]; ok {
-				rates[i] = r
-			}
+	for ti, t := range p.cfg.Targets {
+		rates := p.rates(t)
+		if slices.Max(rates) == 0 {
+			return nil, invalid(fmt.Sprintf("targets[%d]", ti), "target %q sends nothing: its rate is 0 in every phase", t.Name)
 		}
 		s, err := p.cfg.Arrivals.schedule(t.Name, starts, rates, int64(p.duration))
 		if err != nil {

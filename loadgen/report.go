@@ -153,24 +153,35 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 					ps.Unclassified[statusKey(code)] = n
 				}
 			}
-			in := verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
-				lagThreshold: time.Duration(a.cfg.lagThreshold)}
-			if ei < len(cfg.Targets) && cfg.Targets[ei].Canary {
-				in.canary, in.canaryMaxP99 = true, cfg.CanaryMaxP99
-			}
-			if h := cfg.Health; h != nil && slices.Contains(h.Phases, sp.name) {
-				in.health = h
-			}
-			judge(&ps, in)
-			if h := in.health; h != nil && h.Stationary != nil && !in.canary && stop >= sp.end {
-				if why := notStationary(a.phaseWindows(e.name, sp.name), *h.Stationary); why != "" {
-					ps.Valid, ps.Reasons = false, append(ps.Reasons, why)
-				}
+			if ps.TargetRate == 0 {
+				// Paused: nothing was due, so there is nothing to judge.
+				ps.Paused, ps.Excluded, ps.Valid = true, true, true
+			} else {
+				a.judgePhase(&ps, e, ei, sp, end, stop, cfg)
 			}
 			out = append(out, ps)
 		}
 	}
 	return out
+}
+
+// judgePhase sets the validity verdict of ps, endpoint ei's record of
+// phase sp, which ended at end (the run at stop).
+func (a *aggregator) judgePhase(ps *PhaseStats, e *epAgg, ei int, sp phaseSpan, end, stop int64, cfg Config) {
+	in := verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
+		lagThreshold: time.Duration(a.cfg.lagThreshold)}
+	if ei < len(cfg.Targets) && cfg.Targets[ei].Canary {
+		in.canary, in.canaryMaxP99 = true, cfg.CanaryMaxP99
+	}
+	if h := cfg.Health; h != nil && slices.Contains(h.Phases, sp.name) {
+		in.health = h
+	}
+	judge(ps, in)
+	if h := in.health; h != nil && h.Stationary != nil && !in.canary && stop >= sp.end {
+		if why := notStationary(a.phaseWindows(e.name, sp.name), *h.Stationary); why != "" {
+			ps.Valid, ps.Reasons = false, append(ps.Reasons, why)
+		}
+	}
 }
 
 // statusKey names a status code in PhaseStats.Unclassified: the code, or
