@@ -127,6 +127,13 @@ type Config struct {
 	// Arrivals is how each target's requests are spread in time; the zero
 	// value is evenly spaced and in lock-step.
 	Arrivals Arrivals
+	// Bursts release requests to a target at one instant each, on top of
+	// its schedule (see Burst); their records are Report.Bursts. Optional.
+	Bursts []Burst
+	// BurstRaw maps a burst's label to a writer that receives its raw
+	// results in vegeta's encoding (see Raw; Attack is the label, Seq the
+	// request's index). Optional; Run flushes but does not close them.
+	BurstRaw map[string]io.Writer
 }
 
 // Health is the validity rule that a target answered normally in a phase.
@@ -153,6 +160,7 @@ type plan struct {
 	spans       []phaseSpan
 	classifiers []*Classifier
 	schedules   []schedule // per target
+	bursts      []*burstPlan
 }
 
 // FieldError is a Config error that names its field ("targets[0].rate").
@@ -228,6 +236,9 @@ func (cfg Config) validate() (*plan, error) {
 	}
 	var err error
 	if p.schedules, err = p.buildSchedules(); err != nil {
+		return nil, err
+	}
+	if err := p.buildBursts(); err != nil {
 		return nil, err
 	}
 	for field, m := range map[string]map[string]io.Writer{"raw": cfg.Raw, "hdr log": cfg.HdrLog} {

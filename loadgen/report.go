@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Validity limits (DESIGN §4, "Validity").
@@ -35,6 +37,10 @@ type Report struct {
 	Valid bool `json:"valid"`
 	// Interrupted is true when ctx ended the run early.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Bursts are the records of Config.Bursts, in that order (a burst the
+	// run did not reach is Abandoned with nothing counted). They take no
+	// part in Windows, Phases or Valid.
+	Bursts []rundata.BurstStats `json:"bursts,omitempty"`
 }
 
 // verdictInput is what a phase verdict needs beyond PhaseStats.

@@ -42,11 +42,11 @@ type EndpointSnapshot struct {
 }
 
 // Run attacks every target at its per-phase rates, all from the same start
-// t0 and for the sum of the phase durations, records windows and phases,
-// and judges validity. It blocks until every result is recorded. When ctx
-// ends first, in-flight requests are aborted (and not recorded) and Run
-// returns the partial report with ctx's error. Output write errors are
-// returned with the otherwise complete report.
+// t0 and for the sum of the phase durations, fires the bursts, records
+// windows, phases and bursts, and judges validity. It blocks until every
+// result is recorded. When ctx ends first, in-flight requests are aborted
+// (and not recorded) and Run returns the partial report with ctx's error.
+// Output write errors are returned with the otherwise complete report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p, err := cfg.validate()
 	if err != nil {
@@ -71,6 +71,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var stopAt atomic.Int64 // offset at which ctx ended the run
 	stopAt.Store(int64(p.duration))
+	bursts := startBursts(ctx, p, t0)
 	set := newAttackSet(ctx, p, t0, samples)
 	unhook := context.AfterFunc(ctx, func() {
 		stopAt.Store(min(int64(p.duration), int64(time.Since(t0))))
@@ -79,6 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	})
 	fwdErrs := set.run(ctx, p, t0, samples)
+	burstStats, burstErr := bursts.wait()
 	interrupted := !unhook()
 	close(samples)
 	<-aggDone
@@ -92,12 +94,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sent[i] = pc.released.Load()
 	}
 	rep := &Report{Start: t0, End: time.Now(), Windows: agg.windows,
-		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted}
+		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted, Bursts: burstStats}
 	rep.Valid = !rep.Interrupted
 	for _, ps := range rep.Phases {
 		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
 	}
-	errs := append(fwdErrs, agg.err)
+	errs := append(fwdErrs, agg.err, burstErr)
 	for _, l := range logs {
 		errs = append(errs, l.Flush())
 	}
