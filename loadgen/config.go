@@ -75,6 +75,10 @@ type Phase struct {
 	// Excluded set, Expected 0, and no reasons; its windows have no
 	// requests (Expected 0, TargetRate 0).
 	Rates map[string]float64
+	// Cancel maps a target name (not a canary's) to the share of its
+	// requests in this phase that the client gives up on (see Cancel).
+	// Optional.
+	Cancel map[string]Cancel
 }
 
 // Config configures Run. The zero values of optional fields are documented
@@ -127,6 +131,10 @@ type Config struct {
 	// Arrivals is how each target's requests are spread in time; the zero
 	// value is evenly spaced and in lock-step.
 	Arrivals Arrivals
+	// Seed seeds the choice of the requests that Phase.Cancel gives up on;
+	// each target derives its own stream from it and its name. A run with
+	// the same Seed gives up on the same requests.
+	Seed int64
 	// Bursts release requests to a target at one instant each, on top of
 	// its schedule (see Burst); their records are Report.Bursts. Optional.
 	Bursts []Burst
@@ -225,6 +233,9 @@ func (cfg Config) validate() (*plan, error) {
 			return nil, invalid(field+".duration", "%v is not positive", ph.Duration)
 		}
 		if err := validateRates(field+".rates", ph.Rates, names); err != nil {
+			return nil, err
+		}
+		if err := p.validateCancels(field+".cancel", ph); err != nil {
 			return nil, err
 		}
 		seen[ph.Name] = true

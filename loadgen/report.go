@@ -90,14 +90,18 @@ func judge(ps *PhaseStats, in verdictInput) {
 
 // unhealthy returns the reasons ps breaks the health rule h, each naming
 // the failure classes that dominate, e.g. "baseline unhealthy: 100 %
-// transport_error on /a".
+// transport_error on /a". Requests the client gave up on on purpose
+// (Cancelled) are left out of both shares.
 func unhealthy(ps *PhaseStats, h Health) []string {
-	tot := ps.Counts.Total()
-	if tot == 0 {
+	tot := ps.Counts.Total() - ps.Cancelled
+	if tot <= 0 && ps.Cancelled > 0 {
+		return nil // the client gave up on every request: nothing to judge
+	}
+	if tot <= 0 {
 		return []string{fmt.Sprintf("%s unhealthy: no results from /%s", ps.Phase, ps.Endpoint)}
 	}
 	ok := float64(ps.Counts[ClassOK]) / float64(tot)
-	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]) / float64(tot)
+	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]-ps.Cancelled) / float64(tot)
 	if ok >= h.MinSuccess && unreachable <= h.MaxUnreachable {
 		return nil
 	}
@@ -136,6 +140,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 				Expected:        e.sched.countIn(sp.start, end),
 				Sent:            p.sent,
 				HarnessErrors:   p.harness,
+				Cancelled:       p.cancelled,
 				RetryCounts:     p.retry,
 				Excluded:        slices.Contains(cfg.ExcludeFromValidity, sp.name),
 			}

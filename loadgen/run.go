@@ -142,15 +142,17 @@ func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, erro
 
 // attackSet is one attacker per target, built before any starts.
 type attackSet struct {
-	atks   []*vegeta.Attacker
-	pacers []*pacer
-	trs    []*http.Transport
+	atks    []*vegeta.Attacker
+	pacers  []*pacer
+	trs     []*http.Transport
+	giveUps []*giveUpTransport // per target; nil without Phase.Cancel
 }
 
 func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sample) *attackSet {
 	deadline := t0.Add(p.duration + max(p.lag, 10*time.Millisecond))
 	n := len(p.cfg.Targets)
-	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n)}
+	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n),
+		giveUps: make([]*giveUpTransport, n)}
 	for i, t := range p.cfg.Targets {
 		s.trs[i] = newTransport()
 		var rt http.RoundTripper = &cancelTransport{rt: s.trs[i], stop: ctx}
@@ -159,6 +161,11 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sam
 			rt = newRetryTransport(rt, *t.Retry, p.classifiers[i], p.schedules[i], func(intended int64, c rundata.RetryCounts) {
 				samples <- sample{intended: intended, ep: ep, retry: c}
 			})
+		}
+		if cs := p.cancelsOf(t); cs != nil {
+			s.giveUps[i] = &giveUpTransport{next: rt, sched: p.schedules[i], spans: p.spans, cancels: cs,
+				seed: cancelSeed(p.cfg.Seed, t.Name)}
+			rt = s.giveUps[i]
 		}
 		opts := []func(*vegeta.Attacker){
 			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: rt}),
@@ -192,7 +199,7 @@ func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan
 	errs := make([]error, len(s.atks))
 	var wg sync.WaitGroup
 	for i, t := range p.cfg.Targets {
-		f := forwarder{ctx: ctx, ep: int32(i), t0: t0, sched: s.pacers[i].sched, cl: p.classifiers[i], out: samples}
+		f := forwarder{ctx: ctx, ep: int32(i), t0: t0, sched: s.pacers[i].sched, cl: p.classifiers[i], giveUp: s.giveUps[i], out: samples}
 		wg.Go(func() { errs[i] = f.run(results[i], p.cfg.Raw[t.Name], t.Name) })
 	}
 	wg.Wait()
@@ -204,12 +211,13 @@ func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan
 
 // forwarder turns one attacker's results into samples and raw records.
 type forwarder struct {
-	ctx   context.Context
-	ep    int32
-	t0    time.Time
-	sched schedule
-	cl    *Classifier
-	out   chan<- sample
+	ctx    context.Context
+	ep     int32
+	t0     time.Time
+	sched  schedule
+	cl     *Classifier
+	giveUp *giveUpTransport // nil without Phase.Cancel
+	out    chan<- sample
 }
 
 // run drains in until it is closed. Results of requests aborted because ctx
@@ -230,7 +238,7 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 		if enc != nil && err == nil {
 			err = enc.Encode(r)
 		}
-		f.out <- sample{
+		s := sample{
 			intended: f.sched.at(int64(r.Seq)),
 			actual:   int64(r.Timestamp.Sub(f.t0)),
 			latency:  int64(r.Latency),
@@ -239,6 +247,10 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 			class:    f.cl.Classify(r.Code, r.Headers, r.Error),
 			harness:  IsHarnessError(r.Code, r.Error),
 		}
+		if f.giveUp.took(r.Seq) {
+			s.class, s.harness, s.cancelled = ClassClientTimeout, false, true
+		}
+		f.out <- s
 	}
 	if bw != nil && err == nil {
 		err = bw.Flush()

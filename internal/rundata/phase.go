@@ -32,6 +32,10 @@ type PhaseStats struct {
 	Expected int64 `json:"expected"`
 	Sent     int64 `json:"sent"`
 	Dropped  int64 `json:"dropped,omitempty"`
+	// Cancelled counts the requests the client gave up on on purpose (the
+	// load generator's Phase.Cancel); they are also in Counts, as
+	// client_timeout, but not judged unhealthy.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// RetryCounts are the client's attempts for the phase's requests, when
 	// it retries.
 	RetryCounts
