@@ -19,6 +19,9 @@ type sample struct {
 	code     uint16
 	class    Class
 	harness  bool
+	// cancelled is set when the client gave up on the request on purpose
+	// (Phase.Cancel); class is then client_timeout.
+	cancelled bool
 	// retry, when any count is set, makes this an attempt record of a
 	// retrying client rather than a result: it counts for the request's
 	// window and phase (by intended) and nothing else.
@@ -70,19 +73,21 @@ type openWindow struct {
 	sent               int64 // sends whose actual time falls in the window
 	received, expected int64 // results by intended time; expected per schedule
 	harness            int64
+	cancelled          int64
 	retry              rundata.RetryCounts
 	h                  *winHists
 }
 
 // phaseAgg accumulates one endpoint × phase.
 type phaseAgg struct {
-	counts  Counts
-	sent    int64 // sends whose actual time falls in the phase
-	harness int64
-	retry   rundata.RetryCounts
-	h       *winHists
-	byClass [NumClasses]*hist
-	other   map[uint16]int64 // status codes of results no rule classified
+	counts    Counts
+	sent      int64 // sends whose actual time falls in the phase
+	harness   int64
+	cancelled int64
+	retry     rundata.RetryCounts
+	h         *winHists
+	byClass   [NumClasses]*hist
+	other     map[uint16]int64 // status codes of results no rule classified
 }
 
 // epAgg is the per-endpoint state.
@@ -124,8 +129,10 @@ func newAggregator(cfg aggConfig) *aggregator {
 }
 
 // phaseIndex returns the phase containing offset d, or -1.
-func (a *aggregator) phaseIndex(d int64) int {
-	ps := a.cfg.phases
+func (a *aggregator) phaseIndex(d int64) int { return phaseIndexOf(a.cfg.phases, d) }
+
+// phaseIndexOf returns the phase of ps containing offset d, or -1.
+func phaseIndexOf(ps []phaseSpan, d int64) int {
 	i := sort.Search(len(ps), func(i int) bool { return ps[i].end > d })
 	if i == len(ps) || d < ps[i].start {
 		return -1
@@ -150,6 +157,9 @@ func (a *aggregator) add(s sample) {
 		if s.harness {
 			p.harness++
 		}
+		if s.cancelled {
+			p.cancelled++
+		}
 		if s.class == ClassOther {
 			if p.other == nil {
 				p.other = map[uint16]int64{}
@@ -172,6 +182,9 @@ func (a *aggregator) add(s sample) {
 		w.received++
 		if s.harness {
 			w.harness++
+		}
+		if s.cancelled {
+			w.cancelled++
 		}
 		recordInto(w.h, s, lag)
 	}
@@ -273,6 +286,7 @@ func (a *aggregator) closeHead(e *epAgg) {
 		Sent:            w.sent,
 		Expected:        w.expected,
 		HarnessErrors:   w.harness,
+		Cancelled:       w.cancelled,
 		RetryCounts:     w.retry,
 		Partial:         w.received < w.expected,
 	}

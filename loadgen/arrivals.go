@@ -70,7 +70,7 @@ func (a Arrivals) schedule(name string, starts []int64, rates []float64, duratio
 
 // poissonTimes draws the arrival times of a Poisson process with the rates
 // of s's segments over [0, duration). The process is memoryless, so each
-// segment starts afresh at its start.
+// segment starts afresh at its start; a pause (rate 0) has no arrivals.
 func poissonTimes(s schedule, duration int64, r *rand.Rand) (schedule, error) {
 	var expect float64
 	for i, g := range s.segs {
@@ -88,6 +88,9 @@ func poissonTimes(s schedule, duration int64, r *rand.Rand) (schedule, error) {
 		end := duration
 		if i+1 < len(s.segs) {
 			end = s.segs[i+1].start
+		}
+		if g.rate <= 0 {
+			continue
 		}
 		t := float64(g.start)
 		for {

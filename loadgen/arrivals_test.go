@@ -11,7 +11,7 @@ import (
 )
 
 // oracleTimesPhase is oracleTimes with every request shifted by phase of
-// its segment's interval.
+// its segment's interval; a pause (rate 0) has none.
 func oracleTimesPhase(ps []piece, phase float64) []int64 {
 	var out []int64
 	var start, end int64
@@ -21,7 +21,7 @@ func oracleTimesPhase(ps []piece, phase float64) []int64 {
 		for ; i < len(ps) && ps[i].rate == rate; i++ {
 			end += int64(ps[i].dur)
 		}
-		for k := int64(0); ; k++ {
+		for k := int64(0); rate > 0; k++ {
 			t := start + int64((float64(k)+phase)*1e9/rate)
 			if t >= end {
 				break
@@ -153,6 +153,24 @@ func TestPoissonSchedule(t *testing.T) {
 	}
 	if other.total == s.total && other.at(5) == s.at(5) {
 		t.Error("different seeds, same arrivals")
+	}
+}
+
+// TestPoissonSchedulePaused: a Poisson schedule has no arrivals in a
+// paused phase and resumes in the phase after it.
+func TestPoissonSchedulePaused(t *testing.T) {
+	ps := []piece{{time.Second, 200}, {time.Second, 0}, {time.Second, 200}}
+	starts, rates, end := piecesOf(ps)
+	s, err := Arrivals{Process: ArrivalsPoisson, Seed: 9}.schedule("a", starts, rates, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainst(t, "poisson paused", s, s.times, end)
+	if n := s.countIn(starts[1], starts[2]); n != 0 || s.rateAt(starts[1]) != 0 {
+		t.Errorf("paused phase %v: %d arrivals at rate %v, want none at 0", ps, n, s.rateAt(starts[1]))
+	}
+	if a, b := s.countIn(0, starts[1]), s.countIn(starts[2], end); a < 100 || b < 100 {
+		t.Errorf("phases around the pause %v: %d and %d arrivals, want ≈ 200 each", ps, a, b)
 	}
 }
 

@@ -1,7 +1,12 @@
 package loadgen
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"math/rand"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -73,5 +78,37 @@ func BenchmarkTenMinuteRun(b *testing.B) {
 		b.ReportMetric(float64(first)/(1<<20), "MB-heap-1min")
 		b.ReportMetric(float64(peak)/(1<<20), "MB-heap-peak")
 		b.ReportMetric(float64(len(a.windows)), "windows")
+	}
+}
+
+// BenchmarkBurstSpread fires one burst per iteration at a loopback server
+// that answers at once and reports the medians over the iterations of the
+// spread of the writes (first to last), of the release's lag behind its
+// instant, and of the last response's offset. Run it with a few
+// iterations: go test -run '^$' -bench BurstSpread -benchtime 7x ./loadgen
+func BenchmarkBurstSpread(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	cl, _ := NewClassifier(DefaultRules())
+	for _, n := range []int{50, 200, 1000} {
+		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
+			bp, err := newBurstPlan(Burst{Label: "b", Target: "a", Requests: n}, Target{Name: "a", URL: srv.URL + "/"}, cl, 10*time.Second, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var spread, release, last []time.Duration
+			for b.Loop() {
+				at := time.Now().Add(BurstDialLead)
+				rs, released := bp.fire(context.Background(), time.Now(), at)
+				s := bp.stats(at, at, released, rs)
+				if s.Counts[ClassOK] != int64(n) || s.LateDials != 0 {
+					b.Fatalf("burst of %d: counts %v, %d late dials", n, s.Counts, s.LateDials)
+				}
+				spread, release, last = append(spread, s.Spread()), append(release, s.Release), append(last, s.LastResponse)
+			}
+			b.ReportMetric(float64(median(spread).Microseconds()), "µs-spread")
+			b.ReportMetric(float64(median(release).Microseconds()), "µs-release-lag")
+			b.ReportMetric(float64(median(last).Microseconds()), "µs-last-response")
+		})
 	}
 }

@@ -40,8 +40,9 @@ type Target struct {
 	URLs   []string
 	Header http.Header
 	Body   []byte
-	// Rate is the send rate in requests per second, in (0, 1e7], in every
-	// phase whose Rates do not name this target.
+	// Rate is the send rate in requests per second, in [0, 1e7], in every
+	// phase whose Rates do not name this target; 0 pauses the target there
+	// (see Phase.Rates). A target must send in at least one phase.
 	Rate float64
 	// Rules classify results; nil means DefaultRules (the built-in service).
 	Rules *Rules
@@ -63,11 +64,21 @@ type Phase struct {
 	Name     string
 	Duration time.Duration
 	// Rates maps a target name to its send rate (requests per second, in
-	// (0, 1e7]) during this phase; a target not named keeps Target.Rate.
+	// [0, 1e7]) during this phase; a target not named keeps Target.Rate.
 	// A phase whose rate differs from the previous phase's restarts that
 	// target's schedule at the phase start: its first request is due
 	// exactly then and the next every 1/rate. Optional.
+	//
+	// Rate 0 pauses the target for the phase: it sends nothing, and its
+	// schedule restarts at the start of the next phase with a positive
+	// rate. A paused phase is not judged: its PhaseStats has Paused and
+	// Excluded set, Expected 0, and no reasons; its windows have no
+	// requests (Expected 0, TargetRate 0).
 	Rates map[string]float64
+	// Cancel maps a target name (not a canary's) to the share of its
+	// requests in this phase that the client gives up on (see Cancel).
+	// Optional.
+	Cancel map[string]Cancel
 }
 
 // Config configures Run. The zero values of optional fields are documented
@@ -120,6 +131,17 @@ type Config struct {
 	// Arrivals is how each target's requests are spread in time; the zero
 	// value is evenly spaced and in lock-step.
 	Arrivals Arrivals
+	// Seed seeds the choice of the requests that Phase.Cancel gives up on;
+	// each target derives its own stream from it and its name. A run with
+	// the same Seed gives up on the same requests.
+	Seed int64
+	// Bursts release requests to a target at one instant each, on top of
+	// its schedule (see Burst); their records are Report.Bursts. Optional.
+	Bursts []Burst
+	// BurstRaw maps a burst's label to a writer that receives its raw
+	// results in vegeta's encoding (see Raw; Attack is the label, Seq the
+	// request's index). Optional; Run flushes but does not close them.
+	BurstRaw map[string]io.Writer
 }
 
 // Health is the validity rule that a target answered normally in a phase.
@@ -146,6 +168,7 @@ type plan struct {
 	spans       []phaseSpan
 	classifiers []*Classifier
 	schedules   []schedule // per target
+	bursts      []*burstPlan
 }
 
 // FieldError is a Config error that names its field ("targets[0].rate").
@@ -212,6 +235,9 @@ func (cfg Config) validate() (*plan, error) {
 		if err := validateRates(field+".rates", ph.Rates, names); err != nil {
 			return nil, err
 		}
+		if err := p.validateCancels(field+".cancel", ph); err != nil {
+			return nil, err
+		}
 		seen[ph.Name] = true
 		p.spans = append(p.spans, phaseSpan{name: ph.Name, start: int64(p.duration), end: int64(p.duration + ph.Duration)})
 		p.duration += ph.Duration
@@ -221,6 +247,9 @@ func (cfg Config) validate() (*plan, error) {
 	}
 	var err error
 	if p.schedules, err = p.buildSchedules(); err != nil {
+		return nil, err
+	}
+	if err := p.buildBursts(); err != nil {
 		return nil, err
 	}
 	for field, m := range map[string]map[string]io.Writer{"raw": cfg.Raw, "hdr log": cfg.HdrLog} {
@@ -246,7 +275,7 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 	case names[t.Name]:
 		return nil, invalid(field+".name", "duplicate target %q", t.Name)
 	case !validRate(t.Rate):
-		return nil, invalid(field+".rate", "%v is not in (0, 1e7] requests per second", t.Rate)
+		return nil, invalid(field+".rate", "%v is not in [0, 1e7] requests per second", t.Rate)
 	}
 	names[t.Name] = true
 	if t.Retry != nil {
@@ -280,7 +309,8 @@ func (t Target) validate(field string, names map[string]bool) (*Classifier, erro
 	return cl, nil
 }
 
-func validRate(r float64) bool { return r > 0 && r <= 1e7 }
+// validRate reports whether r is a send rate: in [0, 1e7], 0 a pause.
+func validRate(r float64) bool { return r >= 0 && r <= 1e7 }
 
 // validateRates checks a phase's Rates against the target names, in name
 // order so that the error is deterministic.
@@ -295,10 +325,22 @@ func validateRates(field string, rates map[string]float64, names map[string]bool
 		case !names[name]:
 			return invalid(field+"."+name, "%q is not a target name", name)
 		case !validRate(r):
-			return invalid(field+"."+name, "%v is not in (0, 1e7] requests per second", r)
+			return invalid(field+"."+name, "%v is not in [0, 1e7] requests per second (0 pauses the target)", r)
 		}
 	}
 	return nil
+}
+
+// rates returns t's rate in each phase.
+func (p *plan) rates(t Target) []float64 {
+	rates := make([]float64, len(p.cfg.Phases))
+	for i, ph := range p.cfg.Phases {
+		rates[i] = t.Rate
+		if r, ok := ph.Rates[t.Name]; ok {
+			rates[i] = r
+		}
+	}
+	return rates
 }
 
 // buildSchedules returns each target's schedule over the phases.
@@ -308,13 +350,10 @@ func (p *plan) buildSchedules() ([]schedule, error) {
 	for i, sp := range p.spans {
 		starts[i] = sp.start
 	}
-	for _, t := range p.cfg.Targets {
-		rates := make([]float64, len(p.cfg.Phases))
-		for i, ph := range p.cfg.Phases {
-			rates[i] = t.Rate
-			if r, ok := ph.Rates[t.Name]; ok {
-				rates[i] = r
-			}
+	for ti, t := range p.cfg.Targets {
+		rates := p.rates(t)
+		if slices.Max(rates) == 0 {
+			return nil, invalid(fmt.Sprintf("targets[%d]", ti), "target %q sends nothing: its rate is 0 in every phase", t.Name)
 		}
 		s, err := p.cfg.Arrivals.schedule(t.Name, starts, rates, int64(p.duration))
 		if err != nil {

@@ -24,7 +24,7 @@ func TestConfigPhaseRates(t *testing.T) {
 		{"valid", map[string]float64{"a": 20, "b": 0.5}, ""},
 		{"empty map", map[string]float64{}, ""},
 		{"unknown target", map[string]float64{"a": 20, "zz": 3}, "phases[1].rates.zz"},
-		{"zero", map[string]float64{"a": 0}, "phases[1].rates.a"},
+		{"zero pauses", map[string]float64{"a": 0}, ""},
 		{"negative", map[string]float64{"b": -1}, "phases[1].rates.b"},
 		{"NaN", map[string]float64{"a": math.NaN()}, "phases[1].rates.a"},
 		{"too high", map[string]float64{"a": 2e7}, "phases[1].rates.a"},
@@ -64,6 +64,41 @@ func TestConfigBuildsSchedules(t *testing.T) {
 		s := p.schedules[i]
 		if len(s.segs) != w.segs || s.total != w.total || s.maxRate() != w.max {
 			t.Errorf("target %d: %d segments %+v total %d max %v, want %+v", i, len(s.segs), s.segs, s.total, s.maxRate(), w)
+		}
+	}
+}
+
+// TestConfigPausedTargets: a rate of 0 pauses a target where it applies,
+// but a target paused in every phase is an error naming it.
+func TestConfigPausedTargets(t *testing.T) {
+	tests := []struct {
+		name   string
+		rate   float64            // target b's Rate
+		phases map[string]float64 // b's rate per phase, by phase name
+		field  string             // "" means valid
+	}{
+		{"paused in one phase", 5, map[string]float64{"fault": 0}, ""},
+		{"sends in one phase only", 0, map[string]float64{"fault": 3}, ""},
+		{"zero everywhere by default", 0, nil, `targets[1]: invalid load generator config: target "b" sends nothing`},
+		{"zero everywhere by phase", 5, map[string]float64{"baseline": 0, "fault": 0}, `targets[1]: invalid load generator config: target "b" sends nothing`},
+		{"negative default", -1, map[string]float64{"fault": 3}, "targets[1].rate:"},
+	}
+	for _, tt := range tests {
+		cfg := Config{
+			Targets: []Target{{Name: "a", URL: "http://127.0.0.1:1/a", Rate: 1}, {Name: "b", URL: "http://127.0.0.1:1/b", Rate: tt.rate}},
+			Phases:  []Phase{{Name: "baseline", Duration: time.Second}, {Name: "fault", Duration: time.Second}},
+		}
+		for i, ph := range cfg.Phases {
+			if r, ok := tt.phases[ph.Name]; ok {
+				cfg.Phases[i].Rates = map[string]float64{"b": r}
+			}
+		}
+		_, err := cfg.validate()
+		switch {
+		case tt.field == "" && err != nil:
+			t.Errorf("%s (rate %v, phases %v): unexpected error %v", tt.name, tt.rate, tt.phases, err)
+		case tt.field != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field)):
+			t.Errorf("%s (rate %v, phases %v): error %v, want ErrInvalidConfig with %q", tt.name, tt.rate, tt.phases, err, tt.field)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Validity limits (DESIGN §4, "Validity").
@@ -35,6 +37,10 @@ type Report struct {
 	Valid bool `json:"valid"`
 	// Interrupted is true when ctx ended the run early.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Bursts are the records of Config.Bursts, in that order (a burst the
+	// run did not reach is Abandoned with nothing counted). They take no
+	// part in Windows, Phases or Valid.
+	Bursts []rundata.BurstStats `json:"bursts,omitempty"`
 }
 
 // verdictInput is what a phase verdict needs beyond PhaseStats.
@@ -84,14 +90,18 @@ func judge(ps *PhaseStats, in verdictInput) {
 
 // unhealthy returns the reasons ps breaks the health rule h, each naming
 // the failure classes that dominate, e.g. "baseline unhealthy: 100 %
-// transport_error on /a".
+// transport_error on /a". Requests the client gave up on on purpose
+// (Cancelled) are left out of both shares.
 func unhealthy(ps *PhaseStats, h Health) []string {
-	tot := ps.Counts.Total()
-	if tot == 0 {
+	tot := ps.Counts.Total() - ps.Cancelled
+	if tot <= 0 && ps.Cancelled > 0 {
+		return nil // the client gave up on every request: nothing to judge
+	}
+	if tot <= 0 {
 		return []string{fmt.Sprintf("%s unhealthy: no results from /%s", ps.Phase, ps.Endpoint)}
 	}
 	ok := float64(ps.Counts[ClassOK]) / float64(tot)
-	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]) / float64(tot)
+	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]-ps.Cancelled) / float64(tot)
 	if ok >= h.MinSuccess && unreachable <= h.MaxUnreachable {
 		return nil
 	}
@@ -130,6 +140,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 				Expected:        e.sched.countIn(sp.start, end),
 				Sent:            p.sent,
 				HarnessErrors:   p.harness,
+				Cancelled:       p.cancelled,
 				RetryCounts:     p.retry,
 				Excluded:        slices.Contains(cfg.ExcludeFromValidity, sp.name),
 			}
@@ -153,24 +164,35 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 					ps.Unclassified[statusKey(code)] = n
 				}
 			}
-			in := verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
-				lagThreshold: time.Duration(a.cfg.lagThreshold)}
-			if ei < len(cfg.Targets) && cfg.Targets[ei].Canary {
-				in.canary, in.canaryMaxP99 = true, cfg.CanaryMaxP99
-			}
-			if h := cfg.Health; h != nil && slices.Contains(h.Phases, sp.name) {
-				in.health = h
-			}
-			judge(&ps, in)
-			if h := in.health; h != nil && h.Stationary != nil && !in.canary && stop >= sp.end {
-				if why := notStationary(a.phaseWindows(e.name, sp.name), *h.Stationary); why != "" {
-					ps.Valid, ps.Reasons = false, append(ps.Reasons, why)
-				}
+			if ps.TargetRate == 0 {
+				// Paused: nothing was due, so there is nothing to judge.
+				ps.Paused, ps.Excluded, ps.Valid = true, true, true
+			} else {
+				a.judgePhase(&ps, e, ei, sp, end, stop, cfg)
 			}
 			out = append(out, ps)
 		}
 	}
 	return out
+}
+
+// judgePhase sets the validity verdict of ps, endpoint ei's record of
+// phase sp, which ended at end (the run at stop).
+func (a *aggregator) judgePhase(ps *PhaseStats, e *epAgg, ei int, sp phaseSpan, end, stop int64, cfg Config) {
+	in := verdictInput{span: time.Duration(end - sp.start), planned: time.Duration(sp.end - sp.start),
+		lagThreshold: time.Duration(a.cfg.lagThreshold)}
+	if ei < len(cfg.Targets) && cfg.Targets[ei].Canary {
+		in.canary, in.canaryMaxP99 = true, cfg.CanaryMaxP99
+	}
+	if h := cfg.Health; h != nil && slices.Contains(h.Phases, sp.name) {
+		in.health = h
+	}
+	judge(ps, in)
+	if h := in.health; h != nil && h.Stationary != nil && !in.canary && stop >= sp.end {
+		if why := notStationary(a.phaseWindows(e.name, sp.name), *h.Stationary); why != "" {
+			ps.Valid, ps.Reasons = false, append(ps.Reasons, why)
+		}
+	}
 }
 
 // statusKey names a status code in PhaseStats.Unclassified: the code, or

@@ -42,11 +42,11 @@ type EndpointSnapshot struct {
 }
 
 // Run attacks every target at its per-phase rates, all from the same start
-// t0 and for the sum of the phase durations, records windows and phases,
-// and judges validity. It blocks until every result is recorded. When ctx
-// ends first, in-flight requests are aborted (and not recorded) and Run
-// returns the partial report with ctx's error. Output write errors are
-// returned with the otherwise complete report.
+// t0 and for the sum of the phase durations, fires the bursts, records
+// windows, phases and bursts, and judges validity. It blocks until every
+// result is recorded. When ctx ends first, in-flight requests are aborted
+// (and not recorded) and Run returns the partial report with ctx's error.
+// Output write errors are returned with the otherwise complete report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p, err := cfg.validate()
 	if err != nil {
@@ -71,6 +71,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var stopAt atomic.Int64 // offset at which ctx ended the run
 	stopAt.Store(int64(p.duration))
+	bursts := startBursts(ctx, p, t0)
 	set := newAttackSet(ctx, p, t0, samples)
 	unhook := context.AfterFunc(ctx, func() {
 		stopAt.Store(min(int64(p.duration), int64(time.Since(t0))))
@@ -79,6 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	})
 	fwdErrs := set.run(ctx, p, t0, samples)
+	burstStats, burstErr := bursts.wait()
 	interrupted := !unhook()
 	close(samples)
 	<-aggDone
@@ -92,12 +94,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sent[i] = pc.released.Load()
 	}
 	rep := &Report{Start: t0, End: time.Now(), Windows: agg.windows,
-		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted}
+		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted, Bursts: burstStats}
 	rep.Valid = !rep.Interrupted
 	for _, ps := range rep.Phases {
 		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
 	}
-	errs := append(fwdErrs, agg.err)
+	errs := append(fwdErrs, agg.err, burstErr)
 	for _, l := range logs {
 		errs = append(errs, l.Flush())
 	}
@@ -140,15 +142,17 @@ func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, erro
 
 // attackSet is one attacker per target, built before any starts.
 type attackSet struct {
-	atks   []*vegeta.Attacker
-	pacers []*pacer
-	trs    []*http.Transport
+	atks    []*vegeta.Attacker
+	pacers  []*pacer
+	trs     []*http.Transport
+	giveUps []*giveUpTransport // per target; nil without Phase.Cancel
 }
 
 func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sample) *attackSet {
 	deadline := t0.Add(p.duration + max(p.lag, 10*time.Millisecond))
 	n := len(p.cfg.Targets)
-	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n)}
+	s := &attackSet{atks: make([]*vegeta.Attacker, n), pacers: make([]*pacer, n), trs: make([]*http.Transport, n),
+		giveUps: make([]*giveUpTransport, n)}
 	for i, t := range p.cfg.Targets {
 		s.trs[i] = newTransport()
 		var rt http.RoundTripper = &cancelTransport{rt: s.trs[i], stop: ctx}
@@ -157,6 +161,11 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sam
 			rt = newRetryTransport(rt, *t.Retry, p.classifiers[i], p.schedules[i], func(intended int64, c rundata.RetryCounts) {
 				samples <- sample{intended: intended, ep: ep, retry: c}
 			})
+		}
+		if cs := p.cancelsOf(t); cs != nil {
+			s.giveUps[i] = &giveUpTransport{next: rt, sched: p.schedules[i], spans: p.spans, cancels: cs,
+				seed: cancelSeed(p.cfg.Seed, t.Name)}
+			rt = s.giveUps[i]
 		}
 		opts := []func(*vegeta.Attacker){
 			vegeta.Client(&http.Client{Timeout: p.timeout, Transport: rt}),
@@ -190,7 +199,7 @@ func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan
 	errs := make([]error, len(s.atks))
 	var wg sync.WaitGroup
 	for i, t := range p.cfg.Targets {
-		f := forwarder{ctx: ctx, ep: int32(i), t0: t0, sched: s.pacers[i].sched, cl: p.classifiers[i], out: samples}
+		f := forwarder{ctx: ctx, ep: int32(i), t0: t0, sched: s.pacers[i].sched, cl: p.classifiers[i], giveUp: s.giveUps[i], out: samples}
 		wg.Go(func() { errs[i] = f.run(results[i], p.cfg.Raw[t.Name], t.Name) })
 	}
 	wg.Wait()
@@ -202,12 +211,13 @@ func (s *attackSet) run(ctx context.Context, p *plan, t0 time.Time, samples chan
 
 // forwarder turns one attacker's results into samples and raw records.
 type forwarder struct {
-	ctx   context.Context
-	ep    int32
-	t0    time.Time
-	sched schedule
-	cl    *Classifier
-	out   chan<- sample
+	ctx    context.Context
+	ep     int32
+	t0     time.Time
+	sched  schedule
+	cl     *Classifier
+	giveUp *giveUpTransport // nil without Phase.Cancel
+	out    chan<- sample
 }
 
 // run drains in until it is closed. Results of requests aborted because ctx
@@ -228,7 +238,7 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 		if enc != nil && err == nil {
 			err = enc.Encode(r)
 		}
-		f.out <- sample{
+		s := sample{
 			intended: f.sched.at(int64(r.Seq)),
 			actual:   int64(r.Timestamp.Sub(f.t0)),
 			latency:  int64(r.Latency),
@@ -237,6 +247,10 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 			class:    f.cl.Classify(r.Code, r.Headers, r.Error),
 			harness:  IsHarnessError(r.Code, r.Error),
 		}
+		if f.giveUp.took(r.Seq) {
+			s.class, s.harness, s.cancelled = ClassClientTimeout, false, true
+		}
+		f.out <- s
 	}
 	if bw != nil && err == nil {
 		err = bw.Flush()

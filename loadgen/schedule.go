@@ -6,7 +6,7 @@ import "math"
 // nanoseconds from t0.
 type segment struct {
 	start int64   // offset of the segment's first request
-	rate  float64 // requests per second, > 0
+	rate  float64 // requests per second, ≥ 0; 0 is a pause: no requests
 	first int64   // number of requests due before start: the first one's index
 }
 
@@ -19,6 +19,10 @@ type segment struct {
 // constant-rate run is due at t0 + n/rate as before. A phase offset
 // (Arrivals.Offset) shifts every request by the same fraction of its
 // interval; a Poisson schedule holds its arrival times instead.
+//
+// A segment at rate 0 is a pause: it holds no request, and the next
+// segment restarts the sequence at its own start as any change of rate
+// does.
 //
 // A schedule is immutable after construction and safe for concurrent use;
 // at, countBefore and rateAt do not allocate and cost O(log segments)
@@ -44,7 +48,8 @@ func newSchedule(rate float64, duration int64) schedule {
 
 // newPiecewiseSchedule is the schedule with rates[i] from starts[i] to
 // starts[i+1] (the last one to duration). starts must begin at 0 and
-// increase; every rate must be > 0 (validated by Config).
+// increase; every rate must be ≥ 0 (validated by Config), 0 pausing the
+// schedule.
 func newPiecewiseSchedule(starts []int64, rates []float64, duration int64) schedule {
 	var s schedule
 	for i, st := range starts {
@@ -97,9 +102,10 @@ func localAtPhase(rate float64, k int64, phase float64) int64 {
 // localCount is the number of k ≥ 0 with localAt(rate, k) < d.
 func localCount(rate float64, d int64) int64 { return localCountPhase(rate, d, 0) }
 
-// localCountPhase is the number of k ≥ 0 with localAtPhase(rate, k, phase) < d.
+// localCountPhase is the number of k ≥ 0 with localAtPhase(rate, k, phase) < d;
+// 0 for a pause (rate 0).
 func localCountPhase(rate float64, d int64, phase float64) int64 {
-	if d <= 0 {
+	if d <= 0 || rate <= 0 {
 		return 0
 	}
 	c := max(0, int64(math.Ceil(float64(d)*rate/1e9-phase)))
@@ -112,7 +118,9 @@ func localCountPhase(rate float64, d int64, phase float64) int64 {
 	return c
 }
 
-// segByIndex returns the segment holding request n (the last with first ≤ n).
+// segByIndex returns the segment holding request n (the last with first ≤ n:
+// never a pause, which shares its first with the segment after it, for
+// n < total).
 func (s schedule) segByIndex(n int64) segment {
 	lo, hi := 0, len(s.segs) // invariant: segs[lo].first ≤ n (lo = 0 by convention)
 	for hi-lo > 1 {

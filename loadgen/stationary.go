@@ -14,7 +14,8 @@ import (
 // The phase's windows are split into halves; the rule fails when the
 // median of the first half's per-window p50 latency exceeds the second
 // half's by MaxP50Ratio and by MinP50Diff, or its success share falls
-// short of the second half's by more than MaxSuccessDrop.
+// short of the second half's by more than MaxSuccessDrop (requests the
+// client gave up on on purpose left out of the shares).
 type Stationarity struct {
 	MaxP50Ratio    float64
 	MinP50Diff     time.Duration
@@ -51,7 +52,7 @@ func notStationary(ws []Window, st Stationarity) string {
 		}
 		p50s[h] = append(p50s[h], w.Latency.P50)
 		ok[h] += w.Counts[ClassOK]
-		tot[h] += w.Counts.Total()
+		tot[h] += w.Counts.Total() - w.Cancelled
 	}
 	m0, m1 := median(p50s[0]), median(p50s[1])
 	s0, s1 := float64(ok[0])/float64(tot[0]), float64(ok[1])/float64(tot[1])

@@ -16,26 +16,30 @@ import (
 //	        spec.yaml        the resolved spec of this run
 //	        windows.jsonl    one Window per line, all endpoints
 //	        phases.json      []PhaseStats: merged histograms per endpoint and phase
+//	        bursts.json      []BurstStats: the load generator's bursts (when it has any)
 //	        metrics.jsonl    one MetricSample per line
 //	        results-a.bin    raw vegeta results of endpoint a (vegeta's gob encoding)
 //	        results-b.bin
 //	        hdr-a.hlog, hdr-b.hlog  HdrHistogram interval logs (with run --hdr-logs)
+//	        burst-<label>.bin  raw vegeta results of one burst (when it has any)
 //	        logs/<component>.log
 //	    summary.json, report.md, index.html, *.png   written by the analysis
 const (
-	IndexFile     = "index.json"
-	SpecFile      = "spec.yaml"
-	RunsDir       = "runs"
-	MetaFile      = "meta.json"
-	WindowsFile   = "windows.jsonl"
-	PhasesFile    = "phases.json"
-	MetricsFile   = "metrics.jsonl"
-	LogsDir       = "logs"
-	SummaryFile   = "summary.json"
-	ReportFile    = "report.md"
-	HTMLFile      = "index.html"
-	RawFilePrefix = "results-" // + endpoint + ".bin"
-	HdrLogPrefix  = "hdr-"     // + endpoint + ".hlog"
+	IndexFile      = "index.json"
+	SpecFile       = "spec.yaml"
+	RunsDir        = "runs"
+	MetaFile       = "meta.json"
+	WindowsFile    = "windows.jsonl"
+	PhasesFile     = "phases.json"
+	BurstsFile     = "bursts.json"
+	MetricsFile    = "metrics.jsonl"
+	LogsDir        = "logs"
+	SummaryFile    = "summary.json"
+	ReportFile     = "report.md"
+	HTMLFile       = "index.html"
+	RawFilePrefix  = "results-" // + endpoint + ".bin"
+	HdrLogPrefix   = "hdr-"     // + endpoint + ".hlog"
+	BurstRawPrefix = "burst-"   // + burst label + ".bin"
 )
 
 // Phase names, in order (DESIGN §1): the runner labels windows, phase

@@ -32,6 +32,10 @@ type PhaseStats struct {
 	Expected int64 `json:"expected"`
 	Sent     int64 `json:"sent"`
 	Dropped  int64 `json:"dropped,omitempty"`
+	// Cancelled counts the requests the client gave up on on purpose (the
+	// load generator's Phase.Cancel); they are also in Counts, as
+	// client_timeout, but not judged unhealthy.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// RetryCounts are the client's attempts for the phase's requests, when
 	// it retries.
 	RetryCounts
@@ -42,7 +46,14 @@ type PhaseStats struct {
 	HarnessErrors int64 `json:"harness_errors"`
 	// Excluded is set for phases named in the load generator's ExcludeFromValidity; their
 	// verdict is computed but does not count towards the run's validity.
-	Excluded bool     `json:"excluded,omitempty"`
-	Valid    bool     `json:"valid"`
-	Reasons  []string `json:"reasons,omitempty"`
+	// It is set as well for a paused phase (Paused).
+	Excluded bool `json:"excluded,omitempty"`
+	// Paused is set when the endpoint's rate in the phase is 0: nothing was
+	// due (Expected and TargetRate are 0), nothing is judged (Valid with no
+	// reasons) and the phase does not count towards the run's validity.
+	// Sent is 0 unless a request of the phase before was sent late, past
+	// the boundary.
+	Paused  bool     `json:"paused,omitempty"`
+	Valid   bool     `json:"valid"`
+	Reasons []string `json:"reasons,omitempty"`
 }

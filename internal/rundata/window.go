@@ -169,6 +169,10 @@ type Window struct {
 	// HarnessErrors counts results whose failure happened on the load
 	// generator's side (see IsHarnessError); they are also in Counts.
 	HarnessErrors int64 `json:"harness_errors,omitempty"`
+	// Cancelled counts the requests the client gave up on on purpose (the
+	// load generator's Phase.Cancel); they are also in Counts, as
+	// client_timeout.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// RetryCounts are the client's attempts for the window's requests, when
 	// it retries (zero otherwise).
 	RetryCounts
