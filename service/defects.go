@@ -35,10 +35,16 @@ const (
 	// client went away during the call (its request's context ended before
 	// the call finished).
 	DefectLeakOnCancel Defect = "leak-on-cancel"
+	// DefectRacyCounter: every pool of the service acquires by
+	// check-then-increment (it reads the count in use, compares it with the
+	// size, yields, then increments) instead of one compare-and-swap, so
+	// that callers arriving together exceed the limit. Release is
+	// unchanged; the count returns to zero as the permits are released.
+	DefectRacyCounter Defect = "racy-counter"
 )
 
 // AllDefects lists every Defect, in the order of the constants.
-var AllDefects = []Defect{DefectLeakOnError, DefectLeakOnTimeout, DefectLeakOnCancel}
+var AllDefects = []Defect{DefectLeakOnError, DefectLeakOnTimeout, DefectLeakOnCancel, DefectRacyCounter}
 
 // ErrUnknownDefect is wrapped by ParseDefect's error.
 var ErrUnknownDefect = errors.New("unknown test defect")
@@ -83,7 +89,7 @@ func validateDefects(ds []Defect) error {
 
 // defectSet is the switched-on defects, read on every request.
 type defectSet struct {
-	leakOnError, leakOnTimeout, leakOnCancel bool
+	leakOnError, leakOnTimeout, leakOnCancel, racyCounter bool
 }
 
 func newDefectSet(ds []Defect) defectSet {
@@ -96,6 +102,8 @@ func newDefectSet(ds []Defect) defectSet {
 			s.leakOnTimeout = true
 		case DefectLeakOnCancel:
 			s.leakOnCancel = true
+		case DefectRacyCounter:
+			s.racyCounter = true
 		}
 	}
 	return s

@@ -5,6 +5,6 @@
 //
 // For the harness's own tests the service can be built with deliberate
 // defects (Config.Defects: permits leaked on an error, timeout or cancel
-// path), so that each detector can be shown to fail against a service that
-// has the bug it looks for.
+// path, a pool counter that is not atomic), so that each detector can be
+// shown to fail against a service that has the bug it looks for.
 package service

@@ -74,6 +74,7 @@ func (s *Service) buildStacks() {
 		if pc.Limit > 0 {
 			// Validate checked the size; a nested bulkhead has no queue.
 			limit, _ = NewPool(LimitPoolName(name), PoolConfig{Size: pc.Limit})
+			limit.racy = s.defects.racyCounter // TEST DEFECT, before any use
 			s.registry.MustRegister(limit)
 		}
 		s.stacks[name] = newStack(pc, stackDeps{endpoint: name, pool: pool, limit: limit, dep: s.deps[name], timeout: s.cfg.Timeout,

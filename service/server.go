@@ -112,7 +112,8 @@ type Config struct {
 	BurnCPU int
 
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
-	// kind a real service has (a permit leaked on an error path), so that the harness's detectors can be
+	// kind a real service has (a permit leaked on an error path, a pool
+	// counter that is not atomic), so that the harness's detectors can be
 	// shown to fail against them. See Defect for where each acts. Each may
 	// be given once; none is the correct service.
 	Defects []Defect
@@ -230,6 +231,11 @@ func New(cfg Config) (*Service, error) {
 		metrics:  newServiceMetrics(),
 		defects:  newDefectSet(cfg.Defects),
 		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
+	if s.defects.racyCounter {
+		for _, p := range layout.Pools() {
+			p.racy = true // TEST DEFECT, before any use
+		}
 	}
 	pools, connsOf := newConnPools(cfg.ConnsLayout, cfg.Conns, cfg.EndpointNames())
 	s.connPools = pools
