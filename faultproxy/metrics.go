@@ -86,6 +86,10 @@ func newMetrics(p *Proxy) *metrics {
 			Help: "Data-plane requests in progress (delayed, hanging or forwarded).",
 		}, func() float64 { return float64(p.Inflight()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_inflight_peak",
+			Help: "The most data-plane requests in progress at once since the previous scrape of /metrics (a scrape resets it to the count in progress).",
+		}, func() float64 { return float64(p.scrapePeak()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "faultproxy_capacity_in_service",
 			Help: "Requests holding a slot of a capacity fault (being served).",
 		}, func() float64 { return float64(p.capacity.inService.Load()) }),

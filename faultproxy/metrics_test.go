@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,4 +130,107 @@ func TestMetricsExposition(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// scrapeGauge scrapes the control API's /metrics at base and returns the
+// value of the unlabelled series name.
+func scrapeGauge(t *testing.T, hc *http.Client, base, name string) float64 {
+	t.Helper()
+	resp, err := hc.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics lacks %s", name)
+	return 0
+}
+
+// TestInflightPeak: faultproxy_inflight_peak shows the most requests in
+// progress at once since the previous scrape, and a scrape resets it to
+// the count in progress, on the raw data plane and through ServeHTTP: n
+// requests held by a hang show n while they hang and once they are gone,
+// and the next scrape shows 0.
+func TestInflightPeak(t *testing.T) {
+	const n, name = 8, "faultproxy_inflight_peak"
+	check := func(t *testing.T, p *Proxy, dataURL, controlURL string) {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+		defer hc.CloseIdleConnections()
+		if got := scrapeGauge(t, hc, controlURL, name); got != 0 {
+			t.Errorf("before any request: %s %v, want 0", name, got)
+		}
+		if err := p.SetFaults([]Fault{{Type: TypeHang, Percent: 100}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{}, n)
+		for range n {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, dataURL+"/x", nil)
+				if resp, err := hc.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		waitFor(t, "the requests to hang", func() bool { return p.Inflight() == n })
+		if got := scrapeGauge(t, hc, controlURL, name); got != n {
+			t.Errorf("%d requests hanging: %s %v, want %d", n, name, got, n)
+		}
+		cancel()
+		for range n {
+			<-done
+		}
+		waitFor(t, "the requests to end", func() bool { return p.Inflight() == 0 })
+		p.ClearFaults()
+		if got := scrapeGauge(t, hc, controlURL, name); got != n {
+			t.Errorf("%d requests hung and ended since the last scrape: %s %v, want %d", n, name, got, n)
+		}
+		if got := scrapeGauge(t, hc, controlURL, name); got != 0 {
+			t.Errorf("nothing in progress since the last scrape: %s %v, want 0", name, got)
+		}
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	t.Run("raw", func(t *testing.T) {
+		p, err := New(Config{Upstream: u, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}()
+		check(t, p, "http://"+srv.Addr(), "http://"+srv.ControlAddr())
+	})
+	t.Run("ServeHTTP", func(t *testing.T) {
+		p, err := New(Config{Upstream: u, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, control := httptest.NewServer(p), httptest.NewServer(p.ControlHandler())
+		defer data.Close()
+		defer control.Close()
+		defer p.closeIdleConnections()
+		check(t, p, data.URL, control.URL)
+	})
 }

@@ -45,6 +45,7 @@ type Proxy struct {
 	set       atomic.Pointer[faultSet]
 	seq       atomic.Uint64
 	inflight  atomic.Int64
+	peak      atomic.Int64  // most in progress at once since the last scrape (enter, scrapePeak)
 	capacity  capacityStats // over every set's capacity server
 	target    *url.URL
 	h1        *h1Client // nil: transport carries the requests
@@ -129,6 +130,33 @@ func (p *Proxy) ClearFaults() { p.set.Store(emptySet) }
 // Inflight returns the number of data-plane requests in progress.
 func (p *Proxy) Inflight() int64 { return p.inflight.Load() }
 
+// enter counts a data-plane request in progress (its caller decrements
+// p.inflight when it ends) and raises the peak to the new count if it is
+// higher: one load and compare, a compare-and-swap only when higher.
+func (p *Proxy) enter() {
+	n := p.inflight.Add(1)
+	for peak := p.peak.Load(); n > peak; peak = p.peak.Load() {
+		if p.peak.CompareAndSwap(peak, n) {
+			return
+		}
+	}
+}
+
+// scrapePeak returns the most data-plane requests in progress at once
+// since its previous call, and starts the next interval at the count in
+// progress.
+func (p *Proxy) scrapePeak() int64 {
+	peak := p.peak.Swap(p.inflight.Load())
+	// A request that entered between the load and the swap, against the
+	// old peak, is counted now.
+	for n, old := p.inflight.Load(), p.peak.Load(); n > old; old = p.peak.Load() {
+		if p.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	return peak
+}
+
 // Close makes every hanging or delayed request, now and later, abort its
 // connection at once, so that a server shutdown is not held up by them.
 // Forwarded requests are not affected. Idempotent; it does not close the
@@ -160,7 +188,7 @@ func (p *Proxy) ledgerDropped() uint64 {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	ctx := r.Context()
-	p.inflight.Add(1)
+	p.enter()
 	defer p.inflight.Add(-1)
 	set, d, e := p.begin(arrived)
 	start := arrived // of the request's service

@@ -18,7 +18,7 @@ import (
 // another request.
 func (p *Proxy) serveRaw(c *rconn) bool {
 	arrived := time.Now()
-	p.inflight.Add(1)
+	p.enter()
 	defer p.inflight.Add(-1)
 	set, d, e := p.begin(arrived)
 	if d.Capacity {

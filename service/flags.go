@@ -18,10 +18,13 @@ import (
 // and DepArgs.
 
 // DefectFlag is the hidden serve flag that sets the deliberate TEST FAULT
-// LayoutConfig.BrokenSharedBulkhead; BurnFlag sets Config.BurnCPU.
+// LayoutConfig.BrokenSharedBulkhead; BurnFlag sets Config.BurnCPU;
+// ServeDefectFlag (repeatable, a Defect's name each time) adds to
+// Config.Defects.
 const (
-	DefectFlag = "test-defect-shared-semaphore"
-	BurnFlag   = "test-defect-burn-cpu"
+	DefectFlag      = "test-defect-shared-semaphore"
+	BurnFlag        = "test-defect-burn-cpu"
+	ServeDefectFlag = "defect"
 )
 
 // FlagError is a command-line error naming the flag.
@@ -44,6 +47,7 @@ type ServeFlags struct {
 	depA, depB              string
 	endpoints               []string
 	policies                []string
+	defects                 []string
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
@@ -70,6 +74,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.GOMAXPROCS, "gomaxprocs", 0, "CPUs the service may run Go code on at once (runtime.GOMAXPROCS; 0: the runtime's default)")
 	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
 	_ = fs.MarkHidden(BurnFlag)
+	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
+	_ = fs.MarkHidden(ServeDefectFlag)
 }
 
 // Config returns the validated configuration the parsed flags describe.
@@ -110,6 +116,9 @@ func (f *ServeFlags) Config() (Config, error) {
 	if c.Policies, err = ParsePolicies(f.policies); err != nil {
 		return Config{}, &FlagError{Flag: "--policy", Msg: err.Error()}
 	}
+	for _, d := range f.defects {
+		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, f.flagError(err)
 	}
@@ -121,6 +130,7 @@ var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
 	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
 	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
+	"defects": "--" + ServeDefectFlag,
 }
 
 // flagError maps a *ConfigError to the flag that sets its field.
@@ -190,6 +200,9 @@ func ServeArgs(c Config) []string {
 	}
 	if c.BurnCPU > 0 {
 		args = append(args, "--"+BurnFlag, strconv.Itoa(c.BurnCPU))
+	}
+	for _, d := range c.Defects {
+		args = append(args, "--"+ServeDefectFlag, string(d))
 	}
 	return args
 }

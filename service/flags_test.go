@@ -1,6 +1,7 @@
 package service
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,6 +60,7 @@ func TestServeArgsRoundTrip(t *testing.T) {
 			PoolSizes: map[string]int{"a": 2, "b": 3, "c": 4}, Queues: map[string]int{"a": 0, "b": 1, "c": 2},
 			BrokenSharedBulkhead: true},
 		Timeout: 120 * time.Millisecond, Conns: 7, MaxBodyBytes: 4 << 20, GOMAXPROCS: 1,
+		Defects:   []Defect{DefectLeakOnTimeout, DefectRacyCounter},
 		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"}},
 	}
 	var f ServeFlags
@@ -94,5 +96,40 @@ func TestServeArgsRoundTrip(t *testing.T) {
 	// stub is what it was before they existed.
 	if args := strings.Join(DepArgs(DepConfig{Name: "A", Size: 64}), " "); strings.Contains(args, "capacity") || strings.Contains(args, "queue") {
 		t.Errorf("DepArgs of an unlimited stub = %s, want no capacity flags", args)
+	}
+}
+
+// TestServeFlagsDefects: --defect is hidden and repeatable, each value a
+// defect's name; an unknown or repeated name is an error naming the flag.
+func TestServeFlagsDefects(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    []Defect
+		wantErr string
+	}{
+		{nil, nil, ""},
+		{[]string{"--defect", "leak-on-error"}, []Defect{DefectLeakOnError}, ""},
+		{[]string{"--defect", "leak-on-cancel", "--defect", "racy-counter"}, []Defect{DefectLeakOnCancel, DefectRacyCounter}, ""},
+		{[]string{"--defect", "leak-on-eror"}, nil, `--defect: unknown test defect "leak-on-eror" (known: leak-on-error, leak-on-timeout, leak-on-cancel, racy-counter)`},
+		{[]string{"--defect", "racy-counter", "--defect", "racy-counter"}, nil, "--defect: racy-counter is given twice"},
+	}
+	for _, tt := range tests {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if fl := fs.Lookup(ServeDefectFlag); fl == nil || !fl.Hidden {
+			t.Fatalf("flag --%s: %+v, want a hidden flag", ServeDefectFlag, fl)
+		}
+		if err := fs.Parse(append([]string{"--dep-a", "http://127.0.0.1:1", "--dep-b", "http://127.0.0.1:2"}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Config()
+		var fe *FlagError
+		switch {
+		case tt.wantErr == "" && (err != nil || !reflect.DeepEqual(c.Defects, tt.want)):
+			t.Errorf("serve %v: defects %v, %v; want %v", tt.args, c.Defects, err, tt.want)
+		case tt.wantErr != "" && (!errors.As(err, &fe) || err.Error() != tt.wantErr):
+			t.Errorf("serve %v: error %v, want a *FlagError %q", tt.args, err, tt.wantErr)
+		}
 	}
 }

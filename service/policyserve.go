@@ -45,6 +45,11 @@ func (c Config) validatePolicies() error {
 		if c.Layout.BrokenSharedBulkhead && c.Policies[k].Bulkhead == BulkheadFailsafe {
 			return fieldErrorf("policies."+k+".bulkhead", "failsafe cannot be combined with the shared-semaphore test defect")
 		}
+		// The defects act on the project's Pool, which failsafe-go's
+		// bulkhead replaces: they would silently do nothing.
+		if len(c.Defects) > 0 && c.Policies[k].Bulkhead == BulkheadFailsafe {
+			return fieldErrorf("policies."+k+".bulkhead", "failsafe cannot be combined with the test defects (%s): they act on the service's own pools, which failsafe-go's bulkhead replaces", defectNames(c.Defects))
+		}
 	}
 	return nil
 }
@@ -69,10 +74,11 @@ func (s *Service) buildStacks() {
 		if pc.Limit > 0 {
 			// Validate checked the size; a nested bulkhead has no queue.
 			limit, _ = NewPool(LimitPoolName(name), PoolConfig{Size: pc.Limit})
+			limit.racy = s.defects.racyCounter // TEST DEFECT, before any use
 			s.registry.MustRegister(limit)
 		}
 		s.stacks[name] = newStack(pc, stackDeps{endpoint: name, pool: pool, limit: limit, dep: s.deps[name], timeout: s.cfg.Timeout,
-			maxWait: s.cfg.Layout.MaxWait, maxBody: s.cfg.MaxBodyBytes, metrics: m,
+			maxWait: s.cfg.Layout.MaxWait, maxBody: s.cfg.MaxBodyBytes, metrics: m, defects: s.defects,
 			observe: func(res callResult) { s.metrics.observe(name, res) }})
 		if m.failsafe != nil {
 			s.registry.MustRegister(m.failsafe)

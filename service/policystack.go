@@ -82,6 +82,9 @@ type stackDeps struct {
 	maxBody int64
 	observe func(callResult)
 	metrics *policyMetrics
+	// defects are the service's test defects; the leaks act on pool's
+	// permit in the bulkhead stage.
+	defects defectSet
 }
 
 // newStack composes cfg's stages around the dependency call, outer first.
@@ -130,16 +133,10 @@ func buildStage(name string, cfg PolicyConfig, d stackDeps, next stackCall) stac
 		if cfg.Bulkhead == BulkheadFailsafe {
 			return failsafeBulkheadStage(d, next)
 		}
-		pool, limit := d.pool, d.limit
+		held := poolStage(d.pool, d.defects, next)
+		limit := d.limit
 		if limit == nil {
-			return func(ctx context.Context) (callResult, error) {
-				permit, err := pool.Acquire(ctx)
-				if err != nil {
-					return callResult{}, err
-				}
-				defer permit.Release()
-				return next(ctx)
-			}
+			return held
 		}
 		return func(ctx context.Context) (callResult, error) {
 			lp, err := limit.Acquire(ctx)
@@ -147,12 +144,7 @@ func buildStage(name string, cfg PolicyConfig, d stackDeps, next stackCall) stac
 				return callResult{}, err
 			}
 			defer lp.Release()
-			permit, err := pool.Acquire(ctx)
-			if err != nil {
-				return callResult{}, err
-			}
-			defer permit.Release()
-			return next(ctx)
+			return held(ctx)
 		}
 	case StageBreaker:
 		return breakerStage(*cfg.Breaker, m, next)
@@ -162,6 +154,23 @@ func buildStage(name string, cfg PolicyConfig, d stackDeps, next stackCall) stac
 		return retryStage(*cfg.Retry, m, next)
 	}
 	panic("service: unknown stage " + name) // Validate refuses it
+}
+
+// poolStage holds a permit of pool around next: released on every path,
+// panics included, unless a leak defect of defects keeps it.
+func poolStage(pool *Pool, defects defectSet, next stackCall) stackCall {
+	return func(ctx context.Context) (callResult, error) {
+		permit, err := pool.Acquire(ctx)
+		if err != nil {
+			return callResult{}, err
+		}
+		defer func() { permit.Release() }()
+		res, err := next(ctx)
+		if defects.leaksOn(err) {
+			permit = Permit{} // TEST DEFECT: the permit is never released
+		}
+		return res, err
+	}
 }
 
 // run executes next under one failsafe-go policy.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,9 +70,13 @@ func (c PoolConfig) Validate() error {
 // label pool=<name> and are read from the pool's own atomic counters at
 // scrape time, so metrics cost nothing on the hot path.
 type Pool struct {
-	name    string
-	size    uint32
-	queue   uint32
+	name  string
+	size  uint32
+	queue uint32
+	// racy is the racy-counter TEST DEFECT (DefectRacyCounter), set by the
+	// service before the pool is used: Acquire checks, yields, then
+	// increments. It sits next to size, which Acquire reads anyway.
+	racy    bool
 	maxWait time.Duration
 
 	// state packs in-use permits (low 32 bits) and waiting callers (high 32
@@ -198,16 +203,39 @@ func (pm Permit) Held() bool { return pm.tok != nil }
 func (p *Pool) Acquire(ctx context.Context) (Permit, error) {
 	if ctx.Err() == nil {
 		s := p.state.Load()
-		if s < uint64(p.size) && p.state.CompareAndSwap(s, s+1) {
-			// s < size implies waiting == 0 and a free permit.
-			p.zeroWaitAcquired.Add(1)
-			if s+1 == uint64(p.size) {
-				p.markExhausted()
+		if s < uint64(p.size) {
+			if p.racy {
+				return p.acquireRacy(), nil
 			}
-			return p.newPermit(), nil
+			if p.state.CompareAndSwap(s, s+1) {
+				// s < size implies waiting == 0 and a free permit.
+				p.zeroWaitAcquired.Add(1)
+				if s+1 == uint64(p.size) {
+					p.markExhausted()
+				}
+				return p.newPermit(), nil
+			}
 		}
 	}
 	return p.acquireSlow(ctx)
+}
+
+// acquireRacy is Acquire under the racy-counter TEST DEFECT, after the
+// check found a permit free: it yields, as a log line or a metric call
+// between the check and the increment would, then increments whatever the
+// count has become, so that callers arriving together all pass the check
+// and the limit is exceeded. The increment is atomic (the state stays
+// consistent and free of data races, and the count returns to zero as the
+// permits are released); only the check and the increment are not one.
+// While more than size permits are in use, other callers see the pool full
+// and queue or are rejected as usual.
+func (p *Pool) acquireRacy() Permit {
+	runtime.Gosched()
+	if uint32(p.state.Add(1)) == p.size {
+		p.markExhausted()
+	}
+	p.zeroWaitAcquired.Add(1)
+	return p.newPermit()
 }
 
 func (p *Pool) acquireSlow(ctx context.Context) (Permit, error) {

@@ -110,6 +110,13 @@ type Config struct {
 	// this many goroutines spinning, so the service (and the machine) is
 	// starved and a run against it must come out INVALID, not as evidence.
 	BurnCPU int
+
+	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
+	// kind a real service has (a permit leaked on an error path, a pool
+	// counter that is not atomic), so that the harness's detectors can be
+	// shown to fail against them. See Defect for where each acts. Each may
+	// be given once; none is the correct service.
+	Defects []Defect
 }
 
 // EndpointNames returns the names of c's endpoints in order.
@@ -142,6 +149,9 @@ func (c Config) Validate() error {
 		if _, err := ParseConnsLayout(string(c.ConnsLayout)); err != nil {
 			return err
 		}
+	}
+	if err := validateDefects(c.Defects); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, e := range c.Endpoints {
@@ -193,6 +203,7 @@ type Service struct {
 	handler   http.Handler
 	metrics   serviceMetrics
 	stacks    map[string]*stack
+	defects   defectSet
 	idPrefix  string
 	nextID    atomic.Uint64
 }
@@ -218,7 +229,13 @@ func New(cfg Config) (*Service, error) {
 		layout:   layout,
 		registry: prometheus.NewRegistry(),
 		metrics:  newServiceMetrics(),
+		defects:  newDefectSet(cfg.Defects),
 		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
+	if s.defects.racyCounter {
+		for _, p := range layout.Pools() {
+			p.racy = true // TEST DEFECT, before any use
+		}
 	}
 	pools, connsOf := newConnPools(cfg.ConnsLayout, cfg.Conns, cfg.EndpointNames())
 	s.connPools = pools
@@ -314,11 +331,16 @@ func (s *Service) endpoint(name string) http.Handler {
 			writeRejection(w, pool.Name(), err)
 			return
 		}
-		defer permit.Release() // held for the whole call; released on every path, panics included
+		// Held for the whole call; released on every path, panics included,
+		// unless a leak defect drops it below.
+		defer func() { permit.Release() }()
 
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 		defer cancel()
 		res := dep.call(ctx, id, s.cfg.MaxBodyBytes)
+		if s.defects.leaks(res.outcome) {
+			permit = Permit{} // TEST DEFECT: the permit is never released
+		}
 		s.metrics.observe(name, res)
 		writeResult(w, res)
 	})

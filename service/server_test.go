@@ -226,6 +226,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"queue", func(c *Config) { c.Layout.Queue = -2 }},
 		{"queues.b", func(c *Config) { c.Layout.Queues = map[string]int{"a": 1, "b": -1} }},
 		{"max_wait", func(c *Config) { c.Layout.MaxWait = 0 }},
+		{"defects", func(c *Config) { c.Defects = []Defect{"leak"} }},
+		{"defects", func(c *Config) { c.Defects = []Defect{DefectLeakOnError, DefectLeakOnError} }},
+		{"policies.a.bulkhead", func(c *Config) {
+			c.Defects = []Defect{DefectLeakOnTimeout}
+			c.Policies = map[string]PolicyConfig{"a": {Bulkhead: BulkheadFailsafe}}
+		}},
+		{"", func(c *Config) { c.Defects = AllDefects }},
 		{"", func(c *Config) {}},
 		{"", func(c *Config) { c.Layout.Queue, c.Layout.MaxWait = 0, 0 }},
 	}

@@ -109,7 +109,8 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 // dependencies' URLs (the plan wires them to the proxies).
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
-		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS}
+		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
+		Defects: s.defectsOf(m)}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)

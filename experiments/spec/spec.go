@@ -112,6 +112,11 @@ type Service struct {
 	// load generator sends each endpoint's requests to them in turn. 0 (not
 	// written) is 1.
 	Instances int `yaml:"instances,omitempty"`
+	// Defects are deliberate TEST DEFECTS of the built-in service, never
+	// for real use (service.Defect names: leak-on-error, leak-on-timeout,
+	// leak-on-cancel, racy-counter), so that a detector can be shown to
+	// fail against a service with the bug it looks for.
+	Defects []string `yaml:"defects,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
@@ -251,6 +256,9 @@ type Mode struct {
 	// Instances, if set, replaces service.instances in this mode: fleets
 	// of different sizes side by side, or a sweep over them.
 	Instances int `yaml:"instances,omitempty"`
+	// Defects, if set, replace service.defects in this mode: the correct
+	// service and a defective one side by side.
+	Defects []string `yaml:"defects,omitempty"`
 }
 
 // External runs the load against the user's own service (DESIGN §2): the

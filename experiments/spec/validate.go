@@ -116,6 +116,7 @@ func (s *Spec) validateService(p *problems) {
 	if w := sv.MaxWait.D; w < 0 || w > time.Minute {
 		p.add("service.max_wait", "must be between 0 and 1m, got %s", w)
 	}
+	s.validateDefects(p)
 	if len(p.errs) > before {
 		return
 	}
@@ -154,6 +155,10 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 		return fmt.Sprintf("modes[%d].%s.%s", mode, name, sub)
 	case "mode":
 		return fmt.Sprintf("modes[%d].name", mode)
+	case "defects":
+		if len(s.Modes[mode].Defects) > 0 {
+			return fmt.Sprintf("modes[%d].defects", mode)
+		}
 	}
 	return "service." + field
 }

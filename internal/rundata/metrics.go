@@ -64,6 +64,11 @@ const (
 	// MetricProxyInflight is a fault proxy's count of requests in flight:
 	// seen from outside the service, its concurrent calls to the dependency.
 	MetricProxyInflight = "faultproxy_inflight_requests"
+	// MetricProxyInflightPeak is the most requests a fault proxy had in
+	// flight at once since the previous scrape (a scrape resets it to the
+	// count in flight): a burst between two samples that the in-flight
+	// gauge misses.
+	MetricProxyInflightPeak = "faultproxy_inflight_peak"
 	// MetricProxyRequests is a fault proxy's request counter.
 	MetricProxyRequests = "faultproxy_requests_total"
 	// MetricProxyPeak is the most requests a fault proxy had in flight at
