@@ -126,7 +126,7 @@ func (a amRun) build() *Run {
 			for _, d := range []string{"A", "B"} {
 				pv := map[string]float64{rundata.MetricProxyInflight: inflight[d], rundata.MetricProxyCancelled: cancelled[d]}
 				if peak != nil {
-					pv[rundata.MetricProxyPeak] = peak[d]
+					pv[rundata.MetricProxyInflightPeak] = peak[d]
 				}
 				r.Metrics = append(r.Metrics, rundata.MetricSample{Time: ws.Add(time.Millisecond), Component: rundata.ProxyComponent(d), Values: pv})
 			}

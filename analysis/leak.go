@@ -289,7 +289,7 @@ func (r *Run) probePeaks(phase string) map[string]float64 {
 		// A peak is reported by the first scrape after it: up to one
 		// interval after the phase.
 		until := span.End.Add(r.sampleInterval())
-		for _, key := range []string{rundata.MetricProxyPeak, rundata.MetricProxyInflight} {
+		for _, key := range []string{rundata.MetricProxyInflightPeak, rundata.MetricProxyInflight} {
 			found := false
 			for _, p := range r.metric(rundata.ProxyComponent(d), key) {
 				if p.t.After(span.Start) && !p.t.After(until) {

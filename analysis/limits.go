@@ -106,7 +106,7 @@ func (r *Run) metricMax(key string) float64 {
 // the largest excess when one went over, else the highest peak.
 func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) {
 	comp := rundata.ProxyComponent(d)
-	peaks := r.metric(comp, rundata.MetricProxyPeak)
+	peaks := r.metric(comp, rundata.MetricProxyInflightPeak)
 	if len(peaks) == 0 {
 		peaks = r.metric(comp, rundata.MetricProxyInflight)
 	}

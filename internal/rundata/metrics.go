@@ -71,10 +71,6 @@ const (
 	MetricProxyInflightPeak = "faultproxy_inflight_peak"
 	// MetricProxyRequests is a fault proxy's request counter.
 	MetricProxyRequests = "faultproxy_requests_total"
-	// MetricProxyPeak is the most requests a fault proxy had in flight at
-	// once since the previous scrape: a burst's peak, which a sample of
-	// MetricProxyInflight would miss.
-	MetricProxyPeak = "faultproxy_inflight_peak"
 	// MetricProxyCancelled counts the requests whose caller went away
 	// while the proxy held them (the proxy notices a moment later, so they
 	// may overlap with the call that took their permit).
