@@ -234,3 +234,37 @@ func TestInflightPeak(t *testing.T) {
 		check(t, p, data.URL, control.URL)
 	})
 }
+
+// TestInflightEndsBeforeTheAnswer: on the raw data plane a request leaves
+// the in-flight count before its answer goes out, for every kind of
+// answer, so that the count never holds a call whose caller already has
+// its answer (and may have sent the next one in its place): once the
+// client holds the answer's head, the count is 0.
+func TestInflightEndsBeforeTheAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		faults []Fault
+	}{
+		{"forwarded", nil},
+		{"error", []Fault{{Type: TypeError, Percent: 100, Status: 503}}},
+		{"payload", []Fault{{Type: TypePayload, Percent: 100, Size: 64 << 10}}},
+		{"delayed then forwarded", []Fault{{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond}}},
+	} {
+		e := newEnv(t)
+		if err := e.p.SetFaults(tt.faults); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			resp, err := e.hc.Get(e.dataURL + "/x")
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			// The head is here; the body may still be on its way.
+			if n := e.p.Inflight(); n != 0 {
+				t.Errorf("%s, request %d: %d in flight once the client has the answer, want 0", tt.name, i, n)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+}

@@ -73,6 +73,7 @@ func writePayload(w http.ResponseWriter, body []byte) {
 // fault's document. It reports whether the connection may serve another
 // request.
 func (c *rconn) writePayload(body []byte) bool {
+	c.answering()
 	bw := c.bw
 	bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + payload.ContentType + "\r\n")
 	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))

@@ -19,7 +19,8 @@ import (
 func (p *Proxy) serveRaw(c *rconn) bool {
 	arrived := time.Now()
 	p.enter()
-	defer p.inflight.Add(-1)
+	c.counted = &p.inflight
+	defer c.answering() // if no answer went out
 	set, d, e := p.begin(arrived)
 	if d.Capacity {
 		return p.serveRawCapacity(c, set, d, e, arrived)
@@ -177,6 +178,7 @@ func (c *rconn) writeFault(f *Fault) bool {
 	if string(c.req.line[0]) != http.MethodHead {
 		bw.WriteString(f.Body)
 	}
+	c.answering()
 	return bw.Flush() == nil && keep
 }
 
@@ -202,6 +204,7 @@ func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
 	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(body)))
 	bw.WriteString("Connection: close\r\n\r\n")
 	bw.WriteString(body)
+	c.answering()
 	_ = bw.Flush()
 	return false
 }
@@ -394,6 +397,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	dechunk := !noBody && res.chunked && req.minor == 0
 	untilClose := !noBody && !res.chunked && res.contentLength < 0
 	closing := req.close || untilClose || dechunk || spent
+	c.answering()
 	writeAnswerHead(c.bw, res, dechunk, closing, nil)
 	var err error
 	switch {
@@ -426,6 +430,7 @@ func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 		up = c.req.header("Upgrade")
 	}
 	writeAnswerHead(c.bw, res, false, false, up)
+	c.answering()
 	if c.bw.Flush() != nil {
 		pc.c.Close()
 		return false

@@ -195,6 +195,21 @@ type rconn struct {
 	callConn  atomic.Pointer[h1Conn]
 
 	deadline time.Time // the read deadline set on c, zero if none
+
+	// counted is the proxy's in-flight count while this connection's
+	// request is counted in it (nil otherwise): see answering.
+	counted *atomic.Int64
+}
+
+// answering takes the request out of the proxy's in-flight count, once,
+// just before its answer goes out: a call the client has its answer to
+// is not in flight, so the count never holds a call its caller has
+// already finished with (and replaced with the next one).
+func (c *rconn) answering() {
+	if c.counted != nil {
+		c.counted.Add(-1)
+		c.counted = nil
+	}
 }
 
 // errAbortConn ends a connection without an answer (abort fault).
