@@ -43,6 +43,9 @@ type Run struct {
 	// Faults are set when the fault phase starts and cleared when the next
 	// phase starts.
 	Faults []Faults
+	// ProbeFaults are set when a probe phase starts and cleared when the
+	// next phase starts (the probe's latency on every proxy).
+	ProbeFaults []Faults
 	// Meta is the run metadata known before the run: identity, timeouts,
 	// endpoints and pools with their predictions. The runner fills in the
 	// rest.
@@ -74,6 +77,11 @@ type Load struct {
 	ExcludeFromValidity []string
 	// Arrivals is how each endpoint's requests are spread in time.
 	Arrivals loadgen.Arrivals
+	// Bursts release requests at one instant on top of the endpoints'
+	// schedules: the probes' and the condition's.
+	Bursts []loadgen.Burst
+	// Seed seeds the choice of the requests a phase's Cancel gives up on.
+	Seed int64
 	// Validity limits: schedule lag p99, canary p99, baseline health.
 	MaxLagP99    time.Duration
 	CanaryMaxP99 time.Duration

@@ -26,7 +26,7 @@ import (
 // phases, raw results and metrics into rundir. It fills meta's phases,
 // faults and validity.
 func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *Stack, meta *rundata.RunMeta) (*loadgen.Report, error) {
-	files, err := openRunFiles(rundir, endpointNames(run.Load), r.HdrLogs)
+	files, err := openRunFiles(rundir, endpointNames(run.Load), burstLabels(run.Load), r.HdrLogs)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 
 	lctx, abort := context.WithCancel(ctx)
 	defer abort()
-	sw := &faultSwitcher{faults: run.Faults, controls: st.Controls, abort: abort}
+	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, abort: abort}
 	cfg, err := r.loadConfig(run, st, files, sw)
 	if err != nil {
 		stopSampler()
@@ -77,6 +77,11 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 		fillMeta(meta, rep)
 		if err := writePhases(rundir, rep); err != nil && runErr == nil {
 			runErr = err
+		}
+		if len(rep.Bursts) > 0 {
+			if err := writeJSONAtomic(filepath.Join(rundir, rundata.BurstsFile), rep.Bursts); err != nil && runErr == nil {
+				runErr = err
+			}
 		}
 	}
 	if err := files.close(); err != nil && runErr == nil {
@@ -110,13 +115,16 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{
-		Targets: targets,
-		Phases:  run.Load.Phases,
-		Timeout: run.Load.ClientTimeout,
-		Window:  run.Load.Window,
-		Raw:     files.raw,
-		HdrLog:  files.hdr,
-		OnPhase: sw.onPhase,
+		Targets:  targets,
+		Phases:   run.Load.Phases,
+		Timeout:  run.Load.ClientTimeout,
+		Window:   run.Load.Window,
+		Raw:      files.raw,
+		HdrLog:   files.hdr,
+		BurstRaw: files.burstRaw,
+		Bursts:   run.Load.Bursts,
+		Seed:     run.Load.Seed,
+		OnPhase:  sw.onPhase,
 		OnWindow: func(w loadgen.Window) {
 			_ = enc.Encode(w)
 			if r.Progress != nil {
@@ -201,6 +209,7 @@ func writePhases(rundir string, rep *loadgen.Report) error {
 // loadgen.Run returned.
 type faultSwitcher struct {
 	faults   []plan.Faults
+	probe    []plan.Faults     // set in the probe phases
 	controls map[string]string // component → control URL
 
 	// abort, if set, stops the load when a switch fails.
@@ -208,7 +217,7 @@ type faultSwitcher struct {
 
 	mu     sync.Mutex
 	evs    []rundata.FaultEvent
-	active []plan.Faults // fault sets in place
+	active []activeFaults // fault sets in place
 	err    error
 }
 
@@ -216,16 +225,26 @@ type faultSwitcher struct {
 const switchTimeout = 5 * time.Second
 
 func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
-	if p.Name == rundata.PhaseFault {
-		for _, fs := range f.faults {
-			f.set(fs)
-		}
-		return
-	}
 	f.clear()
+	switch p.Name {
+	case rundata.PhaseFault:
+		for _, fs := range f.faults {
+			f.set(fs, false)
+		}
+	case rundata.PhaseProbeBefore, rundata.PhaseProbeAfter:
+		for _, fs := range f.probe {
+			f.set(fs, true)
+		}
+	}
 }
 
-func (f *faultSwitcher) set(fs plan.Faults) {
+// activeFaults is a fault set in place, and whether it is a probe's.
+type activeFaults struct {
+	plan.Faults
+	probe bool
+}
+
+func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
 	err := faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
 	cancel()
@@ -239,8 +258,12 @@ func (f *faultSwitcher) set(fs plan.Faults) {
 		}
 		return
 	}
-	f.active = append(f.active, fs)
-	f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: "set", Faults: body})
+	f.active = append(f.active, activeFaults{fs, probe})
+	action := rundata.FaultSet
+	if probe {
+		action = rundata.FaultProbeSet
+	}
+	f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: action, Faults: body})
 }
 
 // clear removes every fault set in place.
@@ -258,7 +281,11 @@ func (f *faultSwitcher) clear() {
 			f.err = fmt.Errorf("clear fault on %s: %w", fs.Dependency, err)
 			f.active = append(f.active, fs)
 		} else {
-			f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: "clear"})
+			action := rundata.FaultClear
+			if fs.probe {
+				action = rundata.FaultProbeClear
+			}
+			f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: action})
 		}
 		f.mu.Unlock()
 	}
@@ -282,6 +309,7 @@ func (f *faultSwitcher) events() []rundata.FaultEvent {
 type runFiles struct {
 	windows, metrics *bufio.Writer
 	raw, hdr         map[string]io.Writer // endpoint → writer; hdr is nil unless asked for
+	burstRaw         map[string]io.Writer // burst label → writer
 
 	files []*os.File
 	bufs  []*bufio.Writer
@@ -289,8 +317,8 @@ type runFiles struct {
 	err   error
 }
 
-func openRunFiles(dir string, endpoints []string, hdrLogs bool) (*runFiles, error) {
-	f := &runFiles{raw: map[string]io.Writer{}}
+func openRunFiles(dir string, endpoints, bursts []string, hdrLogs bool) (*runFiles, error) {
+	f := &runFiles{raw: map[string]io.Writer{}, burstRaw: map[string]io.Writer{}}
 	open := func(name string, size int) (*bufio.Writer, error) {
 		h, err := createFile(dir, name)
 		if err != nil {
@@ -321,7 +349,21 @@ func openRunFiles(dir string, endpoints []string, hdrLogs bool) (*runFiles, erro
 			}
 		}
 	}
+	for _, b := range bursts {
+		if f.burstRaw[b], err = open(rundata.BurstRawPrefix+b+".bin", 4<<10); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
+}
+
+// burstLabels are the labels of the load's bursts.
+func burstLabels(l plan.Load) []string {
+	out := make([]string, len(l.Bursts))
+	for i, b := range l.Bursts {
+		out[i] = b.Label
+	}
+	return out
 }
 
 // close flushes and closes every file once; later calls return the same error.

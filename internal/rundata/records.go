@@ -144,11 +144,21 @@ type PhaseSpan struct {
 	End   time.Time `json:"end"`
 }
 
+// Actions of a FaultEvent: the condition's faults set and cleared, and a
+// probe's latency set and cleared (not the condition's: the analysis reads
+// only FaultSet and FaultClear as the fault).
+const (
+	FaultSet        = "set"
+	FaultClear      = "clear"
+	FaultProbeSet   = "probe-set"
+	FaultProbeClear = "probe-clear"
+)
+
 // FaultEvent is a fault switch on a proxy, with the time the proxy acknowledged it.
 type FaultEvent struct {
 	Time       time.Time `json:"time"`
 	Dependency string    `json:"dependency"` // "A"
-	Action     string    `json:"action"`     // "set" or "clear"
+	Action     string    `json:"action"`     // FaultSet, FaultClear, FaultProbeSet or FaultProbeClear
 	// Faults is the fault list as sent to the proxy (its JSON form), empty on clear.
 	Faults json.RawMessage `json:"faults,omitempty"`
 }
