@@ -50,7 +50,7 @@ func DefaultEndpoints() []Endpoint {
 var DefaultConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy}
 
 // BuiltinConditions are the names of the built-in conditions, in order.
-var BuiltinConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy, CondReset, CondHang}
+var BuiltinConditions = []string{CondHealthy, CondSlow, CondFailing, CondBusy, CondReset, CondHang, CondCancel, CondSpike}
 
 func isBuiltin(name string) bool {
 	for _, b := range BuiltinConditions {
@@ -203,6 +203,7 @@ func (s *Spec) resolveDurations() {
 	abs(&s.Load.ClientTimeout)
 	s.resolvePolicies()
 	s.resolveClients()
+	s.resolveAftermath(t)
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {
 			f := &s.Conditions[i].Faults[j]
@@ -221,9 +222,10 @@ func (s *Spec) expandConditions() {
 		if c.Dependency == "" {
 			c.Dependency = s.DependencyOf(s.Expectations.Culprit)
 		}
-		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 {
+		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil {
 			s.builtin(c, t)
 		}
+		s.aftermathDefaults(c)
 		for j := range c.Faults {
 			f := &c.Faults[j]
 			if !s.set(fmt.Sprintf("conditions[%d].faults[%d].percent", i, j)) {
@@ -240,13 +242,26 @@ func (s *Spec) expandConditions() {
 }
 
 func (s *Spec) builtin(c *Condition, t time.Duration) {
+	lat := time.Duration(DefaultSlowFactor * float64(t))
+	slow := []Fault{{Type: "latency", Percent: 100, Latency: Abs(lat), Jitter: Abs(min(DefaultSlowJitter, (t-lat)/2)), Distribution: "uniform"}}
 	switch c.Name {
 	case CondSlow:
-		lat := time.Duration(DefaultSlowFactor * float64(t))
-		jit := min(DefaultSlowJitter, (t-lat)/2)
-		c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: Abs(lat), Jitter: Abs(jit), Distribution: "uniform"}}
+		c.Faults = slow
 		if c.Description == "" {
 			c.Description = c.Dependency + " answers just within the timeout (0.9T)"
+		}
+	case CondCancel:
+		c.Faults = slow
+		c.Cancel = &CancelSpec{Share: DefaultCancelShare, After: Abs(time.Duration(DefaultCancelAfterT * float64(t)))}
+		if c.Description == "" {
+			c.Description = fmt.Sprintf("%s slow (0.9T) and /%s's clients give up on %g %% of their requests after %gT (the service's path of a client gone mid-call)",
+				c.Dependency, s.Expectations.Culprit, 100*DefaultCancelShare, DefaultCancelAfterT)
+		}
+	case CondSpike:
+		c.Bursts = &BurstSpec{Every: Abs(time.Duration(DefaultBurstEveryT * float64(t)))}
+		if c.Description == "" {
+			c.Description = fmt.Sprintf("%s healthy, and /%s gets a burst of requests at one instant every %gT, far above its limit",
+				c.Dependency, s.Expectations.Culprit, float64(DefaultBurstEveryT))
 		}
 	case CondFailing:
 		c.Faults = []Fault{{Type: "error", Percent: 100, Status: DefaultFailStatus, Body: "injected failure"}}

@@ -267,7 +267,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D
 	pr.Load.Window = s.Load.Window.D
 	pr.Load.Arrivals = loadgen.Arrivals{Process: s.Load.Arrivals, Offset: !s.Load.Lockstep, Seed: uint64(r.ComponentSeed("arrivals"))}
-	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup}
+	// The probes' bursts are not the open model: their phases are not judged.
+	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup, rundata.PhaseProbeBefore, rundata.PhaseProbeAfter}
+	pr.Load.Bursts = s.runBursts(r, pr.Load.Phases)
+	pr.Load.Seed = r.ComponentSeed("cancel")
+	pr.ProbeFaults = s.probeFaults()
 	v := s.Validity
 	pr.Load.MaxLagP99 = v.MaxLagP99.D
 	pr.Load.Health = &loadgen.Health{Phases: []string{rundata.PhaseBaseline},
@@ -378,6 +382,7 @@ func (s *Spec) runPhases(c *Condition) []loadgen.Phase {
 		if ph[i].Name != rundata.PhaseFault {
 			continue
 		}
+		ph[i].Cancel = faultPhaseCancel(c)
 		changed := false
 		for _, e := range s.Endpoints {
 			changed = changed || fr[e.Name] != s.Load.Rates[e.Name]
@@ -398,9 +403,11 @@ func (s *Spec) phases() []loadgen.Phase {
 	var out []loadgen.Phase
 	for _, p := range []loadgen.Phase{
 		{Name: rundata.PhaseWarmup, Duration: s.Phases.Warmup.D},
+		s.probePhase(rundata.PhaseProbeBefore),
 		{Name: rundata.PhaseBaseline, Duration: s.Phases.Baseline.D},
 		{Name: rundata.PhaseFault, Duration: s.Phases.Fault.D},
 		{Name: rundata.PhaseRecovery, Duration: s.Phases.Recovery.D},
+		s.probePhase(rundata.PhaseProbeAfter),
 	} {
 		if p.Duration > 0 {
 			out = append(out, p)

@@ -201,6 +201,12 @@ type Condition struct {
 	Faults     []Fault `yaml:"faults,omitempty"`
 	// Rates override load.rates during the fault phase, per endpoint named.
 	Rates Rates `yaml:"rates,omitempty"`
+	// Cancel, if set, makes clients give up on a share of their requests
+	// mid-call during the fault phase.
+	Cancel *CancelSpec `yaml:"cancel,omitempty"`
+	// Bursts, if set, sends bursts of requests at one instant during the
+	// fault phase, on top of the endpoints' load.
+	Bursts *BurstSpec `yaml:"bursts,omitempty"`
 }
 
 // Fault is one fault of the proxy. Its JSON form is the fault proxy's

@@ -51,6 +51,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateLoad(p)
 	s.validatePhases(p)
 	s.validateConditions(p)
+	s.validateAftermath(p)
 	s.validateModes(p)
 	s.validateInstances(p)
 	s.validateClients(p)
@@ -256,8 +257,11 @@ func (s *Spec) validatePhases(p *problems) {
 
 // RunDuration is the length of one run: the sum of its phases.
 func (s *Spec) RunDuration() time.Duration {
-	ph := s.Phases
-	return ph.Warmup.D + ph.Baseline.D + ph.Fault.D + ph.Recovery.D
+	var d time.Duration
+	for _, p := range s.phases() {
+		d += p.Duration
+	}
+	return d
 }
 
 func (s *Spec) validateConditions(p *problems) {
@@ -271,8 +275,8 @@ func (s *Spec) validateConditions(p *problems) {
 			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.'", c.Name)
 		case seen[c.Name]:
 			p.add(path+".name", "duplicate condition %q", c.Name)
-		case !isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0:
-			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults or rates", c.Name, BuiltinConditions)
+		case !isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil:
+			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults, rates, cancel or bursts", c.Name, BuiltinConditions)
 		}
 		seen[c.Name] = true
 		// An empty dependency is the culprit's, which validateExpectations
