@@ -68,18 +68,26 @@ func (l PoolLeak) String() string {
 	deps := strings.Join(l.Dependencies, "+")
 	switch l.Source {
 	case LeakFromProbe:
-		return fmt.Sprintf("calls to %s capped at %s before the fault, %s after → %d permits lost", deps,
-			fmtHuman(float64(l.Before)), fmtHuman(float64(l.After)), l.Leaked)
+		return fmt.Sprintf("calls to %s capped at %s before the fault, %s after → %s lost", deps,
+			fmtHuman(float64(l.Before)), fmtHuman(float64(l.After)), permits(l.Leaked))
 	case LeakFromRejections:
-		return fmt.Sprintf("calls to %s: %s in flight while their callers were rejected, limit %d (inferred in the fault phase) → %d permits lost",
-			deps, fmtHuman(float64(l.InFlight)), l.Limit, l.Leaked)
+		return fmt.Sprintf("calls to %s: %s in flight while their callers were rejected, limit %d (inferred in the fault phase) → %s lost",
+			deps, fmtHuman(float64(l.InFlight)), l.Limit, permits(l.Leaked))
 	}
 	verdict := "none leaked"
 	if l.Leaked > 0 {
-		verdict = fmt.Sprintf("%d permits leaked", l.Leaked)
+		verdict = permits(l.Leaked) + " leaked"
 	}
 	return fmt.Sprintf("pool %s: %s in use, %s calls to %s in flight for %s s after the fault → %s", l.Pool,
 		fmtHuman(float64(l.InUse)), fmtHuman(float64(l.InFlight)), deps, fmtHuman(float64(l.SpanS)), verdict)
+}
+
+// permits is "1 permit", "10 permits".
+func permits(n int) string {
+	if n == 1 {
+		return "1 permit"
+	}
+	return fmt.Sprintf("%d permits", n)
 }
 
 // leaks applies LeakRule to the run; nil when it had no fault.

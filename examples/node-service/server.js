@@ -6,6 +6,10 @@
 // dependency call that takes longer than --timeout ms answers 504; a
 // dependency error answers 502. The proxies' addresses come from the
 // environment bulkheadlab sets (BULKHEADLAB_PROXY_A, BULKHEADLAB_PROXY_B).
+// --leak error|timeout|cancel makes the service forget to release a call's
+// permit on that path (a 502 from A, a timeout, or its client gone while the
+// call ran), the defect of seed-004: the tests use it to show that the
+// harness finds the permits lost in a service of another runtime.
 // No packages needed: node server.js --mode shared --port 8201
 'use strict';
 const http = require('http');
@@ -16,6 +20,7 @@ const mode = args.mode || 'bulkhead';
 const port = Number(args.port || 8201);
 const size = Number(args.pool || 20);
 const timeout = Number(args.timeout || 250);
+const leak = args.leak || 'none';
 const deps = { a: process.env.BULKHEADLAB_PROXY_A, b: process.env.BULKHEADLAB_PROXY_B };
 
 class Pool {
@@ -32,10 +37,12 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 function callDep(name, res, pool) {
   const [host, p] = deps[name].split(':');
   let done = false;
+  const leaks = (status) => (leak === 'error' && status === 502) || (leak === 'timeout' && status === 504) ||
+    (leak === 'cancel' && res.destroyed);
   const finish = (status, headers, body) => {
     if (done) return;
     done = true;
-    pool.release();
+    if (!leaks(status)) pool.release();
     res.writeHead(status, headers);
     res.end(body);
   };
