@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -47,7 +48,7 @@ func (r *Run) connPoolNames() []string {
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // connPoolHits applies ConnPoolRule to every connection pool: the first
@@ -138,4 +139,89 @@ func (r *Run) samplesAt(t time.Time) map[string]float64 {
 		}
 	}
 	return nil
+}
+
+// ConnWait is what one dependency's calls waited for a connection over the
+// main phase of a run (the service's bulkheadlab_conn_wait_seconds, labelled
+// by the endpoint that makes the calls).
+type ConnWait struct {
+	Endpoint string `json:"endpoint"`
+	// Calls got a connection; MeanWaitMs is their mean wait for it
+	// (zero for a call that found one free).
+	Calls      Num `json:"calls"`
+	MeanWaitMs Num `json:"mean_wait_ms"`
+	// Timeouts are calls whose deadline passed while they waited.
+	Timeouts Num `json:"timeouts"`
+}
+
+// connWaitStats returns each endpoint's connection waits over the main phase,
+// sorted by endpoint; nil when the service exports no connection pools.
+func (r *Run) connWaitStats() []ConnWait {
+	if !r.observesConnPools() {
+		return nil
+	}
+	from, ok := r.faultStart()
+	if !ok {
+		from = r.origin()
+	}
+	to := r.faultEnd()
+	var out []ConnWait
+	for _, e := range r.Meta.Endpoints {
+		if e.Dependency == "" {
+			continue
+		}
+		l := rundata.L("dependency", e.Name)
+		sum, ok1 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, ok3 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		if !ok1 || !ok2 {
+			continue
+		}
+		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: nan, Timeouts: nan}
+		if n > 0 {
+			w.MeanWaitMs = Num(1000 * sum / n)
+		}
+		if ok3 {
+			w.Timeouts = Num(timeouts)
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b ConnWait) int {
+		switch {
+		case a.Endpoint < b.Endpoint:
+			return -1
+		case a.Endpoint > b.Endpoint:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// connWait returns endpoint ep's connection waits in the run (NaN fields
+// when the run has none).
+func (s RunSummary) connWait(ep string) ConnWait {
+	for _, w := range s.ConnWaits {
+		if w.Endpoint == ep {
+			return w
+		}
+	}
+	return ConnWait{Endpoint: ep, Calls: nan, MeanWaitMs: nan, Timeouts: nan}
+}
+
+// connPoolNear reports a connection pool's peak in use and limit over the
+// run, and whether it came near the limit: half of it in use, or calls
+// waiting.
+func (r *Run) connPoolNear(pool string) (peak, limit float64, near bool) {
+	waited := false
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolInUse, pool)) {
+		peak = max(peak, pt.v)
+	}
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolLimit, pool)) {
+		limit = max(limit, pt.v)
+	}
+	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolWaiting, pool)) {
+		waited = waited || pt.v > 0
+	}
+	return peak, limit, waited || peak >= limit/2
 }

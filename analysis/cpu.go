@@ -188,3 +188,93 @@ func earlier(a hit, okA bool, b hit, okB bool) (hit, bool) {
 	}
 	return hit{}, false
 }
+
+// CPURun holds a run's numbers about the service's CPU over the fault phase
+// (the run, without one), for the CPU claim. Shares are 0–1; a number the
+// run's samples cannot give is null.
+type CPURun struct {
+	// Cores is the CPU the service used, in cores (from /proc), and
+	// BaselineCores the same over the baseline.
+	Cores         Num `json:"cores"`
+	BaselineCores Num `json:"baseline_cores"`
+	// GOMAXPROCS is the service's (go_sched_gomaxprocs_threads).
+	GOMAXPROCS Num `json:"gomaxprocs"`
+	// GCShare is the GC's share of the CPU the service used (the runtime's
+	// accounting).
+	GCShare Num `json:"gc_share"`
+	// SchedP99Ms is the median over the sampling intervals of the Go
+	// scheduling latency's p99, in ms.
+	SchedP99Ms Num `json:"sched_p99_ms"`
+	// DecodeMs is the culprit's mean JSON decode time, in ms.
+	DecodeMs Num `json:"decode_ms"`
+	// PeakPoolShare is the highest in_use / limit any worker pool reached.
+	PeakPoolShare Num `json:"peak_pool_share"`
+}
+
+// cpuStats computes CPURun for a run of s; nil unless the experiment names
+// the CPU claim.
+func (r *Run) cpuStats(s *RunSummary, ex Expectations) *CPURun {
+	if ex.CPU == nil {
+		return nil
+	}
+	c := &CPURun{Cores: nan, BaselineCores: nan, GOMAXPROCS: nan, GCShare: nan, SchedP99Ms: nan, DecodeMs: nan, PeakPoolShare: nan}
+	from, ok := r.faultStart()
+	if !ok {
+		from = r.origin()
+	}
+	to := r.faultEnd()
+	cpu := r.metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	if d, ok := deltaOver(cpu, from, to); ok && to.After(from) {
+		c.Cores = Num(d / to.Sub(from).Seconds())
+	}
+	if b, ok := r.phaseSpan(rundata.PhaseBaseline); ok && b.End.After(b.Start) {
+		if d, ok := deltaOver(cpu, b.Start, b.End); ok {
+			c.BaselineCores = Num(d / b.End.Sub(b.Start).Seconds())
+		}
+	}
+	if p := r.metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(p) > 0 {
+		c.GOMAXPROCS = Num(p[len(p)-1].v)
+	}
+	delta := func(key string) float64 {
+		d, ok := deltaOver(r.metric(rundata.ServiceComponent, key), from, to)
+		if !ok {
+			return math.NaN()
+		}
+		return d
+	}
+	used := delta(rundata.MetricGoCPUTotal) - delta(rundata.MetricGoCPUIdle)
+	if used > 0 {
+		c.GCShare = Num(delta(rundata.MetricGoCPUGC) / used)
+	}
+	var sched []float64
+	for _, p := range r.metric(rundata.ServiceComponent, rundata.MetricSchedLatencyP99) {
+		if inRange(p.t, from, to) {
+			sched = append(sched, p.v)
+		}
+	}
+	if len(sched) > 0 {
+		sort.Float64s(sched)
+		c.SchedP99Ms = Num(1000 * sched[len(sched)/2])
+	}
+	dl := rundata.L("dependency", ex.Culprit)
+	sum, cnt := delta(rundata.Key(rundata.MetricDecodeSum, dl)), delta(rundata.Key(rundata.MetricDecodeCount, dl))
+	if cnt > 0 {
+		c.DecodeMs = Num(1000 * sum / cnt)
+	}
+	peak := math.NaN()
+	for _, p := range s.Pools {
+		if sh := ratio(float64(p.PeakInUse), float64(p.Limit)); !math.IsNaN(sh) && (math.IsNaN(peak) || sh > peak) {
+			peak = sh
+		}
+	}
+	c.PeakPoolShare = Num(peak)
+	return c
+}
+
+// cpuRun returns r's CPU numbers, all undefined when it has none.
+func cpuRun(r RunSummary) CPURun {
+	if r.CPU == nil {
+		return CPURun{Cores: nan, BaselineCores: nan, GOMAXPROCS: nan, GCShare: nan, SchedP99Ms: nan, DecodeMs: nan, PeakPoolShare: nan}
+	}
+	return *r.CPU
+}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -269,7 +270,7 @@ func (r *Run) probeLeaks() []PoolLeak {
 		return nil
 	}
 	var out []PoolLeak
-	for _, d := range sortedKeys(before) {
+	for _, d := range slices.Sorted(maps.Keys(before)) {
 		a, ok := after[d]
 		if !ok {
 			continue

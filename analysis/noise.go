@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,7 +102,7 @@ func (r *Run) components() []string {
 	for _, s := range r.Metrics {
 		set[s.Component] = true
 	}
-	out := sortedKeys(set)
+	out := slices.Sorted(maps.Keys(set))
 	sort.SliceStable(out, func(i, j int) bool { return componentRank(out[i]) < componentRank(out[j]) })
 	return out
 }

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,12 +67,12 @@ func (s *Summary) unclassifiedNotices() []string {
 		}
 	}
 	var out []string
-	for _, ep := range sortedKeys(by) {
+	for _, ep := range slices.Sorted(maps.Keys(by)) {
 		a := by[ep]
 		if a.n == 0 {
 			continue
 		}
-		codes := sortedKeys(a.codes)
+		codes := slices.Sorted(maps.Keys(a.codes))
 		sort.SliceStable(codes, func(i, j int) bool { return a.codes[codes[i]] > a.codes[codes[j]] })
 		var parts []string
 		for _, c := range codes {

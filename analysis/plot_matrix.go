@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -49,7 +51,7 @@ func matrixAxes(exp *Experiment, ex Expectations) (conds, modes []string) {
 			cs[r.Entry.Condition], ms[r.Entry.Mode] = true, true
 		}
 	}
-	conds, modes = sortedKeys(cs), sortedKeys(ms)
+	conds, modes = slices.Sorted(maps.Keys(cs)), slices.Sorted(maps.Keys(ms))
 	sort.SliceStable(conds, func(i, j int) bool { return conditionRank(ex, conds[i]) < conditionRank(ex, conds[j]) })
 	sort.SliceStable(modes, func(i, j int) bool { return modeRank(modes[i]) < modeRank(modes[j]) })
 	return conds, modes

@@ -82,23 +82,6 @@ func occupancySeries(p *plot.Plot, leg *plot.Legend, r *Run, origin time.Time, l
 	return all
 }
 
-// connPoolNear reports a connection pool's peak in use and limit over the
-// run, and whether it came near the limit: half of it in use, or calls
-// waiting.
-func (r *Run) connPoolNear(pool string) (peak, limit float64, near bool) {
-	waited := false
-	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolInUse, pool)) {
-		peak = max(peak, pt.v)
-	}
-	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolLimit, pool)) {
-		limit = max(limit, pt.v)
-	}
-	for _, pt := range r.metric(rundata.ServiceComponent, poolKey(rundata.MetricConnPoolWaiting, pool)) {
-		waited = waited || pt.v > 0
-	}
-	return peak, limit, waited || peak >= limit/2
-}
-
 func metricXY(s []point, origin time.Time) (xs, ys []float64) {
 	for _, pt := range s {
 		xs = append(xs, pt.t.Sub(origin).Seconds())

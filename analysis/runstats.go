@@ -459,3 +459,39 @@ func (r *Run) timeToDegrade(ex Expectations) (float64, bool) {
 	}
 	return 0, false
 }
+
+// ep returns the stats of endpoint name, all undefined when absent.
+func (s RunSummary) ep(name string) EndpointStats {
+	for _, e := range s.Endpoints {
+		if e.Endpoint == name {
+			return e
+		}
+	}
+	return EndpointStats{Endpoint: name, BaselineP50Ms: nan, BaselineP99Ms: nan, FaultP50Ms: nan, FaultP99Ms: nan,
+		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan, UnclassifiedShare: nan}
+}
+
+// harm is how far endpoint name is from P2's isolation in this run: the
+// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
+// P2MaxErrorRate (≥ 1: P2 would not hold for it).
+func (s RunSummary) harm(name string, ex Expectations) Num {
+	return Num(max(float64(s.p99RiseT(name))/ex.P2MaxP99RiseT, float64(s.ep(name).FaultErrorRate)/ex.P2MaxErrorRate))
+}
+
+// p99RiseT is how far endpoint name's fault-phase p99 rose above its
+// baseline p99, in units of T (P2's measure).
+func (s RunSummary) p99RiseT(name string) Num {
+	e := s.ep(name)
+	return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))
+}
+
+// rejectedShare is the share of the endpoint's fault-phase results that a
+// bulkhead, breaker or limiter of the service refused.
+func rejectedShare(e EndpointStats) Num {
+	tot := e.FaultCounts.Total()
+	if tot == 0 {
+		return nan
+	}
+	c := e.FaultCounts
+	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
+}

@@ -1,7 +1,8 @@
 package analysis
 
 import (
-	"math"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -129,7 +130,7 @@ func (r *Run) endpoints() []string {
 		set[w.Endpoint] = true
 	}
 	delete(set, rundata.CanaryEndpoint) // the noise floor, not an endpoint of the service
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // endpointInfo returns the metadata of ep (zero value when unknown).
@@ -193,7 +194,7 @@ func (r *Run) poolNames() []string {
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // poolInfo returns the metadata of pool (zero value when unknown).
@@ -229,22 +230,4 @@ func deltaOver(s []point, from, to time.Time) (float64, bool) {
 		a = s[0].v
 	}
 	return b - a, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return a / b
 }

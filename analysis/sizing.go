@@ -69,17 +69,6 @@ func (p SizingPoint) Region(ex Expectations) string {
 	return "good"
 }
 
-// rejectedShare is the share of the endpoint's fault-phase results that a
-// bulkhead, breaker or limiter of the service refused.
-func rejectedShare(e EndpointStats) Num {
-	tot := e.FaultCounts.Total()
-	if tot == 0 {
-		return nan
-	}
-	c := e.FaultCounts
-	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
-}
-
 // buildSizing computes the sizing curve of ex.Sizing's mode, nil without
 // sizing roles or without a sweep of one numeric field under that mode.
 func buildSizing(runs []RunSummary, cells []Cell, ex Expectations) *SizingCurve {

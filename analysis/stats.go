@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // MinRepeatsForCI is the number of repeats from which an Estimate carries a
@@ -168,4 +169,13 @@ func finite(v []float64) []float64 {
 		}
 	}
 	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
 }

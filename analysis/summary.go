@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -240,31 +242,6 @@ func (c *Cell) vals(f func(RunSummary) Num) []float64 {
 	return out
 }
 
-// ep returns the stats of endpoint name, all undefined when absent.
-func (s RunSummary) ep(name string) EndpointStats {
-	for _, e := range s.Endpoints {
-		if e.Endpoint == name {
-			return e
-		}
-	}
-	return EndpointStats{Endpoint: name, BaselineP50Ms: nan, BaselineP99Ms: nan, FaultP50Ms: nan, FaultP99Ms: nan,
-		FaultErrorRate: nan, FaultOKRate: nan, RejectedP99Ms: nan, FastRejectShare: nan, UnclassifiedShare: nan}
-}
-
-// p99RiseT is how far endpoint name's fault-phase p99 rose above its
-// baseline p99, in units of T (P2's measure).
-// harm is how far endpoint name is from P2's isolation in this run: the
-// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
-// P2MaxErrorRate (≥ 1: P2 would not hold for it).
-func (s RunSummary) harm(name string, ex Expectations) Num {
-	return Num(max(float64(s.p99RiseT(name))/ex.P2MaxP99RiseT, float64(s.ep(name).FaultErrorRate)/ex.P2MaxErrorRate))
-}
-
-func (s RunSummary) p99RiseT(name string) Num {
-	e := s.ep(name)
-	return Num(ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))
-}
-
 func buildLittle(cells []Cell) []LittleRow {
 	var rows []LittleRow
 	for i := range cells {
@@ -275,7 +252,7 @@ func buildLittle(cells []Cell) []LittleRow {
 				pools[p.Pool] = p.Limit
 			}
 		}
-		for _, name := range sortedKeys(pools) {
+		for _, name := range slices.Sorted(maps.Keys(pools)) {
 			get := func(f func(PoolStats) Num) Estimate {
 				return estimate(c.vals(func(r RunSummary) Num {
 					for _, p := range r.Pools {

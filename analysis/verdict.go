@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -219,7 +221,7 @@ func unclassifiedStatuses(runs []RunSummary, ep string) string {
 			total[k] += n
 		}
 	}
-	keys := sortedKeys(total)
+	keys := slices.Sorted(maps.Keys(total))
 	sort.SliceStable(keys, func(i, j int) bool { return total[keys[i]] > total[keys[j]] })
 	var parts []string
 	for _, k := range keys {

@@ -1,81 +1,11 @@
 package analysis
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
-
-// ConnWait is what one dependency's calls waited for a connection over the
-// main phase of a run (the service's bulkheadlab_conn_wait_seconds, labelled
-// by the endpoint that makes the calls).
-type ConnWait struct {
-	Endpoint string `json:"endpoint"`
-	// Calls got a connection; MeanWaitMs is their mean wait for it
-	// (zero for a call that found one free).
-	Calls      Num `json:"calls"`
-	MeanWaitMs Num `json:"mean_wait_ms"`
-	// Timeouts are calls whose deadline passed while they waited.
-	Timeouts Num `json:"timeouts"`
-}
-
-// connWaitStats returns each endpoint's connection waits over the main phase,
-// sorted by endpoint; nil when the service exports no connection pools.
-func (r *Run) connWaitStats() []ConnWait {
-	if !r.observesConnPools() {
-		return nil
-	}
-	from, ok := r.faultStart()
-	if !ok {
-		from = r.origin()
-	}
-	to := r.faultEnd()
-	var out []ConnWait
-	for _, e := range r.Meta.Endpoints {
-		if e.Dependency == "" {
-			continue
-		}
-		l := rundata.L("dependency", e.Name)
-		sum, ok1 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
-		n, ok2 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
-		timeouts, ok3 := deltaOver(r.metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
-		if !ok1 || !ok2 {
-			continue
-		}
-		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: nan, Timeouts: nan}
-		if n > 0 {
-			w.MeanWaitMs = Num(1000 * sum / n)
-		}
-		if ok3 {
-			w.Timeouts = Num(timeouts)
-		}
-		out = append(out, w)
-	}
-	slices.SortFunc(out, func(a, b ConnWait) int {
-		switch {
-		case a.Endpoint < b.Endpoint:
-			return -1
-		case a.Endpoint > b.Endpoint:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-// connWait returns endpoint ep's connection waits in the run (NaN fields
-// when the run has none).
-func (s RunSummary) connWait(ep string) ConnWait {
-	for _, w := range s.ConnWaits {
-		if w.Endpoint == ep {
-			return w
-		}
-	}
-	return ConnWait{Endpoint: ep, Calls: nan, MeanWaitMs: nan, Timeouts: nan}
-}
 
 // connsVerdicts judges the connection-pool claims the experiment names
 // (Expectations.Conns); none when it names none.
@@ -137,24 +67,4 @@ func connsSized(cells []Cell, ex Expectations, cr rundata.ConnsRoles) Verdict {
 		b.info("/"+ex.Culprit+" fast-reject share of failures in "+c.Mode, "share", estimate(c.vals(func(r RunSummary) Num { return r.ep(ex.Culprit).FastRejectShare })))
 	}
 	return b.decide()
-}
-
-// writeConnWaitsMD writes every run's connection waits (nothing when no run
-// has connection pools).
-func writeConnWaitsMD(b *bytes.Buffer, s *Summary) {
-	head := false
-	for _, r := range s.Runs {
-		for _, w := range r.ConnWaits {
-			if !head {
-				fmt.Fprintf(b, "## Connection waits\n\n")
-				fmt.Fprintf(b, "Fault phase (the run after warmup without one). Calls = dependency calls that got a connection; mean wait = their mean wait for it (0 when one was free); timed out = calls whose deadline passed while they waited (they never reached the dependency).\n\n")
-				fmt.Fprintf(b, "| run | endpoint | calls | mean wait ms | timed out waiting |\n|---|---|---|---|---|\n")
-				head = true
-			}
-			fmt.Fprintf(b, "| %s | /%s | %s | %s | %s |\n", r.ID, w.Endpoint, numStr(w.Calls), numStr(w.MeanWaitMs), numStr(w.Timeouts))
-		}
-	}
-	if head {
-		fmt.Fprintln(b)
-	}
 }
