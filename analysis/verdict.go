@@ -67,7 +67,7 @@ func (b *builder) info(name, unit string, e Estimate) {
 func (b *builder) check(name, unit string, e Estimate, op string, thr float64) {
 	t := Num(thr)
 	m := Measure{Name: name, Unit: unit, Value: e, Op: op, Threshold: &t}
-	m.Result = judge(e, op, thr, b.ex.MaxRelativeSpread)
+	m.Result = measureResult(e, op, thr, b.ex.MaxRelativeSpread)
 	b.v.Measures = append(b.v.Measures, m)
 }
 
@@ -83,9 +83,10 @@ func holds(v float64, op string, thr float64) bool {
 	return false
 }
 
-// judge returns pass, fail, uncertain (the interval straddles the threshold
-// and its relative width exceeds maxSpread) or undefined.
-func judge(e Estimate, op string, thr, maxSpread float64) string {
+// measureResult is a deciding measure's result: pass, fail, uncertain (the
+// interval straddles the threshold and its relative width exceeds
+// maxSpread) or undefined.
+func measureResult(e Estimate, op string, thr, maxSpread float64) string {
 	if !e.Defined() {
 		return "undefined"
 	}
