@@ -13,24 +13,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// matrix returns the runs of the default matrix (4 conditions × 2 modes)
-// with repeats, each passed through tweak (which may drop it by returning
-// false).
-func matrix(repeats int, tweak func(*synthRun) bool) []synthRun {
-	var out []synthRun
-	for _, cond := range []string{"healthy", "slow", "failing", "busy"} {
-		for _, mode := range []string{"shared", "bulkhead"} {
-			for rep := 1; rep <= repeats; rep++ {
-				r := synthRun{cond: cond, mode: mode, repeat: rep, degradeAt: 1, seed: uint64(rep)}
-				if tweak == nil || tweak(&r) {
-					out = append(out, r)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // goldenSets covers every verdict outcome.
 var goldenSets = []struct {
 	name string

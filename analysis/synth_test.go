@@ -366,10 +366,10 @@ func synthMetrics(r synthRun, start time.Time, wins []rundata.Window) []rundata.
 				waiting = float64(p.Queue)
 				rejected[p.Name] += 0.25 * 100
 			}
-			v[poolKey("bulkhead_pool_limit", p.Name)] = lim
-			v[poolKey("bulkhead_pool_queue_limit", p.Name)] = float64(p.Queue)
-			v[poolKey("bulkhead_pool_in_use", p.Name)] = inUse
-			v[poolKey("bulkhead_pool_waiting", p.Name)] = waiting
+			v[rundata.Key("bulkhead_pool_limit", rundata.L("pool", p.Name))] = lim
+			v[rundata.Key("bulkhead_pool_queue_limit", rundata.L("pool", p.Name))] = float64(p.Queue)
+			v[rundata.Key("bulkhead_pool_in_use", rundata.L("pool", p.Name))] = inUse
+			v[rundata.Key("bulkhead_pool_waiting", rundata.L("pool", p.Name))] = waiting
 			v[`bulkhead_pool_rejected_total{pool="`+p.Name+`",reason="full"}`] = rejected[p.Name]
 			v[`bulkhead_pool_rejected_total{pool="`+p.Name+`",reason="wait_timeout"}`] = 0
 		}
@@ -402,9 +402,27 @@ func synthMetrics(r synthRun, start time.Time, wins []rundata.Window) []rundata.
 func synthConns(v map[string]float64, k int, pools []rundata.PoolInfo) {
 	want := 0.0
 	for _, p := range pools {
-		want += v[poolKey("bulkhead_pool_in_use", p.Name)]
+		want += v[rundata.Key("bulkhead_pool_in_use", rundata.L("pool", p.Name))]
 	}
-	v[poolKey(rundata.MetricConnPoolLimit, "shared")] = float64(k)
-	v[poolKey(rundata.MetricConnPoolInUse, "shared")] = min(want, float64(k))
-	v[poolKey(rundata.MetricConnPoolWaiting, "shared")] = max(0, want-float64(k))
+	v[rundata.Key(rundata.MetricConnPoolLimit, rundata.L("pool", "shared"))] = float64(k)
+	v[rundata.Key(rundata.MetricConnPoolInUse, rundata.L("pool", "shared"))] = min(want, float64(k))
+	v[rundata.Key(rundata.MetricConnPoolWaiting, rundata.L("pool", "shared"))] = max(0, want-float64(k))
+}
+
+// matrix returns the runs of the default matrix (4 conditions × 2 modes)
+// with repeats, each passed through tweak (which may drop it by returning
+// false).
+func matrix(repeats int, tweak func(*synthRun) bool) []synthRun {
+	var out []synthRun
+	for _, cond := range []string{"healthy", "slow", "failing", "busy"} {
+		for _, mode := range []string{"shared", "bulkhead"} {
+			for rep := 1; rep <= repeats; rep++ {
+				r := synthRun{cond: cond, mode: mode, repeat: rep, degradeAt: 1, seed: uint64(rep)}
+				if tweak == nil || tweak(&r) {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
 }
