@@ -1,4 +1,20 @@
-// Package analysis reads run data written by the runner, computes the
-// statistics and verdicts on the hypothesis (DESIGN §1), and renders PNG,
-// Markdown, HTML and JSON reports.
+// Package analysis reads the run data written by the runner, computes the
+// statistics and verdicts on the hypothesis (docs/design.md), and renders
+// PNG, Markdown, HTML, JUnit and JSON reports.
+//
+// It is a façade over four packages whose imports run one way:
+//
+//	rundir   reading a results folder: the experiment, its runs, the
+//	         damage checks, and each run's series
+//	measure  one run's numbers: the run summary, the exhausted resource,
+//	         inferred limits, the noise floor, Little's law, each claim
+//	         family's run statistics, and the bootstrap
+//	verdict  the verdicts across runs: cells, the decision builder, P1–P4
+//	         and every claim family, repeats, notices, --check
+//	render   summary.json, report.md, index.html, JUnit and the figures
+//	         (the only package that draws)
+//
+// render imports verdict, measure and rundir; verdict imports measure and
+// rundir; measure imports rundir. None of them imports a component of the
+// system under test: what crosses a process lives in internal/rundata.
 package analysis

@@ -1,0 +1,119 @@
+package measure
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// cpuRunOf builds a run whose service is sampled every 250 ms: 4 s before
+// the fault (a quiet service) and 4 s of fault in which it uses cores of
+// its one CPU, GC takes gcShare of that, and the scheduling latency's p99
+// is sched; poolFull makes pool b full with rejections from the second
+// fault sample on. runtimeCPU false leaves out the runtime's CPU
+// accounting (data recorded before it existed).
+func cpuRunOf(cores, gcShare float64, sched time.Duration, poolFull, runtimeCPU bool) *Run {
+	start := time.Unix(1000, 0)
+	fault := start.Add(4 * time.Second)
+	r := &rundir.Run{Meta: rundata.RunMeta{Phases: []rundata.PhaseSpan{
+		{Name: rundata.PhaseBaseline, Start: start, End: fault},
+		{Name: rundata.PhaseFault, Start: fault, End: fault.Add(4 * time.Second)}},
+		Pools: []rundata.PoolInfo{{Name: "b", Limit: 10, Queue: 10}}}}
+	var cpu, gc, total, idle, rejected float64
+	for i := 0; i <= 32; i++ {
+		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
+		c, g, s := 0.05, 0.02, 300*time.Microsecond
+		if !at.Before(fault.Add(250 * time.Millisecond)) {
+			c, g, s = cores, gcShare, sched
+		}
+		cpu += c / 4
+		gc += g * c / 4
+		total += 0.25
+		idle += (1 - c) / 4
+		v := map[string]float64{rundata.MetricCPUSeconds: cpu, rundata.MetricGoMaxProcs: 1,
+			rundata.MetricSchedLatencyP99: s.Seconds(), rundir.PoolKey(rundata.MetricPoolLimit, "b"): 10,
+			rundir.PoolKey(rundata.MetricPoolInUse, "b"): 2, rundir.PoolKey(rundata.MetricPoolWaiting, "b"): 0,
+			rundir.PoolKey(rundata.MetricPoolQueueLimit, "b"): 10}
+		if poolFull && at.After(fault.Add(250*time.Millisecond)) {
+			rejected += 5
+			v[rundir.PoolKey(rundata.MetricPoolInUse, "b")] = 10
+		}
+		v[rundata.Key(rundata.MetricPoolRejected, rundata.L("pool", "b"), rundata.L("reason", "full"))] = rejected
+		if runtimeCPU {
+			v[rundata.MetricGoCPUGC], v[rundata.MetricGoCPUTotal], v[rundata.MetricGoCPUIdle] = gc, total, idle
+		}
+		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
+	}
+	return &Run{r}
+}
+
+func TestCPUExhaustionRules(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		run        *Run
+		want       string
+		detailPart string
+	}{
+		{"busy CPU, runnable goroutines wait", cpuRunOf(0.7, 0.1, 25*time.Millisecond, false, true), ResourceCPU, "scheduling latency p99 25 ms"},
+		{"GC takes a third of a busy CPU", cpuRunOf(0.7, 0.33, time.Millisecond, false, true), ResourceGC, "GC took 33 %"},
+		{"CPU pinned at its GOMAXPROCS: the old cpu rule", cpuRunOf(0.95, 0.1, time.Millisecond, false, true), ResourceCPU, "service cpu 0.95 cores of 1"},
+		{"waits but an idle CPU: not the CPU", cpuRunOf(0.2, 0.5, 25*time.Millisecond, false, true), ResourceNone, ""},
+		{"small waits on a busy CPU", cpuRunOf(0.7, 0.1, 2*time.Millisecond, false, true), ResourceNone, ""},
+		{"the pool fills after the CPU's waits began", cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true), ResourceCPU, ""},
+		{"old data: no runtime CPU accounting", cpuRunOf(0.7, 0.33, 25*time.Millisecond, false, false), ResourceNone, ""},
+	} {
+		e := tc.run.exhaustion(nil)
+		if e.Resource != tc.want || !strings.Contains(e.Detail, tc.detailPart) {
+			t.Errorf("%s: exhausted %q (%s) after %v s, want %q with %q", tc.name, e.Resource, e.Detail, e.AfterFaultS, tc.want, tc.detailPart)
+		}
+	}
+}
+
+func TestCPUExhaustionPoolFirst(t *testing.T) {
+	r := cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true)
+	// The CPU's waits start one sample later than the pool's rejections.
+	for i := range r.Metrics {
+		if r.Metrics[i].Time.Before(time.Unix(1004, 750e6)) {
+			r.Metrics[i].Values[rundata.MetricSchedLatencyP99] = 300e-6
+		}
+	}
+	if e := r.exhaustion(nil); e.Resource != ResourcePool {
+		t.Errorf("exhausted %q (%s), want the pool, full one sample before the CPU's waits", e.Resource, e.Detail)
+	}
+}
+
+func TestWithCPURules(t *testing.T) {
+	old := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, false).Run})
+	if len(old) != len(ExhaustionRules) {
+		t.Errorf("rules of old data: %d, want the %d of ExhaustionRules", len(old), len(ExhaustionRules))
+	}
+	got := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, true).Run})
+	if len(got) != len(ExhaustionRules)+2 {
+		t.Fatalf("rules: %d, want %d", len(got), len(ExhaustionRules)+2)
+	}
+	for i, r := range got {
+		if strings.HasPrefix(r, "cpu: process_cpu") && (got[i+1] != SchedRule || got[i+2] != GCRule) {
+			t.Errorf("rules after the cpu rule: %q, %q; want SchedRule, GCRule", got[i+1], got[i+2])
+		}
+	}
+}
+
+func TestCPUStats(t *testing.T) {
+	ex := rundata.DefaultExpectations()
+	r := cpuRunOf(0.7, 0.2, 25*time.Millisecond, false, true)
+	s := Summarize(r.Run, ex)
+	if s.CPU != nil {
+		t.Fatalf("CPU numbers without expectations.cpu: %+v", s.CPU)
+	}
+	ex.CPU = &rundata.CPURoles{Condition: "payload"}
+	c := Summarize(r.Run, ex).CPU
+	if c == nil || math.Abs(float64(c.Cores)-0.7) > 0.01 || math.Abs(float64(c.GCShare)-0.2) > 0.02 ||
+		float64(c.SchedP99Ms) != 25 || float64(c.GOMAXPROCS) != 1 || math.Abs(float64(c.BaselineCores)-0.05) > 0.01 || float64(c.PeakPoolShare) != 0.2 {
+		t.Errorf("CPU numbers %+v, want 0.7 cores, GC 0.2, sched 25 ms, 1 CPU, baseline 0.05, peak pool 0.2", c)
+	}
+}

@@ -1,0 +1,174 @@
+package measure
+
+import (
+	"math"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// InstanceStats are one instance's numbers in a run of a fleet: the same
+// pool statistics (Little's law with the instance's share of the load,
+// peak in use against the instance's limit) and exhausted-resource rules
+// as a service of one instance, applied to the instance alone.
+type InstanceStats struct {
+	Instance  string      `json:"instance"`
+	Pools     []PoolStats `json:"pools"`
+	Exhausted Exhaustion  `json:"exhausted"`
+}
+
+// instanceStats computes every instance's numbers of a fleet's run; nil for
+// a run of one instance.
+func (r *Run) instanceStats() []InstanceStats {
+	n := len(r.Meta.Instances)
+	if n == 0 {
+		return nil
+	}
+	out := make([]InstanceStats, 0, n)
+	for _, c := range r.Meta.Instances {
+		v := &Run{rundir.InstanceView(r.Run, c)}
+		st := InstanceStats{Instance: c}
+		for _, p := range v.PoolNames() {
+			ps := v.poolStats(p)
+			// The endpoints' rates are the fleet's: an instance gets 1/n.
+			ps.MeasuredDemand /= Num(n)
+			ps.DemandRatio = Num(Ratio(float64(ps.MeasuredDemand), float64(ps.PredictedDemand)))
+			st.Pools = append(st.Pools, ps)
+		}
+		st.Exhausted = v.exhaustion(nil)
+		out = append(out, st)
+	}
+	return out
+}
+
+// FleetRun is what a run's fleet put on the culprit's dependency, against
+// Little's law: N instances with a bulkhead of L each hold up to N·L calls
+// to a dependency of capacity C (servers) and service time s, so they put
+// K = min(N·L, λ·W) calls on it, and a call spends W = s·max(1, K/C) there
+// (FIFO queueing once K > C). Every number is over the fault phase.
+type FleetRun struct {
+	Instances int `json:"instances"`
+	// Dependency is the culprit's dependency; Pool the culprit's smallest
+	// pool and PerInstanceLimit (L) its limit in one instance.
+	Dependency       string `json:"dependency"`
+	Pool             string `json:"pool"`
+	PerInstanceLimit int    `json:"per_instance_limit"`
+	// FleetLimit is N·L.
+	FleetLimit int `json:"fleet_limit"`
+	// Capacity is C, the stub's servers (null: unlimited or not sampled);
+	// ServiceMs is s, the dependency's latency when not queueing.
+	Capacity  Num `json:"capacity"`
+	ServiceMs Num `json:"service_ms"`
+	// OfferedPerS is λ: the culprit's requests per second.
+	OfferedPerS Num `json:"offered_per_s"`
+	// ConcurrencyOnDep is the mean of the proxy's in-flight count: the
+	// calls the fleet had on the dependency. DepInService and DepWaiting
+	// are the stub's own means: calls served and calls queued.
+	ConcurrencyOnDep Num `json:"concurrency_on_dep"`
+	DepInService     Num `json:"dep_in_service"`
+	DepWaiting       Num `json:"dep_waiting"`
+	// FleetInUse is the mean of the culprit pool's permits in use, summed
+	// over the instances.
+	FleetInUse Num `json:"fleet_in_use"`
+	// PredictedConcurrency is K; PredictedWaitMs is W (not capped at T).
+	PredictedConcurrency Num `json:"predicted_concurrency"`
+	PredictedWaitMs      Num `json:"predicted_wait_ms"`
+	// MeasuredWaitMs is the mean duration of the culprit's dependency
+	// calls, as the instances timed them (capped at T by the timeout).
+	MeasuredWaitMs Num `json:"measured_wait_ms"`
+	// DepFailedShare is the share of the culprit's results that the
+	// dependency failed (timeouts and errors); RejectedShare the share the
+	// instances' own policies refused; OKPerS its successes per second.
+	DepFailedShare Num `json:"dep_failed_share"`
+	RejectedShare  Num `json:"rejected_share"`
+	OKPerS         Num `json:"ok_per_s"`
+}
+
+// fleetStats computes the run's FleetRun for the culprit ex.Culprit.
+func (r *Run) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetRun {
+	info := r.EndpointInfo(ex.Culprit)
+	n := max(1, len(r.Meta.Instances))
+	f := &FleetRun{Instances: n, Dependency: info.Dependency, Capacity: Undefined, ServiceMs: Num(Millis(info.BaseLatency)),
+		OfferedPerS: Undefined, ConcurrencyOnDep: Undefined, DepInService: Undefined, DepWaiting: Undefined, FleetInUse: Undefined,
+		PredictedConcurrency: Undefined, PredictedWaitMs: Undefined, MeasuredWaitMs: Undefined, DepFailedShare: Undefined,
+		RejectedShare: RejectedShare(culprit), OKPerS: culprit.FaultOKRate}
+	for _, p := range r.Meta.Pools {
+		if containsString(p.Endpoints, ex.Culprit) && (f.Pool == "" || p.Limit < f.FleetLimit) {
+			f.Pool, f.FleetLimit = p.Name, p.Limit
+		}
+	}
+	f.PerInstanceLimit = f.FleetLimit / n
+	from, ok := r.FaultStart()
+	if !ok {
+		from = r.Origin()
+	}
+	to := r.FaultEnd()
+	if secs := to.Sub(from).Seconds(); secs > 0 {
+		f.OfferedPerS = Num(float64(culprit.FaultCounts.Total()) / secs)
+	}
+	if tot := culprit.FaultCounts.Total(); tot > 0 {
+		c := culprit.FaultCounts
+		f.DepFailedShare = Num(float64(c[rundata.ClassDepTimeout]+c[rundata.ClassDepError]) / float64(tot))
+	}
+	dep := info.Dependency
+	f.ConcurrencyOnDep = meanOver(r.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
+	f.DepInService = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
+	f.DepWaiting = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
+	f.FleetInUse = meanOver(r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
+	if c := r.Metric(rundata.DepComponent(dep), rundata.MetricStubCapacity); len(c) > 0 && c[len(c)-1].Value > 0 {
+		f.Capacity = Num(c[len(c)-1].Value)
+	}
+	l := rundata.L("dependency", ex.Culprit)
+	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
+	cnt, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
+	if ok1 && ok2 && cnt > 0 {
+		f.MeasuredWaitMs = Num(1000 * sum / cnt)
+	}
+	k, w := fleetPrediction(float64(f.FleetLimit), float64(f.OfferedPerS), float64(f.ServiceMs)/1000, float64(f.Capacity))
+	f.PredictedConcurrency, f.PredictedWaitMs = Num(k), Num(1000*w)
+	return f
+}
+
+// fleetPrediction is Little's law for a fleet whose permits total nl, at
+// arrival rate lambda, against a dependency of c servers (NaN: unlimited)
+// each taking s seconds: the calls on the dependency k = min(nl, λ·W) and
+// the time a call spends there W = s·max(1, k/c). Below saturation (λ·s ≤
+// min(nl, c)) k = λ·s and W = s; otherwise the permits fill, k = nl: with
+// λ·s > nl and nl ≤ c the demand exceeds the permits, and with λ·s > c
+// the queue makes λ·W = λ·s·k/c > k for every k, so only nl bounds it.
+func fleetPrediction(nl, lambda, s, c float64) (k, w float64) {
+	if math.IsNaN(c) || c <= 0 {
+		c = math.Inf(1)
+	}
+	k = nl
+	if d := lambda * s; d <= min(nl, c) {
+		k = d
+	}
+	return k, s * max(1, k/c)
+}
+
+// meanOver is the mean of the series' points in (from, to]; NaN without one.
+func meanOver(s []rundir.Point, from, to time.Time) Num {
+	var sum float64
+	n := 0
+	for _, p := range s {
+		if inRange(p.Time, from, to) {
+			sum += p.Value
+			n++
+		}
+	}
+	if n == 0 {
+		return Undefined
+	}
+	return Num(sum / float64(n))
+}
+
+func containsString(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,161 @@
+package measure
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// inflightRun is a run whose proxies report in-flight counts a(i), b(i) at
+// 40 samples over a 10 s fault phase.
+func inflightRun(a, b func(i int) float64) *Run {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &rundir.Run{Meta: rundata.RunMeta{
+		Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
+		Phases:    []rundata.PhaseSpan{{Name: rundata.PhaseFault, Start: start, End: start.Add(10 * time.Second)}},
+	}}
+	for i := range 40 {
+		t := start.Add(time.Duration(i)*250*time.Millisecond + time.Millisecond)
+		r.Metrics = append(r.Metrics,
+			rundata.MetricSample{Time: t, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a(i)}},
+			rundata.MetricSample{Time: t, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: b(i)}})
+	}
+	return &Run{r}
+}
+
+// TestInferLimits: a shared pool of 20 shows as one cap on A+B, bulkheads of
+// 10 as a cap on A alone; an unlimited service, or a cap that nobody ran
+// into, shows none.
+func TestInferLimits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := func(lo, hi int) func(int) float64 {
+		return func(int) float64 { return float64(lo + rng.IntN(hi-lo+1)) }
+	}
+	ramp := func(top float64) func(int) float64 { // fills in 1 s, then sits at top (a permit free now and then)
+		return func(i int) float64 {
+			switch {
+			case i < 4:
+				return top * float64(i) / 4
+			case i%7 == 0:
+				return top - 1
+			}
+			return top
+		}
+	}
+	shared := func(i int) float64 { // A takes what B does not hold: the sum is 20
+		if i < 4 {
+			return 5 * float64(i)
+		}
+		return 20 - float64(i%3)
+	}
+	sharedB := func(i int) float64 {
+		if i < 4 {
+			return 0
+		}
+		return float64(i % 3)
+	}
+	for _, tt := range []struct {
+		name   string
+		a, b   func(int) float64
+		errors map[string]float64
+		want   string
+	}{
+		{"shared pool of 20", shared, sharedB, map[string]float64{"a": 0.6, "b": 0.6}, "calls to A+B capped at 20 → one shared limit"},
+		{"bulkheads of 10", ramp(10), noise(0, 4), map[string]float64{"a": 0.5, "b": 0}, "calls to A capped at 10"},
+		// As measured: B's count nearly constant, so the sum sits at 12 ± 1.
+		{"bulkheads of 10, B steady", ramp(10), func(i int) float64 { return float64(2 + i%11/10) }, map[string]float64{"a": 0.5, "b": 0}, "calls to A capped at 10"},
+		{"A alone at the cap, B idle and fine", ramp(20), func(int) float64 { return 0 }, map[string]float64{"a": 0.5, "b": 0}, "calls to A capped at 20"},
+		{"no limit: in flight varies", noise(30, 60), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
+		{"a plateau but nothing failed", ramp(45), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
+	} {
+		got := DescribeInferred(inflightRun(tt.a, tt.b).inferLimits(tt.errors))
+		if got != tt.want {
+			t.Errorf("%s: inferred %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestProxyPrediction: holding times measured by the proxies in the
+// baseline (in flight / rate: 2 / 200/s = 10 ms) predict the demand of a
+// user's pool, and a 225 ms latency fault raises it in the fault phase,
+// capped at T.
+func TestProxyPrediction(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
+	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
+	r := &Run{&rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+		Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
+		Phases:    []rundata.PhaseSpan{base, fault},
+		Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
+			Faults: []byte(`[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]`)}}}}}
+	for _, ep := range []string{"a", "b"} {
+		for _, ph := range []rundata.PhaseSpan{base, fault} {
+			r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
+		}
+	}
+	for i := range 60 {
+		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
+		for _, d := range []string{"A", "B"} {
+			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-" + d, Values: map[string]float64{
+				rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 50 * float64(i)}})
+		}
+	}
+	pred, ok := r.proxyPrediction([]string{"a", "b"})
+	if !ok {
+		t.Fatal("no prediction")
+	}
+	// Baseline: 2 × 200/s × 10 ms = 4; fault: 200/s × min(235 ms, 250 ms) + 200/s × 10 ms = 49.
+	if got := pred[rundata.PhaseBaseline]; math.Abs(got-4) > 0.2 {
+		t.Errorf("baseline demand %.2f, want 4", got)
+	}
+	if got := pred[rundata.PhaseFault]; math.Abs(got-49) > 1 {
+		t.Errorf("fault demand %.2f, want 49", got)
+	}
+	r.Metrics = nil
+	if _, ok := r.proxyPrediction([]string{"a"}); ok {
+		t.Error("a prediction without proxy samples")
+	}
+}
+
+// TestInferNoLimitAtDemand: a service without a limit whose calls to a slow
+// A all take T sits flat at rate × T in flight while /a fails; the proxies'
+// own prediction of that demand tells it from a cap.
+func TestInferNoLimitAtDemand(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
+	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
+	run := func(level float64) string {
+		r := &Run{&rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+			Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
+			Phases:    []rundata.PhaseSpan{base, fault},
+			Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
+				Faults: []byte(`[{"type":"latency","percent":100,"latency":"300ms"}]`)}}}}}
+		for _, ep := range []string{"a", "b"} {
+			for _, ph := range []rundata.PhaseSpan{base, fault} {
+				r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
+			}
+		}
+		for i := range 60 {
+			at := start.Add(time.Duration(i)*250*time.Millisecond + time.Millisecond)
+			a := 2.0
+			if at.After(fault.Start.Add(300 * time.Millisecond)) {
+				a = level
+			}
+			r.Metrics = append(r.Metrics,
+				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, rundata.MetricProxyRequests: 50 * float64(i)}},
+				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), rundata.MetricProxyRequests: 50 * float64(i)}})
+		}
+		return DescribeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}))
+	}
+	// Demand: 200/s × min(10 ms + 300 ms, 250 ms) = 50 permits.
+	if got := run(50); got != "" {
+		t.Errorf("flat at the demand (no limit): inferred %q, want none", got)
+	}
+	if got := run(20); got != "calls to A capped at 20" {
+		t.Errorf("flat at 20 against a demand of 50: inferred %q, want A capped at 20", got)
+	}
+}

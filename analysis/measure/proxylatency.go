@@ -1,0 +1,115 @@
+package measure
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// proxyHolding is the mean time a call to dependency dep spent past the
+// service in [from, to], as the fault proxy in front of it saw it: by
+// Little's law, its mean in-flight count over its request rate (both
+// measured by the proxy). NaN without samples or requests.
+func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
+	comp := rundata.ProxyComponent(dep)
+	reqs := r.Metric(comp, rundata.MetricProxyRequests)
+	n, ok := rundir.DeltaOver(reqs, from, to)
+	secs := to.Sub(from).Seconds()
+	if !ok || n <= 0 || secs <= 0 {
+		return math.NaN()
+	}
+	var sum float64
+	var k int
+	for _, p := range r.Metric(comp, rundata.MetricProxyInflight) {
+		if inRange(p.Time, from, to) {
+			sum += p.Value
+			k++
+		}
+	}
+	if k == 0 {
+		return math.NaN()
+	}
+	return (sum / float64(k)) / (n / secs)
+}
+
+// injected returns how the faults set on dep during the run change a call's
+// holding time w, capped at timeout: latency faults add their latency (in
+// their share of calls), errors and aborts end calls at once, hangs hold
+// until the timeout.
+func (r *Run) injected(dep string, w float64, timeout float64) float64 {
+	for _, f := range r.Meta.Faults {
+		if f.Action != "set" || f.Dependency != dep || len(f.Faults) == 0 {
+			continue
+		}
+		var fs []struct {
+			Type    string  `json:"type"`
+			Percent float64 `json:"percent"`
+			Latency string  `json:"latency"`
+		}
+		if json.Unmarshal(f.Faults, &fs) != nil {
+			return math.NaN()
+		}
+		out := w
+		for _, x := range fs {
+			p := x.Percent / 100
+			switch x.Type {
+			case "latency":
+				d, err := time.ParseDuration(x.Latency)
+				if err != nil {
+					return math.NaN()
+				}
+				out += p * d.Seconds()
+			case "error", "abort":
+				out -= p * w
+			case "hang":
+				out += p * (timeout - w)
+			}
+		}
+		if timeout > 0 {
+			out = math.Min(out, timeout)
+		}
+		return math.Max(out, 0)
+	}
+	return w
+}
+
+// proxyPrediction predicts, for a user's service whose holding times the
+// harness did not know before the run, the demand of the endpoints eps by
+// Little's law: each endpoint's rate in the phase times its dependency's
+// holding time measured by the proxy in the baseline (plus the condition's
+// faults in the fault phase). ok is false when the proxies were not
+// sampled in the baseline.
+func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
+	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	if !ok || len(eps) == 0 {
+		return nil, false
+	}
+	t := r.Meta.Timeout.Seconds()
+	out := map[string]float64{}
+	for _, ep := range eps {
+		dep := r.EndpointInfo(ep).Dependency
+		if dep == "" {
+			return nil, false
+		}
+		w := r.proxyHolding(dep, base.Start, base.End)
+		if math.IsNaN(w) {
+			return nil, false
+		}
+		for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
+			ps, ok := r.PhaseSummary(ep, ph)
+			if !ok {
+				continue
+			}
+			hold := w
+			if ph == rundata.PhaseFault {
+				hold = r.injected(dep, w, t)
+			}
+			out[ph] += ps.TargetRate * hold
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,7 @@
+package measure
+
+import "github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+
+// Run is one run as the measurements see it: the data read from its folder
+// and its series (rundir.Run), with the methods that compute its numbers.
+type Run struct{ *rundir.Run }

@@ -1,0 +1,499 @@
+package measure
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// Num is a float64 that encodes to JSON with 6 significant digits, and as
+// null when NaN or infinite (undefined).
+type Num float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Num) MarshalJSON() ([]byte, error) { return num(float64(n)), nil }
+
+// UnmarshalJSON implements json.Unmarshaler; null decodes to NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	err := json.Unmarshal(b, &f)
+	*n = Num(f)
+	return err
+}
+
+// RunSummary holds the per-run numbers the verdicts are built from.
+type RunSummary struct {
+	ID        string `json:"id"`
+	Mode      string `json:"mode"`
+	Condition string `json:"condition"`
+	Repeat    int    `json:"repeat"`
+	Status    string `json:"status"`
+	Valid     bool   `json:"valid"`
+	// Invalid lists why the run is INVALID: the validity checks it failed,
+	// "endpoint/phase: reason".
+	Invalid []string `json:"invalid,omitempty"`
+	// Retried lists the earlier, INVALID attempts of the run that were run
+	// again, with their reasons.
+	Retried  []rundata.Attempt `json:"retried,omitempty"`
+	Problems []string          `json:"problems,omitempty"`
+	// Damaged lists, "file:line: what", why the data of a run that completed
+	// cannot be trusted.
+	Damaged []string `json:"damaged,omitempty"`
+	// Noise is the run's noise floor: how much of what was measured the
+	// machine and the harness could have caused.
+	Noise NoiseFloor `json:"noise"`
+	// TimeoutMs is T.
+	TimeoutMs Num `json:"timeout_ms"`
+	// Endpoints are sorted by name.
+	Endpoints []EndpointStats `json:"endpoints"`
+	// TimeToDegradeT is the time from fault start to the end of the victim's
+	// first degraded window, in units of T; null when it never degraded or
+	// the run had no fault.
+	TimeToDegradeT Num `json:"time_to_degrade_t"`
+	// Inferred are the limits seen from outside the service, in the
+	// proxies' in-flight counts (InferenceRule).
+	Inferred []InferredLimit `json:"inferred_limits,omitempty"`
+	// Recovery is how the endpoints came back after the fault
+	// (RecoveryRule); nil without a fault or a long enough recovery phase.
+	Recovery *RunRecovery `json:"recovery,omitempty"`
+	// Leaks are the permits the fault left taken (LeakRule); nil without a
+	// fault.
+	Leaks *RunLeaks `json:"leaks,omitempty"`
+	// Limits are the dependencies' peaks of calls in flight against their
+	// limits (LimitRule).
+	Limits []LimitCheck `json:"limits,omitempty"`
+	// Pools holds the Little's-law comparison per pool, sorted by name.
+	Pools     []PoolStats `json:"pools,omitempty"`
+	Exhausted Exhaustion  `json:"exhausted"`
+	// ConnWaits are the endpoints' waits for a connection, when the
+	// service exports its connection pools.
+	ConnWaits []ConnWait `json:"conn_waits,omitempty"`
+	// Policy holds the culprit's policy numbers when the experiment names
+	// policy claims.
+	Policy *PolicyRun `json:"policy,omitempty"`
+	// CPU holds the service's CPU numbers when the experiment names the
+	// CPU claim.
+	CPU *CPURun `json:"cpu,omitempty"`
+	// Sweep is where the run sits in a sweep, if the spec had one.
+	Sweep *rundata.SweepPoint `json:"sweep,omitempty"`
+	// Instances are each instance's numbers when the service ran as a
+	// fleet (the other fields are then the fleet's, every instance
+	// together).
+	Instances []InstanceStats `json:"instances,omitempty"`
+	// Fleet is what the fleet put on the culprit's dependency, when the
+	// experiment names fleet claims.
+	Fleet *FleetRun `json:"fleet,omitempty"`
+	// Image is the run's PNG, relative to the report folder.
+	Image string `json:"image,omitempty"`
+}
+
+// Usable reports whether verdicts may use the run's numbers: it completed,
+// its data are sound, and it is valid.
+func (s RunSummary) Usable() bool {
+	return len(s.Problems) == 0 && len(s.Damaged) == 0 && s.Status == rundata.StatusComplete && s.Valid
+}
+
+// Exclusion says why a run is not used by the verdicts ("" when it is).
+func (s RunSummary) Exclusion() string {
+	switch {
+	case len(s.Damaged) > 0:
+		return "damaged data: " + strings.Join(s.Damaged, "; ")
+	case len(s.Problems) > 0:
+		return "incomplete: " + strings.Join(s.Problems, "; ")
+	case s.Status != rundata.StatusComplete:
+		return "incomplete: status " + s.Status
+	case !s.Valid:
+		return "INVALID: " + strings.Join(s.Invalid, "; ")
+	}
+	return ""
+}
+
+// EndpointStats are one endpoint's numbers in one run.
+type EndpointStats struct {
+	Endpoint      string `json:"endpoint"`
+	BaselineP50Ms Num    `json:"baseline_p50_ms"`
+	BaselineP99Ms Num    `json:"baseline_p99_ms"`
+	FaultP50Ms    Num    `json:"fault_p50_ms"`
+	// Fault-phase numbers (the whole run after warmup when there is no
+	// fault phase).
+	FaultP99Ms     Num            `json:"fault_p99_ms"`
+	FaultErrorRate Num            `json:"fault_error_rate"`
+	FaultOKRate    Num            `json:"fault_ok_per_s"`
+	FaultCounts    rundata.Counts `json:"fault_counts"`
+	RejectedP99Ms  Num            `json:"rejected_p99_ms"`
+	// FastRejectShare is the share of failures that were rejections faster
+	// than P2FastRejectMaxT·T (estimated from the rejected-latency
+	// quantiles); null without failures.
+	FastRejectShare Num `json:"fast_reject_share"`
+	// UnclassifiedShare is the share of the fault phase's results that no
+	// classification rule matched (class other); Unclassified counts them
+	// by status code.
+	UnclassifiedShare Num              `json:"unclassified_share"`
+	Unclassified      map[string]int64 `json:"unclassified,omitempty"`
+	// Phases are the endpoint's numbers in every phase, in order.
+	Phases []PhaseNumbers `json:"phases"`
+	// Retry holds the fault phase's retry numbers when the endpoint's
+	// clients retry.
+	Retry *RetryStats `json:"retry,omitempty"`
+}
+
+// RetryStats are a retrying client's numbers over a phase.
+type RetryStats struct {
+	// MaxAttempts is the most attempts per request, the first included.
+	MaxAttempts int `json:"max_attempts"`
+	// OfferedPerS is first attempts per second (the requests);
+	// DeliveredPerS every attempt per second (what reached the service).
+	OfferedPerS   Num `json:"offered_per_s"`
+	DeliveredPerS Num `json:"delivered_per_s"`
+	// Amplification is DeliveredPerS / OfferedPerS.
+	Amplification Num `json:"amplification"`
+	// RetryableShare is r: the share of attempts whose outcome the client
+	// retries (for the built-in service mostly rejections).
+	RetryableShare Num `json:"retryable_share"`
+	// Predicted is 1 + r + … + r^(MaxAttempts−1): the amplification if
+	// every attempt failed independently with probability r and nothing
+	// stopped a retry.
+	Predicted Num `json:"predicted_amplification"`
+	// RefusedShare is the share of requests whose retry was refused (by the
+	// budget or a Retry-After beyond the deadline).
+	RefusedShare Num `json:"refused_share"`
+}
+
+// retryStats computes RetryStats from a phase's counts.
+func retryStats(maxAttempts int, c rundata.RetryCounts, secs float64) *RetryStats {
+	st := &RetryStats{MaxAttempts: maxAttempts, OfferedPerS: Undefined, DeliveredPerS: Undefined, Amplification: Num(c.Amplification()),
+		RetryableShare: Num(c.RetryableShare()), Predicted: Undefined, RefusedShare: Undefined}
+	first := c.Attempts - c.Retries
+	if secs > 0 {
+		st.OfferedPerS, st.DeliveredPerS = Num(float64(first)/secs), Num(float64(c.Attempts)/secs)
+	}
+	if first > 0 {
+		st.RefusedShare = Num(float64(c.Refused) / float64(first))
+	}
+	if r := c.RetryableShare(); !math.IsNaN(r) {
+		p, term := 0.0, 1.0
+		for range maxAttempts {
+			p, term = p+term, term*r
+		}
+		st.Predicted = Num(p)
+	}
+	return st
+}
+
+// PhaseNumbers are one endpoint's numbers in one phase.
+type PhaseNumbers struct {
+	Phase     string `json:"phase"`
+	Results   int64  `json:"results"`
+	P50Ms     Num    `json:"p50_ms"`
+	P99Ms     Num    `json:"p99_ms"`
+	ErrorRate Num    `json:"error_rate"`
+	OKPerS    Num    `json:"ok_per_s"`
+	// Unclassified counts results no rule matched, by status code.
+	Unclassified map[string]int64 `json:"unclassified,omitempty"`
+}
+
+// PoolStats compares Little's-law predictions with the measurement for one
+// pool over the fault phase.
+type PoolStats struct {
+	Pool            string `json:"pool"`
+	Limit           int    `json:"limit"`
+	PredictedDemand Num    `json:"predicted_demand"`
+	// MeasuredDemand is Σ λ·W over the pool's endpoints: achieved arrival
+	// rate times mean dependency-call duration (service metrics), falling
+	// back to the mean successful latency.
+	MeasuredDemand Num `json:"measured_demand"`
+	DemandRatio    Num `json:"demand_ratio"`
+	PeakInUse      Num `json:"peak_in_use"`
+	// Exhaustion times are seconds from fault start; measured is the first
+	// sample with in_use ≥ limit (resolution: the sampling interval).
+	PredictedExhaustionS Num `json:"predicted_exhaustion_s"`
+	MeasuredExhaustionS  Num `json:"measured_exhaustion_s"`
+	ExhaustionRatio      Num `json:"exhaustion_ratio"`
+}
+
+var Undefined = Num(math.NaN())
+
+// Summarize computes a run's numbers under the expectations ex.
+func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
+	r := &Run{data}
+	s := RunSummary{
+		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
+		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
+		Retried: r.Meta.Attempts, TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
+	}
+	for _, v := range r.Meta.Validity {
+		if !v.Valid {
+			for _, reason := range v.Reasons {
+				s.Invalid = append(s.Invalid, v.Endpoint+"/"+v.Phase+": "+reason)
+			}
+		}
+	}
+	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(s.Invalid) == 0 {
+		s.Invalid = []string{"the load generator did not keep the open model"}
+	}
+	s.Noise = r.NoiseFloor()
+	phase := r.mainPhase()
+	for _, ep := range r.Endpoints() {
+		s.Endpoints = append(s.Endpoints, r.endpointStats(ep, phase, ex))
+	}
+	if t, ok := r.timeToDegrade(ex); ok {
+		s.TimeToDegradeT = Num(t)
+	}
+	for _, p := range r.PoolNames() {
+		s.Pools = append(s.Pools, r.poolStats(p))
+	}
+	errRate := map[string]float64{}
+	for _, e := range s.Endpoints {
+		errRate[e.Endpoint] = float64(e.FaultErrorRate)
+	}
+	s.Inferred = r.inferLimits(errRate)
+	if len(s.Pools) == 0 {
+		for _, l := range s.Inferred {
+			st := l.poolStats()
+			if pred, ok := r.proxyPrediction(r.callersOf(l.Dependencies)); ok {
+				st.PredictedDemand = Num(pred[r.mainPhase()])
+				st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
+			}
+			s.Pools = append(s.Pools, st)
+		}
+	}
+	s.Recovery = r.Recovery(ex)
+	s.Leaks = r.leaks(s.Inferred)
+	s.Limits = r.limitChecks(s.Inferred)
+	s.Exhausted = r.exhaustion(s.Inferred)
+	s.Exhausted.markLeaked(s.Leaks)
+	s.ConnWaits = r.connWaitStats()
+	s.Policy = r.policyStats(&s, ex)
+	s.CPU = r.cpuStats(&s, ex)
+	s.Instances = r.instanceStats()
+	if ex.Fleet != nil {
+		s.Fleet = r.fleetStats(ex, s.Endpoint(ex.Culprit))
+	}
+	return s
+}
+
+// mainPhase is the phase whose numbers stand for the run: "fault" when it
+// exists, else "" (meaning every window after warmup).
+func (r *Run) mainPhase() string {
+	if _, ok := r.PhaseSpan(rundata.PhaseFault); ok {
+		return rundata.PhaseFault
+	}
+	for _, p := range r.Phases {
+		if p.Phase == rundata.PhaseFault {
+			return rundata.PhaseFault
+		}
+	}
+	return ""
+}
+
+func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
+	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
+		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, UnclassifiedShare: Undefined}
+	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+		st.BaselineP50Ms = Num(Millis(ps.Latency.P50))
+	}
+	for _, p := range r.Meta.Phases {
+		st.Phases = append(st.Phases, r.phaseNumbers(ep, p.Name))
+	}
+	ps, ok := r.PhaseSummary(ep, phase)
+	if !ok {
+		ps = r.mergeWindows(ep, phase)
+	}
+	secs := r.PhaseSeconds(phase)
+	if phase == "" {
+		secs = r.windowSeconds(ep)
+	}
+	st.FaultCounts = ps.Counts
+	if tot := ps.Counts.Total(); tot > 0 {
+		st.FaultP50Ms = Num(Millis(ps.Latency.P50))
+		st.FaultP99Ms = Num(Millis(ps.Latency.P99))
+		st.FaultErrorRate = Num(float64(ps.Counts.Failed()) / float64(tot))
+		st.UnclassifiedShare = Num(float64(ps.Counts[rundata.ClassOther]) / float64(tot))
+		st.Unclassified = ps.Unclassified
+	}
+	if secs > 0 {
+		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
+	}
+	if info := r.EndpointInfo(ep); info.RetryAttempts > 0 {
+		st.Retry = retryStats(info.RetryAttempts, ps.RetryCounts, secs)
+	}
+	rq := ps.ByClass[rundata.ClassRejected.String()]
+	if rq.Count > 0 {
+		st.RejectedP99Ms = Num(Millis(rq.P99))
+	}
+	if failed := ps.Counts.Failed(); failed > 0 {
+		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
+		fast := float64(ps.Counts[rundata.ClassRejected]) * cdfAt(rq, thr)
+		st.FastRejectShare = Num(fast / float64(failed))
+	}
+	return st
+}
+
+// phaseNumbers are ep's numbers over one phase (undefined when it had no
+// results).
+func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
+	n := PhaseNumbers{Phase: phase, P50Ms: Undefined, P99Ms: Undefined, ErrorRate: Undefined, OKPerS: Undefined}
+	ps, ok := r.PhaseSummary(ep, phase)
+	if !ok {
+		ps = r.mergeWindows(ep, phase)
+	}
+	n.Results = ps.Counts.Total()
+	n.Unclassified = ps.Unclassified
+	if n.Results > 0 {
+		n.P50Ms, n.P99Ms = Num(Millis(ps.Latency.P50)), Num(Millis(ps.Latency.P99))
+		n.ErrorRate = Num(float64(ps.Counts.Failed()) / float64(n.Results))
+	}
+	if secs := r.PhaseSeconds(phase); secs > 0 {
+		n.OKPerS = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
+	}
+	return n
+}
+
+// cdfAt estimates the share of a histogram at or below d by interpolating
+// linearly between its quantiles (0 at 0, 0.5 at p50, ..., 1 at max).
+func cdfAt(q rundata.Quantiles, d time.Duration) float64 {
+	if q.Count == 0 {
+		return 0
+	}
+	xs := []time.Duration{0, q.P50, q.P90, q.P99, q.P999, q.Max}
+	ps := []float64{0, 0.5, 0.9, 0.99, 0.999, 1}
+	if d >= q.Max {
+		return 1
+	}
+	for i := 1; i < len(xs); i++ {
+		if d < xs[i] {
+			if xs[i] == xs[i-1] {
+				return ps[i-1]
+			}
+			f := float64(d-xs[i-1]) / float64(xs[i]-xs[i-1])
+			return ps[i-1] + f*(ps[i]-ps[i-1])
+		}
+	}
+	return 1
+}
+
+// baselineP99 is ep's p99 over the baseline phase in ms (NaN if unknown):
+// from phases.json, else the median of the baseline windows' p99.
+func (r *Run) baselineP99(ep string) float64 {
+	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+		return Millis(ps.Latency.P99)
+	}
+	var v []float64
+	for _, w := range r.EndpointWindows(ep) {
+		if w.Phase == rundata.PhaseBaseline && w.Counts.Total() > 0 {
+			v = append(v, Millis(w.Latency.P99))
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
+// mergeWindows approximates a PhaseSummary from windows when phases.json is
+// missing: counts add up, the p99 is the largest window p99 (an upper bound).
+func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
+	ps := rundata.PhaseStats{Endpoint: ep, Phase: phase}
+	for _, w := range r.EndpointWindows(ep) {
+		if (phase == "" && w.Phase == rundata.PhaseWarmup) || (phase != "" && w.Phase != phase) {
+			continue
+		}
+		for i, c := range w.Counts {
+			ps.Counts[i] += c
+		}
+		ps.RetryCounts.Add(w.RetryCounts)
+		ps.Latency.P99 = max(ps.Latency.P99, w.Latency.P99)
+		ps.Latency.Count += w.Latency.Count
+	}
+	return ps
+}
+
+func (r *Run) windowSeconds(ep string) float64 {
+	var d time.Duration
+	for _, w := range r.EndpointWindows(ep) {
+		if w.Phase != rundata.PhaseWarmup {
+			d += w.Duration
+		}
+	}
+	return d.Seconds()
+}
+
+// degraded reports whether w is degraded against a baseline p99 in ms.
+func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
+	tot := w.Counts.Total()
+	if tot == 0 {
+		return false
+	}
+	if float64(w.Counts.Failed())/float64(tot) > ex.DegradedErrorRate {
+		return true
+	}
+	return baseP99 > 0 && Millis(w.Latency.P99) > ex.DegradedP99Factor*baseP99
+}
+
+// timeToDegrade is the time in units of T from fault start to the end of the
+// victim's first degraded window that starts no earlier than half a window
+// before the fault and before the fault ends.
+func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
+	fs, ok := r.FaultStart()
+	if !ok || r.Meta.Timeout <= 0 {
+		return 0, false
+	}
+	fe := r.FaultEnd()
+	base := r.baselineP99(ex.Victim)
+	for _, w := range r.EndpointWindows(ex.Victim) {
+		if w.Start.Before(fs.Add(-w.Duration/2)) || (!fe.IsZero() && !w.Start.Before(fe)) {
+			continue
+		}
+		if degraded(w, base, ex) {
+			d := max(w.Start.Add(w.Duration).Sub(fs), 0)
+			return float64(d) / float64(r.Meta.Timeout), true
+		}
+	}
+	return 0, false
+}
+
+// Endpoint returns the stats of endpoint name, all undefined when absent.
+func (s RunSummary) Endpoint(name string) EndpointStats {
+	for _, e := range s.Endpoints {
+		if e.Endpoint == name {
+			return e
+		}
+	}
+	return EndpointStats{Endpoint: name, BaselineP50Ms: Undefined, BaselineP99Ms: Undefined, FaultP50Ms: Undefined, FaultP99Ms: Undefined,
+		FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, UnclassifiedShare: Undefined}
+}
+
+// Harm is how far endpoint name is from P2's isolation in this run: the
+// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
+// P2MaxErrorRate (≥ 1: P2 would not hold for it).
+func (s RunSummary) Harm(name string, ex rundata.Expectations) Num {
+	return Num(max(float64(s.P99RiseT(name))/ex.P2MaxP99RiseT, float64(s.Endpoint(name).FaultErrorRate)/ex.P2MaxErrorRate))
+}
+
+// P99RiseT is how far endpoint name's fault-phase p99 rose above its
+// baseline p99, in units of T (P2's measure).
+func (s RunSummary) P99RiseT(name string) Num {
+	e := s.Endpoint(name)
+	return Num(Ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))
+}
+
+// RejectedShare is the share of the endpoint's fault-phase results that a
+// bulkhead, breaker or limiter of the service refused.
+func RejectedShare(e EndpointStats) Num {
+	tot := e.FaultCounts.Total()
+	if tot == 0 {
+		return Undefined
+	}
+	c := e.FaultCounts
+	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
+}

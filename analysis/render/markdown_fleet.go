@@ -1,0 +1,64 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
+)
+
+// writeFleetMD writes, for runs of a fleet, what the fleet put on the
+// culprit's dependency (with the experiment's fleet claims) and every
+// instance's pools: peak in use against its own limit, Little's law for its
+// share of the load, and what ran out first in it. Nothing for an
+// experiment of single instances without fleet claims.
+func writeFleetMD(b *bytes.Buffer, s *verdict.Summary) {
+	var fleet, inst []measure.RunSummary
+	for _, r := range s.Runs {
+		if r.Fleet != nil {
+			fleet = append(fleet, r)
+		}
+		if len(r.Instances) > 0 {
+			inst = append(inst, r)
+		}
+	}
+	if len(fleet) == 0 && len(inst) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
+	ex := s.Expectations
+	p("## Fleet\n")
+	if len(fleet) > 0 {
+		p("What each run's fleet put on /%s's dependency over the fault phase, against Little's law: K = min(N·L, λ·W) calls, "+
+			"each taking W = s·max(1, K/C) (predicted before the run from N, L, λ, s and C). Concurrency is the proxy's in-flight count "+
+			"(mean of the samples); in service and waiting are the dependency's own; call time is the instances' mean dependency call.\n", ex.Culprit)
+		p("| run | N | L | N·L | C | λ req/s | concurrency (predicted K) | in service + waiting | call time ms (predicted W) | /%s ok req/s | rejected | dependency failed |", ex.Culprit)
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, r := range fleet {
+			f := r.Fleet
+			p("| %s | %d | %d | %d | %s | %s | %s (%s) | %s + %s | %s (%s) | %s | %s | %s |", r.ID, f.Instances, f.PerInstanceLimit, f.FleetLimit,
+				measure.FmtNum(f.Capacity), measure.FmtNum(f.OfferedPerS), measure.FmtNum(f.ConcurrencyOnDep), measure.FmtNum(f.PredictedConcurrency),
+				measure.FmtNum(f.DepInService), measure.FmtNum(f.DepWaiting), measure.FmtNum(f.MeasuredWaitMs), measure.FmtNum(f.PredictedWaitMs),
+				measure.FmtNum(f.OKPerS), pct(f.RejectedShare), pct(f.DepFailedShare))
+		}
+		p("")
+	}
+	if len(inst) > 0 {
+		p("Every instance on its own: peak permits in use per pool against the instance's limit over the fault phase, Little's law for its share " +
+			"of the load (measured ÷ predicted demand), and the resource that ran out first in it.\n")
+		p("| run | instance | peak in use / limit (demand ratio) | exhausted first |")
+		p("|---|---|---|---|")
+		for _, r := range inst {
+			for _, is := range r.Instances {
+				var pools []string
+				for _, ps := range is.Pools {
+					pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
+				}
+				p("| %s | %s | %s | %s |", r.ID, is.Instance, strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
+			}
+		}
+		p("")
+	}
+}

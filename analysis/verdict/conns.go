@@ -1,0 +1,71 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// connsVerdicts judges the connection-pool claims the experiment names
+// (Expectations.Conns); none when it names none.
+func connsVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
+	if ex.Conns == nil {
+		return nil
+	}
+	cr := ex.Conns.WithDefaults()
+	out := []Verdict{connsNoWall(cells, ex, cr)}
+	if cr.Sized != "" && cr.Over != "" {
+		out = append(out, connsSized(cells, ex, cr))
+	}
+	return out
+}
+
+// connsNoWall is seed-004's "partitioning the worker pool but not the
+// connection pool — the compartment with no wall is the one that floods":
+// with bulkheads and one connection pool for both dependencies, the victim
+// is hurt and the connections run out first; with a connection pool per
+// dependency it is not hurt.
+func connsNoWall(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) Verdict {
+	b := newBuilder("CONNS-NO-WALL", fmt.Sprintf("%s: with bulkheads but one connection pool (%s) /%s is hurt and the connections run out first; with a connection pool per dependency (%s) it is not",
+		cr.Condition, cr.NoWall, ex.Victim, cr.Walled), cells, ex, [2]string{cr.Condition, cr.NoWall}, [2]string{cr.Condition, cr.Walled})
+	noWall, walled := b.cells[0], b.cells[1]
+	b.check("/"+ex.Victim+" harm in "+cr.NoWall+": max(p99 rise / P2's limit, error rate / P2's limit)", "×",
+		measure.EstimateOf(noWall.vals(func(r measure.RunSummary) measure.Num { return r.Harm(ex.Victim, ex) })), ">=", 1)
+	b.check("runs of "+cr.NoWall+" where the connections ran out first", "share", measure.EstimateOf(noWall.vals(func(r measure.RunSummary) measure.Num {
+		return share(r.Exhausted.Resource != measure.ResourceNone, r.Exhausted.Resource == measure.ResourceConnections)
+	})), ">=", 1)
+	b.check("/"+ex.Victim+" fault p99 − baseline p99 in "+cr.Walled, "T", measure.EstimateOf(walled.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) })), "<=", ex.P2MaxP99RiseT)
+	b.check("/"+ex.Victim+" fault error rate in "+cr.Walled, "share", walled.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	for _, c := range []*Cell{noWall, walled} {
+		b.info("/"+ex.Victim+" mean connection wait in "+c.Mode, "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.ConnWait(ex.Victim).MeanWaitMs })))
+	}
+	b.info("/"+ex.Victim+" fault error rate in "+cr.NoWall, "share", noWall.VictimErrorRate)
+	return b.decide()
+}
+
+// connsSized is seed-002's rule: a bulkhead at ≈ 0.8 × the connections of
+// its dependency trips before they run out, so the culprit's calls never
+// wait for a connection; one above the connection count leaves the
+// connection pool as the wall, and calls wait for it (and time out there
+// instead of being rejected at once).
+func connsSized(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) Verdict {
+	b := newBuilder("CONNS-SIZED", fmt.Sprintf("%s: /%s's calls do not wait for a connection when its bulkhead is ≤ 0.8 × its connections (%s), and do when it is above them (%s)",
+		cr.Condition, ex.Culprit, cr.Sized, cr.Over), cells, ex, [2]string{cr.Condition, cr.Sized}, [2]string{cr.Condition, cr.Over})
+	sized, over := b.cells[0], b.cells[1]
+	waitT := func(r measure.RunSummary) measure.Num {
+		w := r.ConnWait(ex.Culprit)
+		if math.IsNaN(float64(r.TimeoutMs)) || r.TimeoutMs <= 0 {
+			return measure.Undefined
+		}
+		return w.MeanWaitMs / r.TimeoutMs
+	}
+	b.check("/"+ex.Culprit+" mean connection wait in "+sized.Mode, "T", measure.EstimateOf(sized.vals(waitT)), "<=", cr.SizedMaxWaitT)
+	b.check("/"+ex.Culprit+" mean connection wait in "+over.Mode, "T", measure.EstimateOf(over.vals(waitT)), ">=", cr.OverMinWaitT)
+	for _, c := range []*Cell{sized, over} {
+		b.info("/"+ex.Culprit+" calls that timed out waiting for a connection in "+c.Mode, "calls", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.ConnWait(ex.Culprit).Timeouts })))
+		b.info("/"+ex.Culprit+" fast-reject share of failures in "+c.Mode, "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FastRejectShare })))
+	}
+	return b.decide()
+}

@@ -1,0 +1,196 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// policyVerdicts judges the policy claims the experiment names
+// (Expectations.Policy); none when it names none.
+func policyVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
+	pc := ex.Policy
+	if pc == nil {
+		return nil
+	}
+	var out []Verdict
+	if b := pc.Breaker; b != nil {
+		out = append(out, breakerLate(cells, ex), victimAtBaseline("BREAKER-ISOLATED",
+			fmt.Sprintf("%s + %s: /%s stays at its baseline: the breaker opens behind a wall", b.Bulkhead, b.Condition, ex.Victim),
+			cells, ex, b.Condition, b.Bulkhead, false))
+	}
+	if a := pc.Adaptive; a != nil {
+		out = append(out, victimAtBaseline("ADAPTIVE-ISOLATES",
+			fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", a.Mode, ex.Slow, ex.Victim),
+			cells, ex, ex.Slow, a.Mode, true), adaptiveCost(cells, ex))
+	}
+	if pc.Retry != nil {
+		out = append(out, retryVerdicts(cells, ex)...)
+	}
+	return out
+}
+
+// share is 1 when ok, 0 when not, NaN when the run cannot tell.
+func share(defined, ok bool) measure.Num {
+	switch {
+	case !defined:
+		return measure.Undefined
+	case ok:
+		return 1
+	}
+	return 0
+}
+
+// breakerLate is seed-004's "a breaker eventually opens, but only after the
+// pool has already drained, so the fast failure arrives after the damage".
+func breakerLate(cells []Cell, ex rundata.Expectations) Verdict {
+	br := ex.Policy.Breaker
+	b := newBuilder("BREAKER-LATE", fmt.Sprintf("%s + %s: the breaker on /%s opens only after the pool ran out, and /%s is hurt before it opens",
+		br.Shared, br.Condition, ex.Culprit, ex.Victim), cells, ex, [2]string{br.Condition, br.Shared})
+	c := b.cells[0]
+	pol := func(r measure.RunSummary) measure.PolicyRun {
+		if r.Policy == nil {
+			return measure.PolicyRun{BreakerOpenS: measure.Undefined, BreakerOpenPredictedS: measure.Undefined, PoolExhaustedS: measure.Undefined, VictimDegradedS: measure.Undefined}
+		}
+		return *r.Policy
+	}
+	b.check("repeats in which the breaker opened", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		return share(true, !math.IsNaN(float64(pol(r).BreakerOpenS)))
+	})), ">=", 1)
+	b.check("repeats in which the pool ran out before the breaker opened", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		p := pol(r)
+		exh, open := float64(p.PoolExhaustedS), float64(p.BreakerOpenS)
+		return share(!math.IsNaN(open), !math.IsNaN(exh) && exh < open)
+	})), ">=", 1)
+	b.check("repeats in which /"+ex.Victim+" degraded before the breaker opened", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		p := pol(r)
+		deg, open := float64(p.VictimDegradedS), float64(p.BreakerOpenS)
+		return share(!math.IsNaN(open), !math.IsNaN(deg) && deg < open)
+	})), ">=", 1)
+	b.info("time to open", "s", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return pol(r).BreakerOpenS })))
+	b.info("time to open, closed form (— when there is none)", "s", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return pol(r).BreakerOpenPredictedS })))
+	b.info("time to pool exhaustion", "s", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return pol(r).PoolExhaustedS })))
+	b.info("time to /"+ex.Victim+" degraded", "s", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return pol(r).VictimDegradedS })))
+	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	b.notes = append(b.notes, "a breaker learns of a failure only when a call ends: a timeout after T, a rejection once the pool and its queue are full")
+	return b.decide()
+}
+
+// victimAtBaseline is P2's test on another cell: the victim's p99 rises by
+// at most P2MaxP99RiseT and its error rate stays below P2MaxErrorRate.
+func victimAtBaseline(name, claim string, cells []Cell, ex rundata.Expectations, cond, mode string, limiter bool) Verdict {
+	b := newBuilder(name, claim, cells, ex, [2]string{cond, mode})
+	c := b.cells[0]
+	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
+	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
+	if limiter {
+		b.info("/"+ex.Culprit+" adaptive limit, fault-phase minimum", "permits", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+			if r.Policy == nil {
+				return measure.Undefined
+			}
+			return r.Policy.LimiterMinLimit
+		})))
+	}
+	return b.decide()
+}
+
+// adaptiveCost is P3 for the adaptive arm: under busy it serves the culprit
+// more than fixed bulkheads do (it pays less for isolation).
+func adaptiveCost(cells []Cell, ex rundata.Expectations) Verdict {
+	mode := ex.Policy.Adaptive.Mode
+	b := newBuilder("ADAPTIVE-COST", fmt.Sprintf("%s: /%s's successful throughput is higher with %s than with bulkheads (isolation costs less)",
+		ex.Busy, ex.Culprit, mode), cells, ex, [2]string{ex.Busy, "bulkhead"}, [2]string{ex.Busy, mode})
+	bh, ad := b.cells[0], b.cells[1]
+	gain := measure.Bootstrap([][]float64{
+		bh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
+		ad.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
+	}, func(m []float64) float64 { return measure.Ratio(m[1], m[0]) - 1 })
+	b.check("throughput gain "+mode+"/bulkhead − 1", "share", gain, ">=", ex.P3MinThroughputCost)
+	b.info("/"+ex.Culprit+" ok throughput, bulkhead", "req/s", bh.CulpritOKRate)
+	b.info("/"+ex.Culprit+" ok throughput, "+mode, "req/s", ad.CulpritOKRate)
+	return b.decide()
+}
+
+// retryVerdicts are seed-004's "rejections treated as generic errors and
+// retried, so the rejected load comes straight back", and what stops it.
+func retryVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
+	rr := ex.Policy.Retry.WithDefaults()
+	amp := func(ep string) func(measure.RunSummary) measure.Num {
+		return func(r measure.RunSummary) measure.Num {
+			if st := r.Endpoint(ep).Retry; st != nil {
+				return st.Amplification
+			}
+			return measure.Undefined
+		}
+	}
+
+	b := newBuilder("RETRY-AMPLIFIES", fmt.Sprintf("%s + %s: clients that retry failures multiply /%s's load by 1 + r + … + r^(n−1) for a rejection share r",
+		rr.Storm, rr.Condition, ex.Culprit), cells, ex, [2]string{rr.Condition, rr.Storm})
+	c := b.cells[0]
+	b.check("/"+ex.Culprit+" amplification (attempts per request)", "×", measure.EstimateOf(c.vals(amp(ex.Culprit))), ">=", rr.MinAmplification)
+	b.check("|measured / predicted − 1|", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		st := r.Endpoint(ex.Culprit).Retry
+		if st == nil {
+			return measure.Undefined
+		}
+		return measure.Num(math.Abs(measure.Ratio(float64(st.Amplification), float64(st.Predicted)) - 1))
+	})), "<=", rr.Tolerance)
+	b.info("/"+ex.Culprit+" predicted 1 + r + … + r^(n−1)", "×", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		if st := r.Endpoint(ex.Culprit).Retry; st != nil {
+			return st.Predicted
+		}
+		return measure.Undefined
+	})))
+	b.info("/"+ex.Culprit+" rejection share r (per attempt)", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		if st := r.Endpoint(ex.Culprit).Retry; st != nil {
+			return st.RetryableShare
+		}
+		return measure.Undefined
+	})))
+	b.info("/"+ex.Victim+" amplification", "×", measure.EstimateOf(c.vals(amp(ex.Victim))))
+	b.notes = append(b.notes, "the prediction assumes each attempt fails independently with the measured share r; rejections that come in bursts break it")
+	out := []Verdict{b.decide()}
+
+	b = newBuilder("RETRY-HURTS", fmt.Sprintf("%s: /%s is worse with retrying clients (%s) than without (%s): the rejected load comes straight back",
+		rr.Condition, ex.Victim, rr.Storm, rr.Control), cells, ex, [2]string{rr.Condition, rr.Control}, [2]string{rr.Condition, rr.Storm})
+	ctl, st := b.cells[0], b.cells[1]
+	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
+	errs := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultErrorRate }
+	tms := func(r measure.RunSummary) measure.Num { return r.TimeoutMs }
+	harm := measure.Bootstrap([][]float64{ctl.vals(p99), st.vals(p99), ctl.vals(errs), st.vals(errs), st.vals(tms)}, func(m []float64) float64 {
+		return max((m[1]-m[0])/m[4]/ex.P2MaxP99RiseT, (m[3]-m[2])/ex.DegradedErrorRate)
+	})
+	b.check(fmt.Sprintf("/%s harm: max(Δp99 / %.2gT, Δerror rate / %.2g)", ex.Victim, ex.P2MaxP99RiseT, ex.DegradedErrorRate), "×", harm, ">=", 1)
+	b.info("/"+ex.Victim+" fault p99, "+rr.Control, "ms", ctl.VictimP99Ms)
+	b.info("/"+ex.Victim+" fault p99, "+rr.Storm, "ms", st.VictimP99Ms)
+	b.info("/"+ex.Victim+" fault error rate, "+rr.Control, "share", ctl.VictimErrorRate)
+	b.info("/"+ex.Victim+" fault error rate, "+rr.Storm, "share", st.VictimErrorRate)
+	out = append(out, b.decide())
+
+	if len(rr.Contained) == 0 {
+		return out
+	}
+	need := make([][2]string, len(rr.Contained))
+	for i, m := range rr.Contained {
+		need[i] = [2]string{rr.Condition, m}
+	}
+	b = newBuilder("RETRY-CONTAINED", fmt.Sprintf("%s: with %s, retrying clients keep /%s's amplification near 1",
+		rr.Condition, strings.Join(rr.Contained, ", "), ex.Culprit), cells, ex, need...)
+	for i, m := range rr.Contained {
+		c := b.cells[i]
+		b.check(m+": /"+ex.Culprit+" amplification", "×", measure.EstimateOf(c.vals(amp(ex.Culprit))), "<=", rr.ContainedMax)
+		b.info(m+": /"+ex.Culprit+" share of requests whose retry was refused", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+			if st := r.Endpoint(ex.Culprit).Retry; st != nil {
+				return st.RefusedShare
+			}
+			return measure.Undefined
+		})))
+		b.info(m+": /"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	}
+	return append(out, b.decide())
+}

@@ -1,0 +1,340 @@
+package verdict
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// builder assembles one verdict: the cells it needs, its measures, and the
+// outcome rules common to every prediction (see decide).
+type builder struct {
+	v       Verdict
+	ex      rundata.Expectations
+	cells   []*Cell
+	missing []string // cells without any run
+	invalid []string // cells whose runs are all excluded as INVALID or damaged: why
+	notes   []string
+	unsure  []string // reasons the data cannot decide, besides the measures
+	// undecidable are reasons the measures cannot be trusted at all (the
+	// results they count were not classified): INCONCLUSIVE even when a
+	// measure fails.
+	undecidable []string
+}
+
+func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ...[2]string) *builder {
+	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
+	for _, k := range need {
+		c := FindCell(all, k[0], k[1])
+		if c == nil {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
+			b.cells = append(b.cells, &Cell{Condition: k[0], Mode: k[1]})
+			continue
+		}
+		b.cells = append(b.cells, c)
+		b.v.Runs = append(b.v.Runs, c.Runs...)
+		b.v.Excluded = append(b.v.Excluded, c.Excluded...)
+		if len(c.UsedRuns) > 0 {
+			continue
+		}
+		var why []string
+		for _, r := range c.excluded {
+			switch {
+			case len(r.Damaged) > 0:
+				why = append(why, r.ID+" (damaged data)")
+			case !r.Valid:
+				why = append(why, r.ID+" (INVALID: "+strings.Join(FirstN(r.Invalid, 1), "; ")+")")
+			}
+		}
+		if len(why) > 0 {
+			b.invalid = append(b.invalid, why...)
+		} else {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
+		}
+	}
+	return b
+}
+
+// info adds a number shown for information only.
+func (b *builder) info(name, unit string, e measure.Estimate) {
+	b.v.Measures = append(b.v.Measures, Measure{Name: name, Unit: unit, Value: e})
+}
+
+// check adds a deciding number that must satisfy op threshold.
+func (b *builder) check(name, unit string, e measure.Estimate, op string, thr float64) {
+	t := measure.Num(thr)
+	m := Measure{Name: name, Unit: unit, Value: e, Op: op, Threshold: &t}
+	m.Result = measureResult(e, op, thr, b.ex.MaxRelativeSpread)
+	b.v.Measures = append(b.v.Measures, m)
+}
+
+func holds(v float64, op string, thr float64) bool {
+	switch op {
+	case "<=":
+		return v <= thr
+	case ">=":
+		return v >= thr
+	case ">":
+		return v > thr
+	}
+	return false
+}
+
+// measureResult is a deciding measure's result: pass, fail, uncertain (the
+// interval straddles the threshold and its relative width exceeds
+// maxSpread) or undefined.
+func measureResult(e measure.Estimate, op string, thr, maxSpread float64) string {
+	if !e.Defined() {
+		return "undefined"
+	}
+	ok := holds(e.Mean, op, thr)
+	if e.HasCI() && holds(e.Lo, op, thr) != holds(e.Hi, op, thr) && e.RelSpread() > maxSpread {
+		return "uncertain"
+	}
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+// decide sets the outcome: SKIPPED when a needed cell has no complete run
+// at all, INVALID when a needed cell has no usable run but INVALID or
+// damaged ones (no verdict is computed from them), NOT SUPPORTED when a
+// deciding number definitely fails, INCONCLUSIVE when one is uncertain or
+// undefined or the data cannot tell (unsure), else SUPPORTED. Runs of its
+// cells that it could not use are named in the reason.
+func (b *builder) decide() Verdict {
+	v := b.v
+	var failed []string
+	unsure := append([]string(nil), b.unsure...)
+	for _, m := range v.Measures {
+		switch m.Result {
+		case "fail":
+			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, measure.Fmt3(m.Value.Mean), m.Unit, m.Op, measure.Fmt3(float64(*m.Threshold))))
+		case "uncertain":
+			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, measure.Fmt3(m.Value.Lo), measure.Fmt3(m.Value.Hi), measure.Fmt3(float64(*m.Threshold))))
+		case "undefined":
+			unsure = append(unsure, m.Name+" could not be measured")
+		}
+	}
+	switch {
+	case len(b.missing) > 0:
+		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
+	case len(b.invalid) > 0:
+		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")+"; see the runs for every reason"
+	case len(b.undecidable) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(b.undecidable, "; ")
+	case len(failed) > 0:
+		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
+	case len(unsure) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(unsure, "; ")
+	default:
+		v.Outcome, v.Reason = Supported, "every deciding number met its threshold"
+	}
+	notes := b.notes
+	if v.Outcome != Invalid && len(v.Excluded) > 0 {
+		var ids []string
+		for _, e := range v.Excluded {
+			ids = append(ids, e.Run)
+		}
+		notes = append(notes, "judged without "+strings.Join(ids, ", ")+": see why in the runs")
+	}
+	if len(notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
+		v.Reason += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return v
+}
+
+func p1(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
+		ex.Slow, ex.Victim, ex.Culprit, measure.FmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, "shared"})
+	c := b.cells[0]
+	deg := c.vals(func(r measure.RunSummary) measure.Num {
+		if math.IsNaN(float64(r.TimeToDegradeT)) {
+			return 0
+		}
+		return 1
+	})
+	b.check("repeats in which /"+ex.Victim+" degraded", "share", measure.EstimateOf(deg), ">=", 1)
+	b.check("time to degradation", "T", c.TimeToDegradeT, "<=", ex.P1MaxTimeToDegrade)
+	b.info("/"+ex.Victim+" fault p99", "ms", c.VictimP99Ms)
+	b.info("/"+ex.Culprit+" fault p99", "ms", c.CulpritP99Ms)
+	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
+	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
+	b.notes = append(b.notes, fmt.Sprintf("degraded window: p99 > %s× baseline or error rate > %s", measure.FmtG(ex.DegradedP99Factor), measure.FmtG(ex.DegradedErrorRate)))
+	return b.decide()
+}
+
+// p2 is isolation: under bulkheads the victim stays at its baseline.
+func p2(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)",
+		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, "bulkhead"})
+	c := b.cells[0]
+	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
+	b.info("/"+ex.Victim+" fault p99 / baseline p99", "×", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+		e := r.Endpoint(ex.Victim)
+		return measure.Num(measure.Ratio(float64(e.FaultP99Ms), float64(e.BaselineP99Ms)))
+	})))
+	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	return b.decide()
+}
+
+// failFast is the second half of DESIGN's P2, judged on its own: under
+// bulkheads the culprit's failures are quick rejections, not timeouts. It
+// depends on how results are classified, so it cannot be decided while
+// more than MaxUnclassified of the culprit's results matched no rule.
+func failFast(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder(FailFast, fmt.Sprintf("bulkhead + %s: /%s's failures are fast rejections (503 from its bulkhead, < %s·T)",
+		ex.Slow, ex.Culprit, measure.FmtG(ex.P2FastRejectMaxT)), cells, ex, [2]string{ex.Slow, "bulkhead"})
+	c := b.cells[0]
+	share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FastRejectShare }))
+	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
+	b.info("/"+ex.Culprit+" rejection p99", "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).RejectedP99Ms })))
+	unclassified := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).UnclassifiedShare }))
+	b.info("/"+ex.Culprit+" results no rule classified", "share", unclassified)
+	if unclassified.Defined() && unclassified.Mean > MaxUnclassified {
+		b.undecidable = append(b.undecidable, fmt.Sprintf("%.3g %% of /%s's results matched no classification rule (%s): add a rule for them",
+			100*unclassified.Mean, ex.Culprit, unclassifiedStatuses(c.UsedRuns, ex.Culprit)))
+	}
+	t := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.TimeoutMs }))
+	b.notes = append(b.notes, fmt.Sprintf("fast = latency < %s·T = %s ms", measure.FmtG(ex.P2FastRejectMaxT), measure.FmtG(ex.P2FastRejectMaxT*t.Mean)))
+	return b.decide()
+}
+
+// FailFast is the name of the fail-fast verdict.
+const FailFast = "FAILFAST"
+
+// MaxUnclassified is the largest share of an endpoint's results that may
+// match no classification rule before a verdict that depends on the
+// classes becomes INCONCLUSIVE.
+const MaxUnclassified = 0.01
+
+// unclassifiedStatuses names the status codes of ep's unclassified results
+// over runs, most frequent first: "429 ×2000, 418 ×3".
+func unclassifiedStatuses(runs []measure.RunSummary, ep string) string {
+	total := map[string]int64{}
+	for _, r := range runs {
+		for k, n := range r.Endpoint(ep).Unclassified {
+			total[k] += n
+		}
+	}
+	keys := slices.Sorted(maps.Keys(total))
+	sort.SliceStable(keys, func(i, j int) bool { return total[keys[i]] > total[keys[j]] })
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, total[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func p3(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
+		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, "shared"}, [2]string{ex.Busy, "bulkhead"})
+	sh, bh := b.cells[0], b.cells[1]
+	cost := measure.Bootstrap([][]float64{
+		sh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
+		bh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
+	}, func(m []float64) float64 { return 1 - measure.Ratio(m[1], m[0]) })
+	b.check("throughput cost 1 − bulkhead/shared", "share", cost, ">=", ex.P3MinThroughputCost)
+	b.info("/"+ex.Culprit+" ok throughput, shared", "req/s", sh.CulpritOKRate)
+	b.info("/"+ex.Culprit+" ok throughput, bulkhead", "req/s", bh.CulpritOKRate)
+	return b.decide()
+}
+
+func p4(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
+		ex.Victim, ex.Failing, ex.Slow), cells, ex,
+		[2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"}, [2]string{ex.Failing, "shared"}, [2]string{ex.Failing, "bulkhead"})
+	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
+	errR := func(r measure.RunSummary) measure.Num {
+		return measure.Num(100 * float64(r.Endpoint(ex.Victim).FaultErrorRate))
+	}
+	groups := func(f func(measure.RunSummary) measure.Num) [][]float64 {
+		g := make([][]float64, 4)
+		for i, c := range b.cells {
+			g[i] = c.vals(f)
+		}
+		return g
+	}
+	diff := func(f func(measure.RunSummary) measure.Num, a, c int) measure.Estimate {
+		return measure.Bootstrap(groups(f), func(m []float64) float64 { return m[a] - m[c] })
+	}
+	rat := func(f func(measure.RunSummary) measure.Num) measure.Estimate {
+		return measure.Bootstrap(groups(f), func(m []float64) float64 {
+			if m[0]-m[1] <= 0 {
+				return math.NaN()
+			}
+			return (m[2] - m[3]) / (m[0] - m[1])
+		})
+	}
+	slowP, failP := diff(p99, 0, 1), diff(p99, 2, 3)
+	slowE, failE := diff(errR, 0, 1), diff(errR, 2, 3)
+	b.info("p99 difference (shared − bulkhead) when "+ex.Slow, "ms", slowP)
+	b.info("p99 difference (shared − bulkhead) when "+ex.Failing, "ms", failP)
+	b.info("error-rate difference when "+ex.Slow, "pp", slowE)
+	b.info("error-rate difference when "+ex.Failing, "pp", failE)
+	// The claim is judged on the dimension(s) in which the bulkhead made a
+	// difference when the dependency was slow: latency for a service that
+	// makes callers wait, errors for one that fails fast. A dimension shows
+	// a difference when it exceeds what P2 tolerates as "at baseline".
+	t := measure.EstimateOf(b.cells[0].vals(func(r measure.RunSummary) measure.Num { return r.TimeoutMs }))
+	pFloor, eFloor := ex.P2MaxP99RiseT*t.Mean, 100*ex.DegradedErrorRate
+	shows := func(e measure.Estimate, floor float64) bool { return e.Defined() && floor > 0 && e.Mean >= floor }
+	latency, errs := shows(slowP, pFloor), shows(slowE, eFloor)
+	if !latency && !errs {
+		// No dimension shows a difference: the bulkhead did nothing when
+		// slow, so the premise of the comparison fails.
+		largest := measure.Bootstrap(append(groups(p99), groups(errR)...), func(m []float64) float64 {
+			return math.Max((m[0]-m[1])/pFloor, (m[4]-m[5])/eFloor)
+		})
+		b.check("largest "+ex.Slow+" difference in units of its floor ("+measure.FmtG(pFloor)+" ms p99, "+measure.FmtG(eFloor)+" pp errors)", "×",
+			largest, ">=", 1)
+	}
+	if latency {
+		b.check("p99 difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(p99), "<=", ex.P4MaxRatio)
+	} else {
+		b.notes = append(b.notes, fmt.Sprintf("p99 not deciding: the %s difference is below %s ms (%s T)", ex.Slow, measure.FmtG(pFloor), measure.FmtG(ex.P2MaxP99RiseT)))
+	}
+	if errs {
+		b.check("error-rate difference ratio "+ex.Failing+"/"+ex.Slow, "×", rat(errR), "<=", ex.P4MaxRatio)
+	} else {
+		b.notes = append(b.notes, fmt.Sprintf("error rate not deciding: the %s difference is below %s pp", ex.Slow, measure.FmtG(eFloor)))
+	}
+	return b.decide()
+}
+
+func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
+	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
+		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
+	var first []string
+	unseen := 0
+	for _, c := range b.cells {
+		for _, r := range c.UsedRuns {
+			if r.Exhausted.Resource == measure.ResourceNotObservable || r.Exhausted.Resource == measure.ResourcePoolInferred {
+				unseen++
+			}
+		}
+		share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+			first = append(first, r.ID+": "+r.Exhausted.Resource)
+			if r.Exhausted.Resource == measure.ResourcePool {
+				return 1
+			}
+			return 0
+		}))
+		b.check("runs of "+c.Mode+" where the pool ran out first", "share", share, ">=", 1)
+	}
+	if unseen > 0 {
+		b.unsure = append(b.unsure, fmt.Sprintf("the pools of %d runs are not observable (at most inferred from the proxies): name the service's pool metrics under external.metrics", unseen))
+	}
+	if len(first) > 0 {
+		b.notes = append(b.notes, strings.Join(first, ", "))
+	}
+	return b.decide()
+}
