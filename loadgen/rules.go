@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"gopkg.in/yaml.v3"
 )
 
@@ -153,11 +154,11 @@ type Rules []Rule
 // DefaultRules are the rules for the built-in service (DESIGN §4).
 func DefaultRules() Rules {
 	return Rules{
-		{Status: "503", Header: "X-Bulkhead-Reject", Class: ClassRejected},
-		{Status: "504", Header: "X-Dependency-Error", Class: ClassDepTimeout},
-		{Status: "502", Header: "X-Dependency-Error", Class: ClassDepError},
-		{Status: "503", Header: "X-Circuit-Open", Class: ClassCircuitOpen},
-		{Status: "503", Header: "X-Concurrency-Limit", Class: ClassLimited},
+		{Status: "503", Header: rundata.HeaderBulkheadReject, Class: ClassRejected},
+		{Status: "504", Header: rundata.HeaderDependencyError, Class: ClassDepTimeout},
+		{Status: "502", Header: rundata.HeaderDependencyError, Class: ClassDepError},
+		{Status: "503", Header: rundata.HeaderCircuitOpen, Class: ClassCircuitOpen},
+		{Status: "503", Header: rundata.HeaderConcurrencyLimit, Class: ClassLimited},
 	}
 }
 

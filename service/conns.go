@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 )
@@ -41,29 +42,6 @@ func ParseConnsLayout(s string) (ConnsLayout, error) {
 	return "", fieldErrorf("conns_layout", "must be %q or %q, got %q", ConnsPerDependency, ConnsShared, s)
 }
 
-// Metric names of the connection pools. The pool gauges carry a constant
-// label pool=<name> (an endpoint's name, or "shared"), like the bulkhead
-// pools' metrics; the per-call series are labelled dependency=<endpoint>
-// like bulkheadlab_dependency_requests_total.
-const (
-	// MetricConnPoolLimit is the pool's number of connection slots.
-	MetricConnPoolLimit = "bulkheadlab_conn_pool_limit"
-	// MetricConnPoolInUse is the slots held by calls in their round trip.
-	MetricConnPoolInUse = "bulkheadlab_conn_pool_in_use"
-	// MetricConnPoolWaiting is the calls waiting for a slot.
-	MetricConnPoolWaiting = "bulkheadlab_conn_pool_waiting"
-	// MetricConnPoolExhaustedSince is when (Unix seconds) the pool's last
-	// free slot was taken, 0 while one is free: the exact moment the
-	// connections ran out, finer than any scrape interval.
-	MetricConnPoolExhaustedSince = "bulkheadlab_conn_pool_exhausted_since_seconds"
-	// MetricConnWait is the histogram of the time calls that got a slot
-	// waited for it (zero when one was free).
-	MetricConnWait = "bulkheadlab_conn_wait_seconds"
-	// MetricConnWaitTimeouts counts calls whose deadline passed while they
-	// waited for a slot (they never reached the dependency).
-	MetricConnWaitTimeouts = "bulkheadlab_conn_wait_timeouts_total"
-)
-
 // connPool bounds the round trips in flight through it: a call holds one of
 // its slots from sending the request until the response body is closed.
 // It is a FIFO semaphore (golang.org/x/sync/semaphore) with counts of the
@@ -88,10 +66,10 @@ func newConnPool(name string, limit int) *connPool {
 	l := prometheus.Labels{"pool": name}
 	return &connPool{
 		name: name, limit: int64(limit), sem: semaphore.NewWeighted(int64(limit)),
-		limitDesc:   prometheus.NewDesc(MetricConnPoolLimit, "Connection slots of the pool (its limit on concurrent dependency round trips).", nil, l),
-		inUseDesc:   prometheus.NewDesc(MetricConnPoolInUse, "Connection slots held by dependency calls in their round trip.", nil, l),
-		waitingDesc: prometheus.NewDesc(MetricConnPoolWaiting, "Dependency calls waiting for a connection slot.", nil, l),
-		sinceDesc:   prometheus.NewDesc(MetricConnPoolExhaustedSince, "When (Unix seconds) the last free connection slot was taken; 0 while one is free.", nil, l),
+		limitDesc:   prometheus.NewDesc(rundata.MetricConnPoolLimit, "Connection slots of the pool (its limit on concurrent dependency round trips).", nil, l),
+		inUseDesc:   prometheus.NewDesc(rundata.MetricConnPoolInUse, "Connection slots held by dependency calls in their round trip.", nil, l),
+		waitingDesc: prometheus.NewDesc(rundata.MetricConnPoolWaiting, "Dependency calls waiting for a connection slot.", nil, l),
+		sinceDesc:   prometheus.NewDesc(rundata.MetricConnPoolExhaustedSince, "When (Unix seconds) the last free connection slot was taken; 0 while one is free.", nil, l),
 	}
 }
 
@@ -204,12 +182,12 @@ func newConnWaitMetrics() connWaitMetrics {
 	dep := []string{"dependency"}
 	return connWaitMetrics{
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricConnWait,
-			Help:    "Time dependency calls waited for a connection slot of their pool (zero when one was free); calls that never got one are in " + MetricConnWaitTimeouts + ".",
+			Name:    rundata.MetricConnWait,
+			Help:    "Time dependency calls waited for a connection slot of their pool (zero when one was free); calls that never got one are in " + rundata.MetricConnWaitTimeouts + ".",
 			Buckets: append([]float64{0}, WaitBuckets...),
 		}, dep),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricConnWaitTimeouts,
+			Name: rundata.MetricConnWaitTimeouts,
 			Help: "Dependency calls whose deadline passed while they waited for a connection slot.",
 		}, dep),
 	}

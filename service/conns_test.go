@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/spf13/pflag"
 )
@@ -75,17 +76,17 @@ func connWait(t *testing.T, s *Service, dep string) (count uint64, sum, timeouts
 				continue
 			}
 			switch f.GetName() {
-			case MetricConnWait:
+			case rundata.MetricConnWait:
 				count, sum = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 				found++
-			case MetricConnWaitTimeouts:
+			case rundata.MetricConnWaitTimeouts:
 				timeouts = m.GetCounter().GetValue()
 				found++
 			}
 		}
 	}
 	if found != 2 {
-		t.Fatalf("registry lacks %s or %s for dependency %s", MetricConnWait, MetricConnWaitTimeouts, dep)
+		t.Fatalf("registry lacks %s or %s for dependency %s", rundata.MetricConnWait, rundata.MetricConnWaitTimeouts, dep)
 	}
 	return count, sum, timeouts
 }

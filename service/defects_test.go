@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -190,7 +191,7 @@ func TestDefectLeakExhausts(t *testing.T) {
 		}
 		t.Run(path.name, func(t *testing.T) {
 			url, c := checkLeak(t, path, path.leak, false, size+2, size)
-			if r := get(t, c, url+"/b", nil); r.status != http.StatusServiceUnavailable || r.header.Get(HeaderBulkheadReject) != "full" {
+			if r := get(t, c, url+"/b", nil); r.status != http.StatusServiceUnavailable || r.header.Get(rundata.HeaderBulkheadReject) != "full" {
 				t.Errorf("%s leaked every permit: /b answered %d %v, want 503 full", path.name, r.status, r.header)
 			}
 		})

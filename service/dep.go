@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/payload"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
@@ -172,11 +173,11 @@ func (d *Dep) serve(w http.ResponseWriter, r *http.Request) {
 			return // the caller is gone: stop waiting
 		}
 	}
-	if id := r.Header.Get(HeaderRequestID); id != "" {
-		w.Header().Set(HeaderRequestID, id)
+	if id := r.Header.Get(rundata.HeaderRequestID); id != "" {
+		w.Header().Set(rundata.HeaderRequestID, id)
 	}
 	if d.cfg.Name != "" {
-		w.Header().Set("X-Dep-Name", d.cfg.Name)
+		w.Header().Set(rundata.HeaderDepName, d.cfg.Name)
 	}
 	w.Header().Set("Content-Type", d.ctype)
 	w.Header().Set("Content-Length", strconv.Itoa(len(d.body)))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,11 +23,6 @@ const (
 	// most 10m), so in practice callers leave the queue by giving up.
 	MaxDepQueueWait = 10 * time.Minute
 )
-
-// HeaderDepOverloaded marks a stub's 503 answer to a request it had no room
-// for: "queue-full" (Queue requests were already waiting) or
-// "wait-timeout" (waited MaxDepQueueWait).
-const HeaderDepOverloaded = "X-Dep-Overloaded"
 
 func (c DepConfig) validateCapacity() error {
 	switch {
@@ -58,7 +54,7 @@ func overloaded(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrWaitTimeout):
 		reason = "wait-timeout"
 	}
-	w.Header().Set(HeaderDepOverloaded, reason)
+	w.Header().Set(rundata.HeaderDepOverloaded, reason)
 	http.Error(w, "dependency overloaded: "+reason, http.StatusServiceUnavailable)
 }
 

@@ -120,9 +120,9 @@ func TestDepQueueOverflowAndAbandon(t *testing.T) {
 
 	start := time.Now()
 	r := get(t, c, srv.URL+"/", nil)
-	if r.status != http.StatusServiceUnavailable || r.header.Get(HeaderDepOverloaded) != "queue-full" || time.Since(start) > 5*time.Second {
+	if r.status != http.StatusServiceUnavailable || r.header.Get(rundata.HeaderDepOverloaded) != "queue-full" || time.Since(start) > 5*time.Second {
 		t.Errorf("third request with the queue full: %d %s=%q after %v, want 503 queue-full at once",
-			r.status, HeaderDepOverloaded, r.header.Get(HeaderDepOverloaded), time.Since(start))
+			r.status, rundata.HeaderDepOverloaded, r.header.Get(rundata.HeaderDepOverloaded), time.Since(start))
 	}
 	m := get(t, c, srv.URL+"/metrics", nil).body
 	for _, want := range []string{

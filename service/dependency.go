@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -98,7 +99,7 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
 	}
-	req.Header.Set(HeaderRequestID, requestID)
+	req.Header.Set(rundata.HeaderRequestID, requestID)
 	waited, err := d.conns.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -136,7 +137,7 @@ type serviceMetrics struct {
 func newServiceMetrics() serviceMetrics {
 	return serviceMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bulkheadlab_dependency_requests_total",
+			Name: rundata.MetricDepRequests,
 			Help: "Dependency calls by dependency (labelled with the calling endpoint's name: a, b) and outcome (ok, timeout, error, cancelled by the client).",
 		}, []string{"dependency", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/spf13/pflag"
 )
 
@@ -263,7 +264,7 @@ func (f *DepFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.Size, "size", DefaultDepSize, "response body size in bytes")
 	fs.IntVar(&f.cfg.Payload, "payload", 0, "answer a JSON document of about this many bytes (an array of small records) instead of --size bytes of text (0: off)")
 	fs.IntVar(&f.cfg.Capacity, "capacity", 0, "requests served at once; the others wait in FIFO order (0: unlimited)")
-	fs.IntVar(&f.cfg.Queue, "queue", 0, fmt.Sprintf("requests that may wait for a slot with --capacity, beyond which 503 with %s (0: up to %d)", HeaderDepOverloaded, MaxDepQueue))
+	fs.IntVar(&f.cfg.Queue, "queue", 0, fmt.Sprintf("requests that may wait for a slot with --capacity, beyond which 503 with %s (0: up to %d)", rundata.HeaderDepOverloaded, MaxDepQueue))
 }
 
 // Config returns the validated configuration the parsed flags describe.

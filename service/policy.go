@@ -81,9 +81,6 @@ type PolicyConfig struct {
 	Limit int
 }
 
-// LimitPoolName is the name of endpoint's nested bulkhead (PolicyConfig.Limit).
-func LimitPoolName(endpoint string) string { return endpoint + "-limit" }
-
 // RetryConfig is a retry policy (failsafe-go's retrypolicy).
 type RetryConfig struct {
 	// Attempts is the most attempts, the first included (≥ 2).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/spf13/pflag"
 )
 
@@ -122,8 +123,8 @@ func TestBreakerOpensAndSaysSo(t *testing.T) {
 		}
 	}
 	r := get(t, c, svc+"/a", nil)
-	if r.status != 503 || r.header.Get(HeaderCircuitOpen) != "a" || r.header.Get(HeaderBulkheadReject) != "" {
-		t.Fatalf("after 3 failures: %d %v, want 503 with %s", r.status, r.header, HeaderCircuitOpen)
+	if r.status != 503 || r.header.Get(rundata.HeaderCircuitOpen) != "a" || r.header.Get(rundata.HeaderBulkheadReject) != "" {
+		t.Fatalf("after 3 failures: %d %v, want 503 with %s", r.status, r.header, rundata.HeaderCircuitOpen)
 	}
 	if n := calls.Load(); n != 3 {
 		t.Errorf("the dependency saw %d calls, want 3: an open breaker does not call", n)
@@ -156,13 +157,13 @@ func TestRetryRetriesTheConfiguredOutcomes(t *testing.T) {
 		}})
 	c := testClient(t)
 	r := get(t, c, svc+"/a", nil)
-	if r.status != 502 || r.header.Get(HeaderAttempts) != "3" || calls.Load() != 3 {
-		t.Errorf("/a: %d, %s attempts, %d calls; want 502 after 3 attempts", r.status, r.header.Get(HeaderAttempts), calls.Load())
+	if r.status != 502 || r.header.Get(rundata.HeaderAttempts) != "3" || calls.Load() != 3 {
+		t.Errorf("/a: %d, %s attempts, %d calls; want 502 after 3 attempts", r.status, r.header.Get(rundata.HeaderAttempts), calls.Load())
 	}
 	r = get(t, c, svc+"/b", nil)
-	if r.status != 502 || r.header.Get(HeaderAttempts) != "1" || r.header.Get(HeaderRetryAfter) != "" {
+	if r.status != 502 || r.header.Get(rundata.HeaderAttempts) != "1" || r.header.Get(rundata.HeaderRetryAfter) != "" {
 		t.Errorf("/b retries only rejections: %d, %s attempts, Retry-After %q; want 502 after 1",
-			r.status, r.header.Get(HeaderAttempts), r.header.Get(HeaderRetryAfter))
+			r.status, r.header.Get(rundata.HeaderAttempts), r.header.Get(rundata.HeaderRetryAfter))
 	}
 	m := get(t, c, svc+"/metrics", nil).body
 	if !strings.Contains(m, `bulkheadlab_retries_total{dependency="a"} 2`) {
@@ -194,10 +195,10 @@ func TestRefusalsAreToldApart(t *testing.T) {
 	close(release)
 	<-done
 	<-done
-	if ra.status != 503 || ra.header.Get(HeaderBulkheadReject) != "full" || ra.header.Get(HeaderRetryAfter) != "2" {
+	if ra.status != 503 || ra.header.Get(rundata.HeaderBulkheadReject) != "full" || ra.header.Get(rundata.HeaderRetryAfter) != "2" {
 		t.Errorf("/a (failsafe bulkhead full): %d %v", ra.status, ra.header)
 	}
-	if rb.status != 503 || rb.header.Get(HeaderConcurrencyLimit) != "exceeded" || rb.header.Get(HeaderBulkheadReject) != "" {
+	if rb.status != 503 || rb.header.Get(rundata.HeaderConcurrencyLimit) != "exceeded" || rb.header.Get(rundata.HeaderBulkheadReject) != "" {
 		t.Errorf("/b (limiter at its limit of 1): %d %v", rb.status, rb.header)
 	}
 	m := get(t, c, svc+"/metrics", nil).body
@@ -244,7 +245,7 @@ func TestLimitNestsInTheSharedPool(t *testing.T) {
 	close(release)
 	<-done
 	<-done
-	if ra.status != 503 || ra.header.Get(HeaderBulkheadReject) != "full" {
+	if ra.status != 503 || ra.header.Get(rundata.HeaderBulkheadReject) != "full" {
 		t.Errorf("third /a beyond the limit of 2: %d %v, want 503 full", ra.status, ra.header)
 	}
 	if rb.status != 200 {

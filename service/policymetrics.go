@@ -4,29 +4,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	fbulkhead "github.com/failsafe-go/failsafe-go/bulkhead"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Metric names of the policy stacks, each labelled dependency=<endpoint>
-// like bulkheadlab_dependency_requests_total. Only the stages a stack
-// configures export theirs.
-const (
-	// MetricBreakerState is 0 closed, 1 half-open, 2 open.
-	MetricBreakerState       = "bulkheadlab_breaker_state"
-	MetricBreakerTransitions = "bulkheadlab_breaker_transitions_total" // label to: closed, half_open, open
-	// MetricBreakerOpenedAt is the Unix time of the breaker's last
-	// transition to open (0 before the first), so that the time it opened
-	// is known to the nanosecond, not to the sampling interval.
-	MetricBreakerOpenedAt   = "bulkheadlab_breaker_opened_at_seconds"
-	MetricBreakerRejected   = "bulkheadlab_breaker_rejected_total"
-	MetricRetries           = "bulkheadlab_retries_total"
-	MetricRetryBudgetRefuse = "bulkheadlab_retry_budget_exceeded_total"
-	MetricLimiterLimit      = "bulkheadlab_limiter_limit"
-	MetricLimiterInflight   = "bulkheadlab_limiter_inflight"
-	MetricLimiterRejected   = "bulkheadlab_limiter_rejected_total"
 )
 
 // Values of MetricBreakerState.
@@ -52,13 +34,13 @@ func newPolicyVecs() policyVecs {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(dep, labels...))
 	}
 	return policyVecs{
-		breakerState:       g(MetricBreakerState, "Circuit breaker state: 0 closed, 1 half-open, 2 open."),
-		breakerOpenedAt:    g(MetricBreakerOpenedAt, "Unix time of the breaker's last transition to open; 0 before the first."),
-		breakerTransitions: c(MetricBreakerTransitions, "Circuit breaker transitions, by the state entered (closed, half_open, open).", "to"),
-		breakerRejected:    c(MetricBreakerRejected, "Calls refused by an open (or saturated half-open) breaker."),
-		retries:            c(MetricRetries, "Retries the service made (attempts beyond the first)."),
-		budgetExceeded:     c(MetricRetryBudgetRefuse, "Retries refused by the retry budget."),
-		limiterReject:      c(MetricLimiterRejected, "Calls refused by the adaptive concurrency limiter."),
+		breakerState:       g(rundata.MetricBreakerState, "Circuit breaker state: 0 closed, 1 half-open, 2 open."),
+		breakerOpenedAt:    g(rundata.MetricBreakerOpenedAt, "Unix time of the breaker's last transition to open; 0 before the first."),
+		breakerTransitions: c(rundata.MetricBreakerTransitions, "Circuit breaker transitions, by the state entered (closed, half_open, open).", "to"),
+		breakerRejected:    c(rundata.MetricBreakerRejected, "Calls refused by an open (or saturated half-open) breaker."),
+		retries:            c(rundata.MetricRetries, "Retries the service made (attempts beyond the first)."),
+		budgetExceeded:     c(rundata.MetricRetryBudgetRefuse, "Retries refused by the retry budget."),
+		limiterReject:      c(rundata.MetricLimiterRejected, "Calls refused by the adaptive concurrency limiter."),
 	}
 }
 
@@ -128,9 +110,9 @@ func (m *policyMetrics) breakerChanged(to circuitbreaker.State, at time.Time) {
 func (m *policyMetrics) limiter(l adaptivelimiter.Metrics) {
 	labels := prometheus.Labels{"dependency": m.endpoint}
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricLimiterLimit, ConstLabels: labels,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: rundata.MetricLimiterLimit, ConstLabels: labels,
 			Help: "The adaptive limiter's current concurrency limit."}, func() float64 { return float64(l.Limit()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricLimiterInflight, ConstLabels: labels,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: rundata.MetricLimiterInflight, ConstLabels: labels,
 			Help: "Calls in flight through the adaptive limiter."}, func() float64 { return float64(l.Inflight()) }),
 	)
 }
@@ -165,9 +147,9 @@ func newFailsafeBulkhead(pool string, cfg PoolConfig, maxWait time.Duration) *fa
 	l := prometheus.Labels{"pool": pool} // the labels and help of the pool's own metrics: one registry holds both
 	return &failsafeBulkhead{
 		bh: bh, limit: cfg.Size,
-		limitDesc:   prometheus.NewDesc("bulkhead_pool_limit", "Permits of the pool (its concurrency limit).", nil, l),
-		inUseDesc:   prometheus.NewDesc("bulkhead_pool_in_use", "Permits currently held.", nil, l),
-		rejectedDsc: prometheus.NewDesc("bulkhead_pool_rejected_total", "Acquire calls rejected, by reason (full, wait_timeout, cancelled).", []string{"reason"}, l),
+		limitDesc:   prometheus.NewDesc(rundata.MetricPoolLimit, "Permits of the pool (its concurrency limit).", nil, l),
+		inUseDesc:   prometheus.NewDesc(rundata.MetricPoolInUse, "Permits currently held.", nil, l),
+		rejectedDsc: prometheus.NewDesc(rundata.MetricPoolRejected, "Acquire calls rejected, by reason (full, wait_timeout, cancelled).", []string{"reason"}, l),
 	}
 }
 

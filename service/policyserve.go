@@ -7,18 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// Response headers that tell the service's own refusals apart. Every
-// refusal is a 503 (seed-002: an overloaded and a broken dependency look
-// the same to the caller); the header says which policy refused.
-const (
-	HeaderCircuitOpen      = "X-Circuit-Open"      // the dependency's breaker is open (value: the endpoint)
-	HeaderConcurrencyLimit = "X-Concurrency-Limit" // the adaptive limiter refused (value: exceeded)
-	HeaderRetryAfter       = "Retry-After"
-	// HeaderAttempts is the number of attempts a retrying stack made, on
-	// every answer of an endpoint with a retry stage.
-	HeaderAttempts = "X-Attempts"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // validatePolicies checks every stack against its endpoint and the layout;
@@ -73,7 +63,7 @@ func (s *Service) buildStacks() {
 		var limit *Pool
 		if pc.Limit > 0 {
 			// Validate checked the size; a nested bulkhead has no queue.
-			limit, _ = NewPool(LimitPoolName(name), PoolConfig{Size: pc.Limit})
+			limit, _ = NewPool(rundata.LimitPoolName(name), PoolConfig{Size: pc.Limit})
 			limit.racy = s.defects.racyCounter // TEST DEFECT, before any use
 			s.registry.MustRegister(limit)
 		}
@@ -99,17 +89,17 @@ func (s *Service) stackEndpoint(name string, st *stack) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
 		defer inflight.Dec()
-		id := r.Header.Get(HeaderRequestID)
+		id := r.Header.Get(rundata.HeaderRequestID)
 		if id == "" {
 			id = s.idPrefix + "-" + strconv.FormatUint(s.nextID.Add(1), 10)
 		}
-		w.Header().Set(HeaderRequestID, id)
+		w.Header().Set(rundata.HeaderRequestID, id)
 		var attempts int
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		ctx = context.WithValue(ctx, attemptsKey{}, &attempts)
 		res, err := st.call(ctx)
 		if retries {
-			w.Header().Set(HeaderAttempts, strconv.Itoa(attempts))
+			w.Header().Set(rundata.HeaderAttempts, strconv.Itoa(attempts))
 		}
 		if err == nil {
 			writeResult(w, res)
@@ -121,7 +111,7 @@ func (s *Service) stackEndpoint(name string, st *stack) http.Handler {
 			return
 		}
 		if st.retryAfter != "" {
-			w.Header().Set(HeaderRetryAfter, st.retryAfter)
+			w.Header().Set(rundata.HeaderRetryAfter, st.retryAfter)
 		}
 		s.writeRefusal(w, name, err)
 	})
@@ -140,10 +130,10 @@ func countAttempt(ctx context.Context) {
 func (s *Service) writeRefusal(w http.ResponseWriter, endpoint string, err error) {
 	switch failureOutcome(err) {
 	case OutcomeCircuitOpen:
-		w.Header().Set(HeaderCircuitOpen, endpoint)
+		w.Header().Set(rundata.HeaderCircuitOpen, endpoint)
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Reason: "circuit-open"})
 	case OutcomeLimited:
-		w.Header().Set(HeaderConcurrencyLimit, "exceeded")
+		w.Header().Set(rundata.HeaderConcurrencyLimit, "exceeded")
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Reason: "limited"})
 	case OutcomeTimeout: // the deadline passed while waiting for a permit
 		writeResult(w, callResult{outcome: outcomeTimeout, err: err})
@@ -152,7 +142,7 @@ func (s *Service) writeRefusal(w http.ResponseWriter, endpoint string, err error
 			writeRejection(w, s.layout.Pool(endpoint).Name(), err)
 			return
 		}
-		w.Header().Set(HeaderBulkheadReject, "full")
+		w.Header().Set(rundata.HeaderBulkheadReject, "full")
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error(), Pool: endpoint, Reason: "full"})
 	default: // cancelled: the client is gone; nobody reads this
 		writeRejection(w, s.layout.Pool(endpoint).Name(), err)

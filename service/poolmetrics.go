@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -123,14 +124,14 @@ func newPoolMetrics(pool string) poolMetrics {
 		return prometheus.NewDesc(name, help, variable, l)
 	}
 	return poolMetrics{
-		limit:      d("bulkhead_pool_limit", "Permits of the pool (its concurrency limit)."),
-		inUse:      d("bulkhead_pool_in_use", "Permits currently held."),
-		waiting:    d("bulkhead_pool_waiting", "Callers currently waiting in the queue."),
-		queueLimit: d("bulkhead_pool_queue_limit", "Most callers that may wait at once."),
+		limit:      d(rundata.MetricPoolLimit, "Permits of the pool (its concurrency limit)."),
+		inUse:      d(rundata.MetricPoolInUse, "Permits currently held."),
+		waiting:    d(rundata.MetricPoolWaiting, "Callers currently waiting in the queue."),
+		queueLimit: d(rundata.MetricPoolQueueLimit, "Most callers that may wait at once."),
 		acquired:   d("bulkhead_pool_acquired_total", "Permits granted."),
-		rejected:   d("bulkhead_pool_rejected_total", "Acquire calls rejected, by reason (full, wait_timeout, cancelled).", "reason"),
+		rejected:   d(rundata.MetricPoolRejected, "Acquire calls rejected, by reason (full, wait_timeout, cancelled).", "reason"),
 		wait:       d("bulkhead_pool_wait_seconds", "Time granted callers waited for a permit (zero when one was free)."),
-		exhaustedSince: d("bulkhead_pool_exhausted_since_seconds",
+		exhaustedSince: d(rundata.MetricPoolExhaustedSince,
 			"Unix time at which the last free permit was taken; 0 while a permit is free."),
 	}
 }

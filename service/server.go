@@ -19,14 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
-)
-
-// Response headers of the service (DESIGN §4).
-const (
-	HeaderRequestID       = "X-Request-Id"
-	HeaderBulkheadReject  = "X-Bulkhead-Reject"  // full | wait-timeout
-	HeaderDependencyError = "X-Dependency-Error" // timeout | error
 )
 
 // Defaults of the service (DESIGN §5), used by the serve command and by
@@ -320,11 +314,11 @@ func (s *Service) endpoint(name string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
 		defer inflight.Dec()
-		id := r.Header.Get(HeaderRequestID)
+		id := r.Header.Get(rundata.HeaderRequestID)
 		if id == "" {
 			id = s.idPrefix + "-" + strconv.FormatUint(s.nextID.Add(1), 10)
 		}
-		w.Header().Set(HeaderRequestID, id)
+		w.Header().Set(rundata.HeaderRequestID, id)
 
 		permit, err := pool.Acquire(r.Context())
 		if err != nil {
@@ -360,10 +354,10 @@ func writeRejection(w http.ResponseWriter, pool string, err error) {
 	switch {
 	case errors.Is(err, ErrFull):
 		body.Reason = "full"
-		w.Header().Set(HeaderBulkheadReject, "full")
+		w.Header().Set(rundata.HeaderBulkheadReject, "full")
 	case errors.Is(err, ErrWaitTimeout):
 		body.Reason = "wait-timeout"
-		w.Header().Set(HeaderBulkheadReject, "wait-timeout")
+		w.Header().Set(rundata.HeaderBulkheadReject, "wait-timeout")
 	default: // ErrCancelled: the client is gone; nobody reads this
 		body.Reason = "cancelled"
 	}
@@ -380,10 +374,10 @@ func writeResult(w http.ResponseWriter, res callResult) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(res.body)
 	case outcomeTimeout:
-		w.Header().Set(HeaderDependencyError, "timeout")
+		w.Header().Set(rundata.HeaderDependencyError, "timeout")
 		writeJSON(w, http.StatusGatewayTimeout, errorBody{Error: res.err.Error(), Reason: "timeout"})
 	default:
-		w.Header().Set(HeaderDependencyError, "error")
+		w.Header().Set(rundata.HeaderDependencyError, "error")
 		writeJSON(w, http.StatusBadGateway, errorBody{Error: res.err.Error(), Reason: "error"})
 	}
 }

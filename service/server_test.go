@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // testClient returns a client with its own transport, closed at cleanup.
@@ -86,9 +88,9 @@ func TestServiceResponses(t *testing.T) {
 		body       string    // substring
 	}{
 		{"ok", okDep, 200, [2]string{"Content-Type", "text/plain; charset=utf-8"}, "xxxxx"},
-		{"timeout", slowDep, 504, [2]string{HeaderDependencyError, "timeout"}, `"reason":"timeout"`},
-		{"dependency 503", failing.URL, 502, [2]string{HeaderDependencyError, "error"}, `"reason":"error"`},
-		{"refused", refused, 502, [2]string{HeaderDependencyError, "error"}, `"reason":"error"`},
+		{"timeout", slowDep, 504, [2]string{rundata.HeaderDependencyError, "timeout"}, `"reason":"timeout"`},
+		{"dependency 503", failing.URL, 502, [2]string{rundata.HeaderDependencyError, "error"}, `"reason":"error"`},
+		{"refused", refused, 502, [2]string{rundata.HeaderDependencyError, "error"}, `"reason":"error"`},
 	}
 	c := testClient(t)
 	for _, tt := range tests {
@@ -111,19 +113,19 @@ func TestServiceRequestID(t *testing.T) {
 	var seen []string
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		seen = append(seen, r.Header.Get(HeaderRequestID))
+		seen = append(seen, r.Header.Get(rundata.HeaderRequestID))
 		mu.Unlock()
 	}))
 	defer dep.Close()
 	_, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 1}, Timeout: time.Second, Endpoints: TwoEndpoints(dep.URL, dep.URL)})
 	c := testClient(t)
-	given := get(t, c, url+"/a", map[string]string{HeaderRequestID: "req-42"})
+	given := get(t, c, url+"/a", map[string]string{rundata.HeaderRequestID: "req-42"})
 	generated := get(t, c, url+"/b", nil)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 || seen[0] != "req-42" || seen[1] == "" || seen[1] != generated.header.Get(HeaderRequestID) {
+	if len(seen) != 2 || seen[0] != "req-42" || seen[1] == "" || seen[1] != generated.header.Get(rundata.HeaderRequestID) {
 		t.Fatalf("dependency saw ids %q; responses carried %q and %q", seen,
-			given.header.Get(HeaderRequestID), generated.header.Get(HeaderRequestID))
+			given.header.Get(rundata.HeaderRequestID), generated.header.Get(rundata.HeaderRequestID))
 	}
 }
 
@@ -143,7 +145,7 @@ func TestServiceRejectionAndMetrics(t *testing.T) {
 	r := get(t, c, url+"/a", nil)
 	var body errorBody
 	_ = json.Unmarshal([]byte(r.body), &body)
-	if r.status != 503 || r.header.Get(HeaderBulkheadReject) != "full" || body.Pool != "a" || body.Reason != "full" {
+	if r.status != 503 || r.header.Get(rundata.HeaderBulkheadReject) != "full" || body.Pool != "a" || body.Reason != "full" {
 		t.Errorf("second /a: got %d %v %q, want 503 full from pool a", r.status, r.header, r.body)
 	}
 	close(release)

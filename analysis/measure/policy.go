@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
-
-	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // PolicyRun holds a run's numbers about the culprit's policy stack, all in
@@ -49,7 +47,7 @@ func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
 	}
 	fe := r.FaultEnd()
 	dep := rundata.L("dependency", ex.Culprit)
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(service.MetricBreakerOpenedAt, dep)) {
+	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerOpenedAt, dep)) {
 		at := time.Unix(0, int64(p.Value*1e9))
 		if p.Value > 0 && !at.Before(fs) {
 			pr.BreakerOpenS = Num(at.Sub(fs).Seconds())
@@ -57,7 +55,7 @@ func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
 		}
 	}
 	var open *[2]float64
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(service.MetricBreakerState, dep)) {
+	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, dep)) {
 		x := p.Time.Sub(fs).Seconds()
 		switch {
 		case p.Value == 2 && open == nil:
@@ -83,7 +81,7 @@ func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
 	}
 	var n, sum float64
 	lo := math.Inf(1)
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(service.MetricLimiterLimit, dep)) {
+	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricLimiterLimit, dep)) {
 		if inRange(p.Time, fs, fe) {
 			n, sum, lo = n+1, sum+p.Value, min(lo, p.Value)
 		}

@@ -9,8 +9,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-
-	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // breakerShade marks the spans a dependency's breaker was open (grey: the
@@ -31,10 +29,10 @@ func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.T
 		}
 	}
 	shaded := false
-	for _, dep := range rundata.LabelValues(values, service.MetricBreakerState, "dependency") {
+	for _, dep := range rundata.LabelValues(values, rundata.MetricBreakerState, "dependency") {
 		var from float64
 		open := false
-		for _, pt := range r.Metric(rundata.ServiceComponent, rundata.Key(service.MetricBreakerState, rundata.L("dependency", dep))) {
+		for _, pt := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, rundata.L("dependency", dep))) {
 			x := pt.Time.Sub(origin).Seconds()
 			switch {
 			case pt.Value == 2 && !open:
@@ -52,13 +50,13 @@ func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.T
 	if shaded {
 		leg.Add("breaker open", &plotter.Polygon{Color: breakerShade})
 	}
-	for _, dep := range rundata.LabelValues(values, service.MetricLimiterLimit, "dependency") {
+	for _, dep := range rundata.LabelValues(values, rundata.MetricLimiterLimit, "dependency") {
 		c := nameColor(dep, ex)
 		for _, m := range []struct {
 			metric, label string
 			dash          int
 			width         float64
-		}{{service.MetricLimiterLimit, "adaptive limit", 2, 1.8}, {service.MetricLimiterInflight, "limiter in flight", 3, 1}} {
+		}{{rundata.MetricLimiterLimit, "adaptive limit", 2, 1.8}, {rundata.MetricLimiterInflight, "limiter in flight", 3, 1}} {
 			xs, ys := metricXY(r.Metric(rundata.ServiceComponent, rundata.Key(m.metric, rundata.L("dependency", dep))), origin)
 			if len(xs) == 0 {
 				continue

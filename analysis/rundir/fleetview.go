@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
-	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // A fleet's run (RunMeta.Instances) has no samples of
@@ -28,7 +27,7 @@ import (
 // one is not).
 func fleetCombine(name string) string {
 	switch {
-	case strings.HasSuffix(name, "_p99"), name == service.MetricBreakerState, name == service.MetricBreakerOpenedAt:
+	case strings.HasSuffix(name, "_p99"), name == rundata.MetricBreakerState, name == rundata.MetricBreakerOpenedAt:
 		return "max"
 	case name == rundata.MetricPoolExhaustedSince, name == rundata.MetricConnPoolExhaustedSince:
 		return "all"

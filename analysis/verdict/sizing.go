@@ -7,8 +7,6 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
-
-	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // SizingCurve is a swept bulkhead size against what it did, per size: the
@@ -158,7 +156,7 @@ func littleDemand(c *Cell, culprit string) measure.Num {
 	var n int
 	for _, r := range c.UsedRuns {
 		for _, p := range r.Pools {
-			if p.Pool == service.LimitPoolName(culprit) || p.Pool == culprit {
+			if p.Pool == rundata.LimitPoolName(culprit) || p.Pool == culprit {
 				if d := float64(p.PredictedDemand); !math.IsNaN(d) {
 					// PoolStats' predicted demand is the fault phase's; in
 					// healthy that is the baseline's.

@@ -16,9 +16,9 @@ import (
 // from a real service in each connection layout.
 func TestSamplerKeepsConnPoolMetrics(t *testing.T) {
 	for svc, rd := range map[string]string{
-		service.MetricConnPoolLimit: rundata.MetricConnPoolLimit, service.MetricConnPoolInUse: rundata.MetricConnPoolInUse,
-		service.MetricConnPoolWaiting: rundata.MetricConnPoolWaiting, service.MetricConnWait + "_sum": rundata.MetricConnWaitSum,
-		service.MetricConnWait + "_count": rundata.MetricConnWaitCount, service.MetricConnWaitTimeouts: rundata.MetricConnWaitTimeouts,
+		rundata.MetricConnPoolLimit: rundata.MetricConnPoolLimit, rundata.MetricConnPoolInUse: rundata.MetricConnPoolInUse,
+		rundata.MetricConnPoolWaiting: rundata.MetricConnPoolWaiting, rundata.MetricConnWait + "_sum": rundata.MetricConnWaitSum,
+		rundata.MetricConnWait + "_count": rundata.MetricConnWaitCount, rundata.MetricConnWaitTimeouts: rundata.MetricConnWaitTimeouts,
 	} {
 		if svc != rd {
 			t.Errorf("the service exports %s, the analysis reads %s", svc, rd)

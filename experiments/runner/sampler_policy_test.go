@@ -3,15 +3,15 @@ package runner
 import (
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/service"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // TestSamplerKeepsPolicyMetrics: the policy stacks' series pass the
 // sampler's prefilter, so they land in metrics.jsonl.
 func TestSamplerKeepsPolicyMetrics(t *testing.T) {
-	for _, name := range []string{service.MetricBreakerState, service.MetricBreakerOpenedAt, service.MetricBreakerTransitions,
-		service.MetricBreakerRejected, service.MetricRetries, service.MetricRetryBudgetRefuse, service.MetricLimiterLimit,
-		service.MetricLimiterInflight, service.MetricLimiterRejected} {
+	for _, name := range []string{rundata.MetricBreakerState, rundata.MetricBreakerOpenedAt, rundata.MetricBreakerTransitions,
+		rundata.MetricBreakerRejected, rundata.MetricRetries, rundata.MetricRetryBudgetRefuse, rundata.MetricLimiterLimit,
+		rundata.MetricLimiterInflight, rundata.MetricLimiterRejected} {
 		if !kept(name) {
 			t.Errorf("the sampler drops %s", name)
 		}

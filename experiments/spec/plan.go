@@ -99,7 +99,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	}
 	for _, e := range s.Endpoints {
 		if p, ok := m.Policies[e.Dependency]; ok && p.Limit > 0 {
-			out = append(out, PoolLayout{Name: service.LimitPoolName(e.Name), Limit: p.Limit, Endpoints: []string{e.Name}, Nested: true})
+			out = append(out, PoolLayout{Name: rundata.LimitPoolName(e.Name), Limit: p.Limit, Endpoints: []string{e.Name}, Nested: true})
 		}
 	}
 	return out
