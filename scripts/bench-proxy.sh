@@ -6,7 +6,7 @@
 # Builds bulkheadlab and the proxybench program, installs the pinned
 # Toxiproxy server (a Go module, fetched by the go command; not a
 # dependency of this module) into a temporary folder, and runs
-# internal/proxybench, which prints a markdown report on stdout. Every
+# cmd/proxybench, which prints a markdown report on stdout. Every
 # process it starts listens on 127.0.0.1 and ends with it. Flags are
 # passed through, e.g. -duration 10s, -rates 1000,3000,5000,
 # -phases latency, -phases profile -profile-dir prof/.
@@ -19,7 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 go build -o "$work/bulkheadlab" ./cmd/bulkheadlab
-go build -o "$work/proxybench" ./internal/proxybench
+go build -o "$work/proxybench" ./cmd/proxybench
 # Build Toxiproxy outside this module so that its requirements never touch
 # go.mod.
 (cd "$work" && GOBIN="$work" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION")
