@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -84,21 +83,3 @@ func (d *Duration) setScalar(s string) error {
 
 // MarshalYAML writes d in its spec form.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// MarshalJSON writes d as a Go duration string ("225ms"), the form of the
-// fault proxy's control API. A relative duration must be resolved first.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	if d.Rel > 0 {
-		return nil, fmt.Errorf("spec: duration %s is relative; resolve it first", d)
-	}
-	return json.Marshal(d.D.String())
-}
-
-// UnmarshalJSON reads a Go duration string or a relative "0.9T".
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	return d.setScalar(s)
-}

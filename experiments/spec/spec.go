@@ -209,28 +209,27 @@ type Condition struct {
 	Bursts *BurstSpec `yaml:"bursts,omitempty"`
 }
 
-// Fault is one fault of the proxy. Its JSON form is the fault proxy's
-// control API body element (faultproxy.Fault); durations must be resolved
-// (Spec.Resolve) before marshalling to JSON.
+// Fault is one fault of the proxy as a spec writes it; the proxy takes it
+// as a faultproxy.Fault (proxyFault, once its durations are resolved).
 type Fault struct {
 	// Type is latency, error, abort, hang, capacity or payload.
-	Type string `yaml:"type" json:"type"`
+	Type string `yaml:"type"`
 	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
-	Percent      float64  `yaml:"percent" json:"percent"`
-	Latency      Duration `yaml:"latency,omitempty" json:"latency,omitzero"`
-	Jitter       Duration `yaml:"jitter,omitempty" json:"jitter,omitzero"`
-	Distribution string   `yaml:"distribution,omitempty" json:"distribution,omitempty"`
+	Percent      float64  `yaml:"percent"`
+	Latency      Duration `yaml:"latency,omitempty"`
+	Jitter       Duration `yaml:"jitter,omitempty"`
+	Distribution string   `yaml:"distribution,omitempty"`
 	// Max caps a heavy-tailed (pareto, lognormal) delay.
-	Max     Duration          `yaml:"max,omitempty" json:"max,omitzero"`
-	Status  int               `yaml:"status,omitempty" json:"status,omitempty"`
-	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
-	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Max     Duration          `yaml:"max,omitempty"`
+	Status  int               `yaml:"status,omitempty"`
+	Body    string            `yaml:"body,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
 	// Capacity and Queue are a capacity fault's slots and waiting room
 	// (queue 0: up to faultproxy.MaxQueue).
-	Capacity int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
-	Queue    int `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Capacity int `yaml:"capacity,omitempty"`
+	Queue    int `yaml:"queue,omitempty"`
 	// Size is a payload fault's JSON document, in bytes ("256KiB").
-	Size ByteSize `yaml:"size,omitempty" json:"size,omitempty"`
+	Size ByteSize `yaml:"size,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
