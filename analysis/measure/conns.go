@@ -156,6 +156,9 @@ type ConnWait struct {
 	Timeouts Num `json:"timeouts"`
 }
 
+// connsFamily adds the endpoints' waits for a connection.
+func connsFamily(r *Run, s *RunSummary, _ rundata.Expectations) { s.ConnWaits = r.connWaitStats() }
+
 // connWaitStats returns each endpoint's connection waits over the main phase,
 // sorted by endpoint; nil when the service exports no connection pools.
 func (r *Run) connWaitStats() []ConnWait {

@@ -212,6 +212,9 @@ type CPURun struct {
 	PeakPoolShare Num `json:"peak_pool_share"`
 }
 
+// cpuFamily adds the service's CPU numbers.
+func cpuFamily(r *Run, s *RunSummary, ex rundata.Expectations) { s.CPU = r.cpuStats(s, ex) }
+
 // cpuStats computes CPURun for a run of s; nil unless the experiment names
 // the CPU claim.
 func (r *Run) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {

@@ -18,6 +18,16 @@ type InstanceStats struct {
 	Exhausted Exhaustion  `json:"exhausted"`
 }
 
+// fleetFamily adds each instance's numbers of a fleet's run and, when the
+// experiment names fleet claims, what the fleet put on the culprit's
+// dependency.
+func fleetFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+	s.Instances = r.instanceStats()
+	if ex.Fleet != nil {
+		s.Fleet = r.fleetStats(ex, s.Endpoint(ex.Culprit))
+	}
+}
+
 // instanceStats computes every instance's numbers of a fleet's run; nil for
 // a run of one instance.
 func (r *Run) instanceStats() []InstanceStats {

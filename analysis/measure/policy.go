@@ -31,6 +31,9 @@ type PolicyRun struct {
 	LimiterMeanLimit Num `json:"limiter_mean_limit"`
 }
 
+// policyFamily adds the culprit's policy numbers.
+func policyFamily(r *Run, s *RunSummary, ex rundata.Expectations) { s.Policy = r.policyStats(s, ex) }
+
 // policyStats computes PolicyRun for a run of s; nil unless the
 // experiment names policy claims.
 func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {

@@ -76,6 +76,17 @@ func (e EndpointRecovery) String() string {
 		FmtHuman(float64(e.LastP99Ms)), float64(e.LastP99RiseT), FmtHuman(100*float64(e.LastErrorRate)))
 }
 
+// aftermath adds what the fault left behind: how the endpoints came back,
+// the permits it left taken (a pool that ran out of permits it had leaked
+// is then named so as the exhausted resource), and every dependency's peak
+// of calls in flight against its limit.
+func aftermath(r *Run, s *RunSummary, ex rundata.Expectations) {
+	s.Recovery = r.Recovery(ex)
+	s.Leaks = r.leaks(s.Inferred)
+	s.Limits = r.limitChecks(s.Inferred)
+	s.Exhausted.markLeaked(s.Leaks)
+}
+
 // recoveryBoundT is the longest time to recover the run is allowed, in T:
 // expectations.recovery_max_t plus the allowance its own policies need (a
 // breaker stays open for its delay after the fault ended).

@@ -266,19 +266,29 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 			s.Pools = append(s.Pools, st)
 		}
 	}
-	s.Recovery = r.Recovery(ex)
-	s.Leaks = r.leaks(s.Inferred)
-	s.Limits = r.limitChecks(s.Inferred)
 	s.Exhausted = r.exhaustion(s.Inferred)
-	s.Exhausted.markLeaked(s.Leaks)
-	s.ConnWaits = r.connWaitStats()
-	s.Policy = r.policyStats(&s, ex)
-	s.CPU = r.cpuStats(&s, ex)
-	s.Instances = r.instanceStats()
-	if ex.Fleet != nil {
-		s.Fleet = r.fleetStats(ex, s.Endpoint(ex.Culprit))
+	for _, f := range runFamilies {
+		f(r, &s, ex)
 	}
 	return s
+}
+
+// A runFamily adds one claim family's run numbers to a run's summary, from
+// the run and the numbers every run has (endpoints, pools, inferred limits,
+// the exhausted resource).
+type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
+
+// runFamilies are the claim families with run numbers of their own: each is
+// one file of this package (the aftermath's three), its verdicts one file of
+// package verdict. A new claim family is a file here, a file there, a line
+// in this list and in verdict's families, and its field of RunSummary (the
+// record of summary.json).
+var runFamilies = []runFamily{
+	aftermath,    // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
+	connsFamily,  // conns.go: the endpoints' waits for a connection
+	policyFamily, // policy.go: breakers, adaptive limits, retries
+	cpuFamily,    // cpu.go: the service's CPU
+	fleetFamily,  // fleet.go: each instance, and what the fleet put on the culprit's dependency
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -69,6 +69,13 @@ func (p SizingPoint) Region(ex rundata.Expectations) string {
 	return "good"
 }
 
+// sizing builds the sizing curve of the summary's runs (Summary.Sizing) and
+// judges it.
+func sizing(s *Summary) []Verdict {
+	s.Sizing = buildSizing(s.Runs, s.Cells, s.Expectations)
+	return sizingVerdicts(s.Sizing, s.Cells, s.Expectations)
+}
+
 // buildSizing computes the sizing curve of ex.Sizing's mode, nil without
 // sizing roles or without a sweep of one numeric field under that mode.
 func buildSizing(runs []measure.RunSummary, cells []Cell, ex rundata.Expectations) *SizingCurve {

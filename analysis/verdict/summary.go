@@ -153,14 +153,9 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 	}
 	s.Cells = buildCells(s.Runs, ex)
 	s.Little = buildLittle(s.Cells)
-	s.Verdicts = []Verdict{p1(s.Cells, ex), p2(s.Cells, ex), failFast(s.Cells, ex), p3(s.Cells, ex), p4(s.Cells, ex), exhausted(s.Cells, ex)}
-	s.Verdicts = append(s.Verdicts, aftermathVerdicts(s.Cells, ex)...)
-	s.Verdicts = append(s.Verdicts, policyVerdicts(s.Cells, ex)...)
-	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
-	s.Verdicts = append(s.Verdicts, sizingVerdicts(s.Sizing, s.Cells, ex)...)
-	s.Verdicts = append(s.Verdicts, connsVerdicts(s.Cells, ex)...)
-	s.Verdicts = append(s.Verdicts, cpuVerdicts(s.Cells, ex)...)
-	s.Verdicts = append(s.Verdicts, fleetVerdicts(s.Cells, ex)...)
+	for _, f := range families {
+		s.Verdicts = append(s.Verdicts, f(&s)...)
+	}
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)

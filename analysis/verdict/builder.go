@@ -1,0 +1,148 @@
+package verdict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// builder assembles one verdict: the cells it needs, its measures, and the
+// outcome rules common to every prediction (see decide).
+type builder struct {
+	v       Verdict
+	ex      rundata.Expectations
+	cells   []*Cell
+	missing []string // cells without any run
+	invalid []string // cells whose runs are all excluded as INVALID or damaged: why
+	notes   []string
+	unsure  []string // reasons the data cannot decide, besides the measures
+	// undecidable are reasons the measures cannot be trusted at all (the
+	// results they count were not classified): INCONCLUSIVE even when a
+	// measure fails.
+	undecidable []string
+}
+
+func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ...[2]string) *builder {
+	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
+	for _, k := range need {
+		c := FindCell(all, k[0], k[1])
+		if c == nil {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
+			b.cells = append(b.cells, &Cell{Condition: k[0], Mode: k[1]})
+			continue
+		}
+		b.cells = append(b.cells, c)
+		b.v.Runs = append(b.v.Runs, c.Runs...)
+		b.v.Excluded = append(b.v.Excluded, c.Excluded...)
+		if len(c.UsedRuns) > 0 {
+			continue
+		}
+		var why []string
+		for _, r := range c.excluded {
+			switch {
+			case len(r.Damaged) > 0:
+				why = append(why, r.ID+" (damaged data)")
+			case !r.Valid:
+				why = append(why, r.ID+" (INVALID: "+strings.Join(FirstN(r.Invalid, 1), "; ")+")")
+			}
+		}
+		if len(why) > 0 {
+			b.invalid = append(b.invalid, why...)
+		} else {
+			b.missing = append(b.missing, k[0]+"/"+k[1])
+		}
+	}
+	return b
+}
+
+// info adds a number shown for information only.
+func (b *builder) info(name, unit string, e measure.Estimate) {
+	b.v.Measures = append(b.v.Measures, Measure{Name: name, Unit: unit, Value: e})
+}
+
+// check adds a deciding number that must satisfy op threshold.
+func (b *builder) check(name, unit string, e measure.Estimate, op string, thr float64) {
+	t := measure.Num(thr)
+	m := Measure{Name: name, Unit: unit, Value: e, Op: op, Threshold: &t}
+	m.Result = measureResult(e, op, thr, b.ex.MaxRelativeSpread)
+	b.v.Measures = append(b.v.Measures, m)
+}
+
+func holds(v float64, op string, thr float64) bool {
+	switch op {
+	case "<=":
+		return v <= thr
+	case ">=":
+		return v >= thr
+	case ">":
+		return v > thr
+	}
+	return false
+}
+
+// measureResult is a deciding measure's result: pass, fail, uncertain (the
+// interval straddles the threshold and its relative width exceeds
+// maxSpread) or undefined.
+func measureResult(e measure.Estimate, op string, thr, maxSpread float64) string {
+	if !e.Defined() {
+		return "undefined"
+	}
+	ok := holds(e.Mean, op, thr)
+	if e.HasCI() && holds(e.Lo, op, thr) != holds(e.Hi, op, thr) && e.RelSpread() > maxSpread {
+		return "uncertain"
+	}
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+// decide sets the outcome: SKIPPED when a needed cell has no complete run
+// at all, INVALID when a needed cell has no usable run but INVALID or
+// damaged ones (no verdict is computed from them), NOT SUPPORTED when a
+// deciding number definitely fails, INCONCLUSIVE when one is uncertain or
+// undefined or the data cannot tell (unsure), else SUPPORTED. Runs of its
+// cells that it could not use are named in the reason.
+func (b *builder) decide() Verdict {
+	v := b.v
+	var failed []string
+	unsure := append([]string(nil), b.unsure...)
+	for _, m := range v.Measures {
+		switch m.Result {
+		case "fail":
+			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, measure.Fmt3(m.Value.Mean), m.Unit, m.Op, measure.Fmt3(float64(*m.Threshold))))
+		case "uncertain":
+			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, measure.Fmt3(m.Value.Lo), measure.Fmt3(m.Value.Hi), measure.Fmt3(float64(*m.Threshold))))
+		case "undefined":
+			unsure = append(unsure, m.Name+" could not be measured")
+		}
+	}
+	switch {
+	case len(b.missing) > 0:
+		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
+	case len(b.invalid) > 0:
+		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")+"; see the runs for every reason"
+	case len(b.undecidable) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(b.undecidable, "; ")
+	case len(failed) > 0:
+		v.Outcome, v.Reason = NotSupported, strings.Join(failed, "; ")
+	case len(unsure) > 0:
+		v.Outcome, v.Reason = Inconclusive, strings.Join(unsure, "; ")
+	default:
+		v.Outcome, v.Reason = Supported, "every deciding number met its threshold"
+	}
+	notes := b.notes
+	if v.Outcome != Invalid && len(v.Excluded) > 0 {
+		var ids []string
+		for _, e := range v.Excluded {
+			ids = append(ids, e.Run)
+		}
+		notes = append(notes, "judged without "+strings.Join(ids, ", ")+": see why in the runs")
+	}
+	if len(notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
+		v.Reason += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return v
+}
