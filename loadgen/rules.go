@@ -151,7 +151,7 @@ func (r *Rule) UnmarshalYAML(n *yaml.Node) error {
 // connection was refused, reset or closed early; anything else is other.
 type Rules []Rule
 
-// DefaultRules are the rules for the built-in service (DESIGN §4).
+// DefaultRules are the rules for the built-in service (docs/design.md §4).
 func DefaultRules() Rules {
 	return Rules{
 		{Status: "503", Header: rundata.HeaderBulkheadReject, Class: ClassRejected},

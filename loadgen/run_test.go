@@ -97,7 +97,7 @@ func refusedURL(t *testing.T) string {
 	return "http://" + addr + "/"
 }
 
-// classServer answers by path with each outcome of DESIGN §4.
+// classServer answers by path with each outcome of docs/design.md §4.
 func classServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

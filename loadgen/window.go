@@ -5,7 +5,7 @@ import "github.com/bulkheadlab/bulkheadlab/internal/rundata"
 // The records the load generator produces are defined by the run-data
 // contract (package rundata); these names are aliases of those definitions.
 type (
-	// Class is the outcome class of one request (DESIGN §4).
+	// Class is the outcome class of one request (docs/design.md §4).
 	Class = rundata.Class
 	// Counts holds a count per class.
 	Counts = rundata.Counts

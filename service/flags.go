@@ -245,7 +245,7 @@ func FormatSizes(m map[string]int, names []string) string {
 	return strings.Join(parts, ",")
 }
 
-// Defaults of the dependency stub (DESIGN §5).
+// Defaults of the dependency stub (docs/design.md §5).
 const (
 	DefaultDepLatency = 10 * time.Millisecond
 	DefaultDepJitter  = 2 * time.Millisecond

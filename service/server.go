@@ -23,7 +23,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
 
-// Defaults of the service (DESIGN §5), used by the serve command and by
+// Defaults of the service (docs/design.md §5), used by the serve command and by
 // experiment specs for every setting they leave out.
 const (
 	DefaultTimeout      = 250 * time.Millisecond

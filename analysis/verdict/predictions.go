@@ -53,7 +53,7 @@ func p2(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-// failFast is the second half of DESIGN's P2, judged on its own: under
+// failFast is the second half of P2 (docs/design.md §1), judged on its own: under
 // bulkheads the culprit's failures are quick rejections, not timeouts. It
 // depends on how results are classified, so it cannot be decided while
 // more than MaxUnclassified of the culprit's results matched no rule.

@@ -107,7 +107,7 @@ type Measure struct {
 	Result string `json:"result,omitempty"`
 }
 
-// Verdict judges one prediction of DESIGN §1.
+// Verdict judges one prediction of docs/design.md §1.
 type Verdict struct {
 	Name     string    `json:"name"`
 	Claim    string    `json:"claim"`

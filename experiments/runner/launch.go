@@ -138,7 +138,7 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 const DefaultChildNice = 10
 
 // ProcessLauncher starts every component as a child process of the same
-// binary (DESIGN §2), so the load generator's CPU and GC do not share a
+// binary (docs/design.md §2), so the load generator's CPU and GC do not share a
 // runtime with the service under test.
 type ProcessLauncher struct {
 	Supervisor *Supervisor

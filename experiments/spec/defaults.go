@@ -8,7 +8,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
-// Defaults of DESIGN §5 that belong to the experiment rather than to a
+// Defaults of docs/design.md §5 that belong to the experiment rather than to a
 // component (the service's and the stub's defaults are the service
 // package's own), used for every field a spec leaves out.
 const (

@@ -7,7 +7,7 @@ import (
 )
 
 // Spec is one experiment: the service, its dependencies, the load, the
-// phases and the matrix of conditions × modes × repeats (DESIGN §1–§5).
+// phases and the matrix of conditions × modes × repeats (docs/design.md §1–§5).
 // Load decodes it strictly; Resolve fills defaults and turns relative
 // durations into absolute ones. A Spec is not safe for concurrent mutation;
 // a resolved Spec may be read concurrently.
@@ -83,7 +83,7 @@ type Validity struct {
 	Retries *int `yaml:"retries"`
 }
 
-// Service is the service under test (DESIGN §1, §4).
+// Service is the service under test (docs/design.md §1, §4).
 type Service struct {
 	// Timeout is T, the service→dependency timeout (absolute only).
 	Timeout Duration `yaml:"timeout"`
@@ -266,7 +266,7 @@ type Mode struct {
 	Defects []string `yaml:"defects,omitempty"`
 }
 
-// External runs the load against the user's own service (DESIGN §2): the
+// External runs the load against the user's own service (docs/design.md §2): the
 // runner starts the fault proxies, which the user's service must call, and,
 // if told how, the service itself.
 type External struct {

@@ -240,7 +240,7 @@ func TestPoolSizeAndExhaustion(t *testing.T) {
 			t.Errorf("PoolSize(%g, %s, %g) = %g, %d, %v; want %g, %d, ok=%v", c.rate, c.lat, c.headroom, d, n, err, c.demand, c.size, c.ok)
 		}
 	}
-	// DESIGN §1: a shared pool of P is exhausted ≈ P/λ_A after a slow fault
+	// docs/design.md §1: a shared pool of P is exhausted ≈ P/λ_A after a slow fault
 	// starts (less the permits /b holds).
 	s, _ := Parse("t.yaml", []byte(minimal))
 	p := s.Preview(&s.Conditions[1], &s.Modes[0])[0]

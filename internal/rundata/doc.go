@@ -1,5 +1,5 @@
 // Package rundata is the run-data contract between the runner, which writes
-// a results folder, and the analysis, which reads it (DESIGN §4 "Run data"):
+// a results folder, and the analysis, which reads it (docs/design.md §4 "Run data"):
 // the folder layout and file names, the records of each file, the result
 // classes, metric sample keys, and the expectations the verdicts use. It is
 // a leaf: it imports nothing of the project, so both sides can depend on it

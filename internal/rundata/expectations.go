@@ -96,8 +96,8 @@ func (r SizingRoles) WithDefaults() SizingRoles {
 var SizingPredictions = []string{"SIZING-TOO-SMALL", "SIZING-TOO-LARGE", "SIZING-LITTLE"}
 
 // Predictions are the names of the verdicts a spec can check: P2 is
-// isolation, FAILFAST the culprit's quick failures (DESIGN's P2 split in two),
-// EXHAUSTED the resource that ran out first.
+// isolation, FAILFAST the culprit's quick failures (P2 of docs/design.md
+// §1 split in two), EXHAUSTED the resource that ran out first.
 var Predictions = []string{"P1", "P2", "FAILFAST", "P3", "P4", "EXHAUSTED"}
 
 // AftermathPredictions are the names of the verdicts on what a fault leaves

@@ -42,7 +42,7 @@ const (
 	BurstRawPrefix = "burst-"   // + burst label + ".bin"
 )
 
-// Phase names, in order (DESIGN §1): the runner labels windows, phase
+// Phase names, in order (docs/design.md §1): the runner labels windows, phase
 // records and PhaseSpans with them, and the verdicts give them meaning.
 const (
 	PhaseWarmup   = "warmup"

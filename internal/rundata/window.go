@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Class is the outcome class of one request (DESIGN §4).
+// Class is the outcome class of one request (docs/design.md §4).
 type Class uint8
 
 // The result classes, in report order.
