@@ -131,6 +131,12 @@ type Config struct {
 	// Arrivals is how each target's requests are spread in time; the zero
 	// value is evenly spaced and in lock-step.
 	Arrivals Arrivals
+	// InjectLag is a deliberate TEST FAULT, never for real use: every send
+	// leaves a further uniform draw of [0, InjectLag) after it is due (a
+	// pacer late by that much, its schedule lag p99 about InjectLag), so that
+	// the sensitivity of the verdicts to schedule lag can be measured. Zero:
+	// off.
+	InjectLag time.Duration
 	// Seed seeds the choice of the requests that Phase.Cancel gives up on;
 	// each target derives its own stream from it and its name. A run with
 	// the same Seed gives up on the same requests.

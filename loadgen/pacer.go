@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,16 @@ type pacer struct {
 	done     <-chan struct{}
 	timer    *time.Timer
 	released atomic.Int64 // requests released when Pace was last called
+
+	// lag, if set, is the deliberate TEST FAULT Config.InjectLag: each
+	// release waits a further uniform draw of [0, lag) after its due time.
+	lag *injectedLag
+}
+
+// injectedLag delays releases by a seeded uniform draw of [0, max).
+type injectedLag struct {
+	max time.Duration
+	rng *rand.Rand
 }
 
 var _ vegeta.Pacer = (*pacer)(nil)
@@ -44,6 +55,9 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 		return 0, true
 	}
 	due := p.t0.Add(time.Duration(p.sched.at(n)))
+	if p.lag != nil {
+		due = due.Add(time.Duration(p.lag.rng.Int64N(int64(p.lag.max))))
+	}
 	if d := time.Until(due); d > 0 {
 		p.timer.Reset(d)
 		select {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -185,6 +186,9 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sam
 		opts = append(opts, vegeta.Workers(workers))
 		s.atks[i] = vegeta.NewAttacker(opts...)
 		s.pacers[i] = newPacer(t0, p.schedules[i], deadline, ctx.Done())
+		if lag := p.cfg.InjectLag; lag > 0 {
+			s.pacers[i].lag = &injectedLag{max: lag, rng: rand.New(rand.NewPCG(uint64(p.cfg.Seed), uint64(i)))}
+		}
 	}
 	return s
 }

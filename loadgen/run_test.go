@@ -370,3 +370,28 @@ func TestRunValidityRules(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectedLag: the lag test fault sends every request up to InjectLag
+// late, so the measured schedule lag p99 sits near it (and the lag rule
+// calls the run INVALID), while the run's sends stay on schedule overall.
+func TestInjectedLag(t *testing.T) {
+	srv := classServer(t)
+	cfg := Config{
+		Targets: []Target{{Name: "ok", URL: srv.URL + "/ok", Rate: 200}},
+		Phases:  []Phase{{Name: "p", Duration: time.Second}},
+		Window:  100 * time.Millisecond, Timeout: time.Second,
+		LagThreshold: 5 * time.Millisecond, InjectLag: 30 * time.Millisecond, Seed: 3,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rep.Phases[0]
+	t.Logf("sent %d/%d, lag p99 %v max %v, valid %t %v", ps.Sent, ps.Expected, ps.LagP99, ps.LagMax, ps.Valid, ps.Reasons)
+	if ps.LagP99 < 20*time.Millisecond || ps.LagP99 > 80*time.Millisecond || ps.Valid {
+		t.Errorf("lag p99 %v, valid %t; want about 30 ms and INVALID", ps.LagP99, ps.Valid)
+	}
+	if ps.Sent < ps.Expected-10 {
+		t.Errorf("sent %d of %d", ps.Sent, ps.Expected)
+	}
+}

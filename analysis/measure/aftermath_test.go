@@ -23,6 +23,7 @@ type amRun struct {
 	probes    bool
 	shared    bool
 	noPools   bool // no pool metrics (a user's service without them)
+	hang      bool // the fault is a hang: calls last to T
 	canaryMax func(t float64) time.Duration
 	// win is an endpoint's window at t seconds from the fault's end
 	// (negative before it): results, failed ones, their class and p99 ms.
@@ -137,6 +138,10 @@ func (a amRun) build() *Run {
 	}
 	for _, ep := range []string{"a", "b"} {
 		r.Phases = append(r.Phases, *base[ep])
+	}
+	if a.hang {
+		r.Meta.Faults = []rundata.FaultEvent{{Time: fe.Add(-10 * time.Second), Dependency: "A", Action: rundata.FaultSet, Faults: []byte(`[{"type":"hang","percent":100}]`)},
+			{Time: fe, Dependency: "A", Action: rundata.FaultClear}}
 	}
 	return r
 }
@@ -301,13 +306,15 @@ func TestLeaks(t *testing.T) {
 }
 
 func TestLimitChecks(t *testing.T) {
-	peaks := func(a, cancelledA float64) func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
+	// peaks puts a peak of a calls to A (cancelledA of them abandoned) in the
+	// sample interval ending at seconds from the fault's end.
+	peaks := func(a, cancelledA, at float64) func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
 		return func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
 			p, c := 3.0, 0.0
-			if t > 2 && t <= 2.25 {
+			if t > at-0.25 && t <= at {
 				p, c = a, cancelledA
 			}
-			if t > 2.25 {
+			if t > at {
 				c = cancelledA
 			}
 			return map[string]float64{"a": 2, "b": 2}, map[string]float64{"A": 2, "B": 2}, map[string]float64{"A": p, "B": 4}, map[string]float64{"A": c}
@@ -319,10 +326,12 @@ func TestLimitChecks(t *testing.T) {
 		holds bool
 		says  string
 	}{
-		{"at the limit", amRun{sample: peaks(10, 0)}, true, "at most 10 calls to A in flight, limit 10 (declared): holds"},
-		{"over it", amRun{sample: peaks(14, 0)}, false, "14 calls to A in flight (recovery, 19.3 s), limit 10 (declared): the limit does not hold"},
-		{"over it by calls the service had abandoned", amRun{sample: peaks(11, 1)}, true, "holds"},
-		{"a shared pool's limit is each dependency's", amRun{shared: true, sample: peaks(14, 0)}, true, "limit 20"},
+		{"at the limit", amRun{sample: peaks(10, 0, 2.25)}, true, "at most 10 calls to A in flight, limit 10 (declared): holds"},
+		{"over it", amRun{sample: peaks(14, 0, 2.25)}, false, "14 calls to A in flight (recovery, 19.3 s), limit 10 (declared): the limit does not hold"},
+		{"over it by calls the service had abandoned", amRun{sample: peaks(11, 1, 2.25)}, true, "holds"},
+		{"a shared pool's limit is each dependency's", amRun{shared: true, sample: peaks(14, 0, 2.25)}, true, "limit 20"},
+		{"not judged while a hang holds calls to T", amRun{hang: true, sample: peaks(14, 0, -1)}, true, "holds"},
+		{"judged again once the hang's calls are gone", amRun{hang: true, sample: peaks(14, 0, 2.25)}, false, "the limit does not hold"},
 	} {
 		r := tt.run.build()
 		cs := r.limitChecks(nil)

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -12,7 +13,11 @@ import (
 )
 
 // LimitRule documents how a limit is held to; the report prints it.
-const LimitRule = "the most calls a dependency's proxy had in flight at once in any sample interval (its peak gauge, else its samples) must not exceed the limit on them: the sum of the limits of the pools its callers draw from (declared, else the service's pool metrics), else the limit inferred from the proxies in the fault phase; the calls the proxy counted as abandoned by the service in the same interval are allowed on top, because the proxy notices an abandoned call a moment after the service has freed its permit"
+const LimitRule = "the most calls a dependency's proxy had in flight at once in any sample interval (its peak gauge, else its samples) must not exceed the limit on them: the sum of the limits of the pools its callers draw from (declared, else the service's pool metrics), else the limit inferred from the proxies in the fault phase; judged wherever no call can outlive the service's timeout (not in the fault phase of a fault that holds calls near T or longer — a hang, a delay above 0.75 T, a heavy tail, a capacity queue — or whose clients give up, nor for T + the longest queue wait after it), because the proxy notices a call the service abandoned only a moment after the service has freed its permit; the calls the proxy counted as abandoned in the interval are allowed on top"
+
+// outliveShare is the share of T above which a fault's delay may make the
+// service abandon calls that the proxy still holds.
+const outliveShare = 0.75
 
 // Limit sources.
 const (
@@ -117,9 +122,16 @@ func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) 
 	}
 	cancelled := r.Metric(comp, rundata.MetricProxyCancelled)
 	origin := r.Origin()
-	top, worst, worstExcess := peaks[0], rundir.Point{}, 0.0
+	judged := r.limitJudged()
+	top, worst, worstExcess := rundir.Point{Time: origin, Value: -1}, rundir.Point{}, 0.0
 	prev, half := origin, r.sampleInterval()/2
+	n := 0
 	for _, p := range peaks {
+		if !judged(p.Time) {
+			prev = p.Time
+			continue
+		}
+		n++
 		allowed := 0.0
 		// Both series are sampled at the same ticks, each a moment apart:
 		// the interval is widened by half a tick at each end.
@@ -134,6 +146,9 @@ func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) 
 			worst, worstExcess = p, e
 		}
 	}
+	if n == 0 {
+		return LimitCheck{}, false
+	}
 	c := LimitCheck{Dependency: d, Limit: limit, Source: source, Holds: worstExcess < 0.5}
 	at := top
 	if !c.Holds {
@@ -141,6 +156,54 @@ func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) 
 	}
 	c.Peak, c.PeakS, c.PeakPhase = int(math.Round(at.Value)), Num(at.Time.Sub(origin).Seconds()), r.phaseAt(at.Time)
 	return c, true
+}
+
+// limitJudged says which sample times LimitRule judges: every one, but
+// in the fault phase of a fault that can hold calls up to the service's
+// timeout, and for T + the longest queue wait after it (a sample reports
+// the interval before it: one more interval is left out).
+func (r *Run) limitJudged() func(time.Time) bool {
+	fs, ok := r.FaultStart()
+	if !ok || !r.callsMayOutliveT() {
+		return func(time.Time) bool { return true }
+	}
+	until := r.FaultEnd().Add(r.Meta.Timeout + r.longestWait() + r.sampleInterval())
+	return func(t time.Time) bool { return t.Before(fs) || !t.Before(until) }
+}
+
+// callsMayOutliveT reports whether the run's fault can hold calls until the
+// service gives up on them: a hang, a capacity queue, a heavy-tailed delay
+// or one above outliveShare of T, or clients that give up mid-call.
+func (r *Run) callsMayOutliveT() bool {
+	for _, w := range r.Windows {
+		if w.Phase == rundata.PhaseFault && w.Cancelled > 0 {
+			return true
+		}
+	}
+	for _, f := range r.Meta.Faults {
+		if f.Action != rundata.FaultSet || len(f.Faults) == 0 {
+			continue
+		}
+		var fs []struct {
+			Type, Latency, Jitter, Distribution string
+		}
+		if json.Unmarshal(f.Faults, &fs) != nil {
+			return true
+		}
+		for _, x := range fs {
+			switch x.Type {
+			case "hang", "capacity":
+				return true
+			case "latency":
+				d, _ := time.ParseDuration(x.Latency)
+				j, _ := time.ParseDuration(x.Jitter)
+				if (x.Distribution != "" && x.Distribution != "uniform") || float64(d+j) > outliveShare*float64(r.Meta.Timeout) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // phaseAt names the phase that holds t, "" outside every phase.

@@ -34,6 +34,7 @@ type runOptions struct {
 	hdrLogs     bool
 	defect      bool
 	burn        int
+	lag         time.Duration
 	maxDuration time.Duration
 }
 
@@ -94,8 +95,13 @@ hold the load), 130 interrupted.`,
 	_ = f.MarkHidden(defectFlag)
 	f.IntVar(&o.burn, service.BurnFlag, 0, "TEST FAULT: start the service with N goroutines spinning (a starved service)")
 	_ = f.MarkHidden(service.BurnFlag)
+	f.DurationVar(&o.lag, injectLagFlag, 0, "TEST FAULT: send every request up to this much late (to measure how schedule lag moves the verdicts)")
+	_ = f.MarkHidden(injectLagFlag)
 	return cmd
 }
+
+// injectLagFlag is the hidden flag of the lag TEST FAULT (plan.InjectLag).
+const injectLagFlag = "test-inject-lag"
 
 func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	sp, err := loadRunSpec(args, o)
@@ -108,6 +114,9 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	}
 	if o.defect {
 		p.InjectSharedSemaphoreDefect()
+	}
+	if o.lag > 0 {
+		p.InjectLag(o.lag)
 	}
 	if o.burn > 0 {
 		p.InjectCPUBurn(o.burn)

@@ -82,6 +82,8 @@ type Load struct {
 	Bursts []loadgen.Burst
 	// Seed seeds the choice of the requests a phase's Cancel gives up on.
 	Seed int64
+	// InjectLag is the deliberate TEST FAULT loadgen.Config.InjectLag.
+	InjectLag time.Duration
 	// Validity limits: schedule lag p99, canary p99, baseline health.
 	MaxLagP99    time.Duration
 	CanaryMaxP99 time.Duration
@@ -272,6 +274,15 @@ func (p *Plan) InjectCPUBurn(n int) {
 				s.Config.BurnCPU = n
 			}
 		}
+	}
+}
+
+// InjectLag turns on the deliberate TEST FAULT loadgen.Config.InjectLag
+// (every send late by up to d) in every run of the plan, so that the
+// verdicts' sensitivity to schedule lag can be measured.
+func (p *Plan) InjectLag(d time.Duration) {
+	for i := range p.Runs {
+		p.Runs[i].Load.InjectLag = d
 	}
 }
 

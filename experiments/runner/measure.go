@@ -115,16 +115,17 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{
-		Targets:  targets,
-		Phases:   run.Load.Phases,
-		Timeout:  run.Load.ClientTimeout,
-		Window:   run.Load.Window,
-		Raw:      files.raw,
-		HdrLog:   files.hdr,
-		BurstRaw: files.burstRaw,
-		Bursts:   run.Load.Bursts,
-		Seed:     run.Load.Seed,
-		OnPhase:  sw.onPhase,
+		Targets:   targets,
+		Phases:    run.Load.Phases,
+		Timeout:   run.Load.ClientTimeout,
+		Window:    run.Load.Window,
+		Raw:       files.raw,
+		HdrLog:    files.hdr,
+		BurstRaw:  files.burstRaw,
+		Bursts:    run.Load.Bursts,
+		Seed:      run.Load.Seed,
+		InjectLag: run.Load.InjectLag,
+		OnPhase:   sw.onPhase,
 		OnWindow: func(w loadgen.Window) {
 			_ = enc.Encode(w)
 			if r.Progress != nil {

@@ -20,7 +20,10 @@ const (
 
 // RecoveryHold is the hold span RECOVERY judges "back at baseline" over.
 func (s *Spec) RecoveryHold() time.Duration {
-	t, w := s.Service.Timeout.D, s.Load.Window.D
+	// The spec may not be resolved yet (the default check list is chosen
+	// before it is): every duration is resolved here.
+	t := s.Service.Timeout.Resolve(0)
+	w := s.Load.Window.Resolve(t)
 	hold := max(recoveryHoldT*t, recoveryHoldWindows*w)
 	slowest := math.Inf(1)
 	for _, e := range s.Endpoints {
@@ -39,11 +42,16 @@ func (s *Spec) RecoveryHold() time.Duration {
 // every mode: the bound (expectations.recovery_max_t × T, plus the longest
 // breaker delay of a mode) and one hold span after it.
 func (s *Spec) RecoveryNeeds() time.Duration {
+	t := s.Service.Timeout.Resolve(0)
 	var allowance time.Duration
 	for i := range s.Modes {
-		allowance = max(allowance, s.Modes[i].breakerDelay())
+		for _, p := range s.Modes[i].Policies {
+			if p.Breaker != nil {
+				allowance = max(allowance, p.Breaker.Delay.Resolve(t))
+			}
+		}
 	}
-	bound := time.Duration(s.Expectations.RecoveryMaxT*float64(s.Service.Timeout.D)) + allowance
+	bound := time.Duration(s.Expectations.RecoveryMaxT*float64(t)) + allowance
 	return (bound + s.RecoveryHold()).Round(time.Millisecond)
 }
 
@@ -83,9 +91,9 @@ func (s *Spec) declaresLimits() bool {
 func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
 	switch pred {
 	case "RECOVERY":
-		if need := s.RecoveryNeeds(); s.Phases.Recovery.D < need {
+		if need, have := s.RecoveryNeeds(), s.Phases.Recovery.Resolve(s.Service.Timeout.Resolve(0)); have < need {
 			return fmt.Sprintf("RECOVERY needs a recovery phase of at least %v (recovery_max_t × T, a breaker's delay, and a hold span of %v after it); phases.recovery is %v",
-				need, s.RecoveryHold(), s.Phases.Recovery.D), true
+				need, s.RecoveryHold(), have), true
 		}
 	case "NO-LEAK":
 		if !s.observesPermits() && s.Load.Probe == nil {

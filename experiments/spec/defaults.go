@@ -16,10 +16,10 @@ const (
 	DefaultReadyTimeout = 30 * time.Second
 	DefaultRate         = 200.0
 	DefaultWindow       = 250 * time.Millisecond
-	DefaultWarmup       = 2 * time.Second
-	DefaultBaseline     = 5 * time.Second
-	DefaultFault        = 10 * time.Second
-	DefaultRecovery     = 5 * time.Second
+	DefaultWarmup       = time.Second
+	DefaultBaseline     = 2500 * time.Millisecond
+	DefaultFault        = 2500 * time.Millisecond
+	DefaultRecovery     = 2 * time.Second
 	// DefaultSlowFactor is the slow fault's latency in units of T.
 	DefaultSlowFactor = 0.9
 	// DefaultSlowJitter is the slow fault's jitter (capped so that the

@@ -98,7 +98,7 @@ func TestParseDefaults(t *testing.T) {
 		{"dep A jitter", s.Dependencies["A"].Jitter.D, 2 * time.Millisecond},
 		{"rates", s.Load.Rates, Rates{"a": 200, "b": 200}},
 		{"client timeout", s.Load.ClientTimeout.D, time.Second},
-		{"phases", []time.Duration{s.Phases.Warmup.D, s.Phases.Baseline.D, s.Phases.Fault.D, s.Phases.Recovery.D}, []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second, 5 * time.Second}},
+		{"phases", []time.Duration{s.Phases.Warmup.D, s.Phases.Baseline.D, s.Phases.Fault.D, s.Phases.Recovery.D}, []time.Duration{time.Second, 2500 * time.Millisecond, 2500 * time.Millisecond, 2 * time.Second}},
 		{"conditions", len(s.Conditions), 4},
 		{"slow latency", s.Conditions[1].Faults[0].Latency.D, 225 * time.Millisecond},
 		{"slow jitter", s.Conditions[1].Faults[0].Jitter.D, 10 * time.Millisecond},
