@@ -37,7 +37,9 @@ func TestHostileInputsAreUsageErrors(t *testing.T) {
 	writeFile(t, remote, rundata.SpecFile, strings.Replace(external, "http://127.0.0.1:1/a", "http://10.1.2.3:80/a", 1))
 	writeFile(t, remote, rundata.IndexFile, `{"experiment":"ext","runs":[{"id":"healthy-shared-r1","mode":"shared","condition":"healthy","repeat":1,"status":"pending"}]}`)
 	var b strings.Builder
-	b.WriteString("name: many\nconditions:\n")
+	// Its own phases, so that its estimate (800 runs of 22 s, ≈ 5 h) does
+	// not follow the defaults under --max-duration.
+	b.WriteString("name: many\nphases: {warmup: 2s, baseline: 5s, fault: 10s, recovery: 5s}\nconditions:\n")
 	for i := range 400 {
 		b.WriteString("  - {name: c" + string(rune('a'+i%26)) + strings.Repeat("x", i/26) + ", rates: {a: 10}}\n")
 	}
