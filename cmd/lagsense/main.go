@@ -91,6 +91,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		defer os.RemoveAll(out)
 	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
 	specFile, err := writeSpec(o, out)
 	if err != nil {
 		return err
