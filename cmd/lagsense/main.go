@@ -49,6 +49,9 @@ type options struct {
 	lags             []time.Duration
 	repeats          int
 	noise            float64
+	// variants, if set, are sets of extra run arguments compared side by
+	// side at no injected lag, the lag rule on (see runVariants).
+	variants [][]string
 }
 
 func parse(args []string) (options, error) {
@@ -60,6 +63,7 @@ func parse(args []string) (options, error) {
 	lags := fs.String("lags", "0,6.25ms,12.5ms,25ms,50ms", "the injected lags, comma-separated")
 	fs.IntVar(&o.repeats, "repeats", 3, "repeats of the matrix per lag")
 	fs.Float64Var(&o.noise, "noise", 0, "keep this share of one core busy beside the runs (0–1)")
+	variants := fs.String("variants", "", "compare these sets of extra run arguments side by side instead of lags, '|'-separated (e.g. '--nice 0|--nice -5'); -repeats rounds, interleaved")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -69,6 +73,11 @@ func parse(args []string) (options, error) {
 			return o, fmt.Errorf("-lags: %q is not a duration ≥ 0", s)
 		}
 		o.lags = append(o.lags, d)
+	}
+	if *variants != "" {
+		for _, v := range strings.Split(*variants, "|") {
+			o.variants = append(o.variants, strings.Fields(v))
+		}
 	}
 	switch {
 	case o.repeats < 1:
@@ -91,7 +100,10 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		defer os.RemoveAll(out)
 	}
-	specFile, err := writeSpec(o, out)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	specFile, err := writeSpec(o, out, len(o.variants) == 0)
 	if err != nil {
 		return err
 	}
@@ -99,6 +111,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		nctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go busy(nctx, o.noise)
+	}
+	if len(o.variants) > 0 {
+		return runVariants(ctx, o, specFile, out, w)
 	}
 	var rows []row
 	for _, lag := range o.lags {
@@ -122,9 +137,10 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	return nil
 }
 
-// writeSpec writes the experiment with the lag rule off (the lag is what
-// is measured) and the repeats asked for.
-func writeSpec(o options, dir string) (string, error) {
+// writeSpec writes the experiment with no run again after an INVALID
+// attempt, the lag rule off when lagOff (the lag is what is measured), and
+// the repeats asked for (one per round for variants).
+func writeSpec(o options, dir string, lagOff bool) (string, error) {
 	src, err := os.ReadFile(o.preset)
 	if err != nil {
 		if src, err = spec.PresetSource(o.preset); err != nil {
@@ -136,15 +152,34 @@ func writeSpec(o options, dir string) (string, error) {
 		return "", fmt.Errorf("%s: %v", o.preset, err)
 	}
 	top := doc.Content[0]
-	set(top, []string{"validity", "max_lag_p99"}, "10s")
+	if lagOff {
+		// The rule allows at most the window: the lag is what is measured.
+		set(top, []string{"validity", "max_lag_p99"}, get(top, []string{"load", "window"}, spec.DefaultWindow.String()))
+		set(top, []string{"repeats"}, fmt.Sprint(o.repeats))
+	} else {
+		set(top, []string{"repeats"}, "1")
+	}
 	set(top, []string{"validity", "retries"}, "0")
-	set(top, []string{"repeats"}, fmt.Sprint(o.repeats))
 	b, err := yaml.Marshal(&doc)
 	if err != nil {
 		return "", err
 	}
 	file := filepath.Join(dir, "lagsense.yaml")
 	return file, os.WriteFile(file, b, 0o644)
+}
+
+// get returns the scalar at path in mapping m, def when there is none.
+func get(m *yaml.Node, path []string, def string) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch {
+		case m.Content[i].Value != path[0]:
+		case len(path) == 1 && m.Content[i+1].Kind == yaml.ScalarNode:
+			return m.Content[i+1].Value
+		case len(path) > 1 && m.Content[i+1].Kind == yaml.MappingNode:
+			return get(m.Content[i+1], path[1:], def)
+		}
+	}
+	return def
 }
 
 // set sets the scalar at path in mapping m, creating mappings on the way.
