@@ -70,6 +70,28 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// UnmarshalJSON reads what MarshalJSON writes: null and a missing
+// interval are NaN.
+func (e *Estimate) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Mean *float64 `json:"mean"`
+		Lo   *float64 `json:"ci_lo"`
+		Hi   *float64 `json:"ci_hi"`
+		N    int      `json:"n"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	val := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	*e = Estimate{Mean: val(raw.Mean), Lo: val(raw.Lo), Hi: val(raw.Hi), N: raw.N}
+	return nil
+}
+
 // num formats v with 6 significant digits; NaN and ±Inf become null.
 func num(v float64) json.RawMessage {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
