@@ -243,15 +243,18 @@ func mergedQuantile(ws []rundata.Window, q float64) time.Duration {
 	return hi
 }
 
-// canarySlow reports whether the canary's latency went over its validity
-// limit in a window from the one starting at first to last (inclusive).
+// canarySlow reports whether the canary's latency went over half its
+// validity limit in a window from the one starting at first to last
+// (inclusive): the machine delayed a request that does no work by a good
+// part of what a run may bear, so a slower stretch of an endpoint then is
+// not evidence about the service.
 func (r *Run) canarySlow(first time.Time, last rundata.Window) bool {
 	c := r.Meta.Canary
 	if c == nil || c.MaxP99 <= 0 {
 		return false
 	}
 	for _, w := range r.EndpointWindows(rundata.CanaryEndpoint) {
-		if !w.Start.Before(first) && !w.Start.After(last.Start) && w.Latency.Count > 0 && w.Latency.Max > c.MaxP99 {
+		if !w.Start.Before(first) && !w.Start.After(last.Start) && w.Latency.Count > 0 && 2*w.Latency.Max > c.MaxP99 {
 			return true
 		}
 	}
