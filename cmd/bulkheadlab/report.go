@@ -32,7 +32,7 @@ PNG figures, into DIR or --out. It prints the verdict table. With --check it
 exits 1 when a prediction listed under the spec's expectations.check is not
 SUPPORTED and 3 when one is INVALID.`,
 		Example: `  bulkheadlab report results/slow-dependency/20240501T120000Z
-  bulkheadlab report results/ci-regression/latest --out report-out --check --junit verdicts.xml`,
+  bulkheadlab report results/ci-regression/20240501T121500Z --out report-out --check --junit verdicts.xml`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError(fmt.Errorf("report: want exactly one results folder, got %d arguments", len(args)))
