@@ -31,6 +31,7 @@ type runOptions struct {
 	noReport    bool
 	inProcess   bool
 	outSet      bool // --out was given
+	repeatsSet  bool // --repeats was given
 	hdrLogs     bool
 	defect      bool
 	burn        int
@@ -77,13 +78,14 @@ hold the load), 130 interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.outSet = cmd.Flags().Changed("out")
+			o.repeatsSet = cmd.Flags().Changed("repeats")
 			return runExperiment(cmd, args, o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "results", "results root folder")
 	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
-	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats")
+	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats (≥ 1; default: the spec's)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
 	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
@@ -188,7 +190,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.noReport && (o.check || o.junit != "") {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}
-	if o.repeats < 0 {
+	if o.repeatsSet && o.repeats < 1 {
 		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
 	}
 	if o.maxDuration <= 0 {
@@ -198,7 +200,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.repeats > 0 {
+	if o.repeatsSet {
 		sp.Repeats = o.repeats
 		if err := sp.Validate(); err != nil {
 			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
@@ -234,7 +236,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 // argument (default preset).
 func resolveRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.resume != "" {
-		if len(args) > 0 || o.repeats != 0 || o.outSet {
+		if len(args) > 0 || o.repeatsSet || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
 		s, err := spec.Load(filepath.Join(o.resume, rundata.SpecFile))
