@@ -1454,3 +1454,66 @@ func TestDocumentedCollector(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedExitWithoutCheck: without --check, a command that wrote its
+// report exits 0 whatever the verdicts, INVALID included, with a WARNING
+// line; --check makes the same data exit 3. run --help and the README's
+// exit codes say so (run and report share finishCheck).
+func TestDocumentedExitWithoutCheck(t *testing.T) {
+	repo := repoRoot(t)
+	dir := filepath.Join(t.TempDir(), "invalid")
+	if err := copyTree(filepath.Join(repo, "results", "reference-breaker-after-drain"), dir); err != nil {
+		t.Fatal(err)
+	}
+	metas, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "meta.json"))
+	if len(metas) == 0 {
+		t.Fatal("no runs to mark INVALID")
+	}
+	for _, p := range metas {
+		var m map[string]any
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := m["validity"].([]any)[0].(map[string]any)
+		v["valid"], v["reasons"], m["valid"] = false, []string{"schedule lag p99 9 ms > 5 ms"}, false
+		if b, err = json.Marshal(m); err == nil {
+			err = os.WriteFile(p, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := func(args ...string) (int, string) {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetArgs(append([]string{"report", dir, "--no-images"}, args...))
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		return exitCode(err), out.String()
+	}
+	if code, out := report(); code != ExitOK || !strings.Contains(out, "WARNING: 4 of 4 runs are INVALID") {
+		t.Errorf("report of INVALID runs without --check: exit %d, want 0 with a WARNING line:\n%s", code, out)
+	}
+	if code, out := report("--check"); code != ExitInvalid {
+		t.Errorf("report --check of INVALID runs: exit %d, want %d:\n%s", code, ExitInvalid, out)
+	}
+
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "")), " ") }
+	if h := norm(newRunCmd().Long); !strings.Contains(h, "Without --check, run exits 0 once the report is written, whatever its verdicts, INVALID included") {
+		t.Errorf("run --help does not say what run exits without --check:\n%s", newRunCmd().Long)
+	}
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ci, _ := strings.Cut(string(readme), "\n## In CI\n")
+	ci, _, _ = strings.Cut(ci, "\n## ")
+	if !strings.Contains(norm(ci), "Without --check, run and report exit 0 once the report is written, whatever its verdicts, INVALID included") {
+		t.Errorf("the README's exit codes (## In CI) do not say what run exits without --check:\n%s", ci)
+	}
+}

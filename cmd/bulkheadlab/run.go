@@ -64,9 +64,14 @@ results/<experiment>/<UTC timestamp>/ with the run data and the report
 
 Ctrl-C stops the load, tears the children down, keeps every finished run,
 marks the interrupted one, and exits 130; --resume DIR continues it.
-With --check the exit code says whether the spec's expectations held:
-0 all SUPPORTED, 1 a prediction failed, 3 INVALID (the harness could not
-hold the load), 130 interrupted.`,
+
+Without --check, run exits 0 once the report is written, whatever its
+verdicts, INVALID included: the verdicts are the report's findings (a
+WARNING line after the verdict table counts the INVALID runs). With --check
+they decide the exit code: 0 every prediction in expectations.check is
+SUPPORTED, 1 one is NOT SUPPORTED, 3 one is INVALID or INCONCLUSIVE
+(nothing can be concluded: rerun), 4 the run data is damaged. Either way 2
+means bad flags or spec, 4 the harness failed, 130 interrupted.`,
 		Example: `  # the default experiment, about 3 minutes per repeat
   bulkheadlab run
 
