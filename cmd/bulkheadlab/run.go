@@ -72,7 +72,7 @@ they decide the exit code: 0 every prediction in expectations.check is
 SUPPORTED, 1 one is NOT SUPPORTED, 3 one is INVALID or INCONCLUSIVE
 (nothing can be concluded: rerun), 4 the run data is damaged. Either way 2
 means bad flags or spec, 4 the harness failed, 130 interrupted.`,
-		Example: `  # the default experiment, about 3 minutes per repeat
+		Example: `  # the default experiment: 24 runs in about 3½ minutes
   bulkheadlab run
 
   # the CI regression check with a JUnit file
