@@ -28,11 +28,13 @@ func newReportCmd() *cobra.Command {
 		Short: "Regenerate the report of a results folder",
 		Long: `report reads a results folder written by "bulkheadlab run" (index.json,
 spec.yaml and runs/*) and writes summary.json, report.md, index.html and the
-PNG figures, into DIR or --out. It prints the verdict table. With --check it
+PNG figures, into DIR or --out. It prints the verdict table. Without --check
+it exits 0 once the report is written, whatever its verdicts; with --check it
 exits 1 when a prediction listed under the spec's expectations.check is not
-SUPPORTED and 3 when one is INVALID.`,
+SUPPORTED, 3 when one is INVALID or INCONCLUSIVE and 4 when the run data is
+damaged.`,
 		Example: `  bulkheadlab report results/slow-dependency/20240501T120000Z
-  bulkheadlab report results/ci-regression/latest --out report-out --check --junit verdicts.xml`,
+  bulkheadlab report results/ci-regression/20240501T121500Z --out report-out --check --junit verdicts.xml`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError(fmt.Errorf("report: want exactly one results folder, got %d arguments", len(args)))

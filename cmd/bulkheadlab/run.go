@@ -31,6 +31,7 @@ type runOptions struct {
 	noReport    bool
 	inProcess   bool
 	outSet      bool // --out was given
+	repeatsSet  bool // --repeats was given
 	hdrLogs     bool
 	defect      bool
 	burn        int
@@ -63,10 +64,15 @@ results/<experiment>/<UTC timestamp>/ with the run data and the report
 
 Ctrl-C stops the load, tears the children down, keeps every finished run,
 marks the interrupted one, and exits 130; --resume DIR continues it.
-With --check the exit code says whether the spec's expectations held:
-0 all SUPPORTED, 1 a prediction failed, 3 INVALID (the harness could not
-hold the load), 130 interrupted.`,
-		Example: `  # the default experiment, about 3 minutes per repeat
+
+Without --check, run exits 0 once the report is written, whatever its
+verdicts, INVALID included: the verdicts are the report's findings (a
+WARNING line after the verdict table counts the INVALID runs). With --check
+they decide the exit code: 0 every prediction in expectations.check is
+SUPPORTED, 1 one is NOT SUPPORTED, 3 one is INVALID or INCONCLUSIVE
+(nothing can be concluded: rerun), 4 the run data is damaged. Either way 2
+means bad flags or spec, 4 the harness failed, 130 interrupted.`,
+		Example: `  # the default experiment: 24 runs in about 3½ minutes
   bulkheadlab run
 
   # the CI regression check with a JUnit file
@@ -77,13 +83,14 @@ hold the load), 130 interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.outSet = cmd.Flags().Changed("out")
+			o.repeatsSet = cmd.Flags().Changed("repeats")
 			return runExperiment(cmd, args, o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "results", "results root folder")
 	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
-	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats")
+	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats (≥ 1; default: the spec's)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
 	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
@@ -188,7 +195,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.noReport && (o.check || o.junit != "") {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}
-	if o.repeats < 0 {
+	if o.repeatsSet && o.repeats < 1 {
 		return nil, usageError(fmt.Errorf("--repeats: must be ≥ 1, got %d", o.repeats))
 	}
 	if o.maxDuration <= 0 {
@@ -198,7 +205,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.repeats > 0 {
+	if o.repeatsSet {
 		sp.Repeats = o.repeats
 		if err := sp.Validate(); err != nil {
 			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
@@ -234,7 +241,7 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 // argument (default preset).
 func resolveRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.resume != "" {
-		if len(args) > 0 || o.repeats != 0 || o.outSet {
+		if len(args) > 0 || o.repeatsSet || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
 		s, err := spec.Load(filepath.Join(o.resume, rundata.SpecFile))

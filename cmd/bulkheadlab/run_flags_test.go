@@ -31,6 +31,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "no-such-preset"}, "no-such-preset"},
 		{[]string{"run", bad}, "bad.yaml:3: service.pool: unknown field"},
 		{[]string{"run", "ci-regression", "--repeats", "-1"}, "--repeats"},
+		// 0 is no "use the spec's repeats": the spec itself refuses repeats: 0.
+		// (--max-duration 1ns: were 0 let through, it must not start the matrix.)
+		{[]string{"run", "ci-regression", "--repeats", "0", "--max-duration", "1ns"}, "--repeats: must be ≥ 1, got 0"},
+		{[]string{"run", "--resume", tmp, "--repeats", "0"}, "--repeats"},
 		{[]string{"run", "ci-regression", "--resume", tmp}, "--resume"},
 		{[]string{"run", "--resume", filepath.Join(tmp, "missing")}, "--resume"},
 		{[]string{"run", remote, "--out", out}, "--allow-remote"},

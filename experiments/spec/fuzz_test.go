@@ -19,7 +19,7 @@ import (
 // without their comment lines; the preview runs once per condition ×
 // mode, not per repeat) and cap minimization:
 //
-//	go test -run='^$' -fuzz=FuzzParse -fuzzminimizetime=1s ./experiments
+//	go test -run='^$' -fuzz='^FuzzParse$' -fuzzminimizetime=1s ./experiments/spec
 func FuzzParse(f *testing.F) {
 	for _, n := range PresetNames() {
 		b, err := PresetSource(n)
