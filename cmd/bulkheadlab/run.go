@@ -29,6 +29,7 @@ type runOptions struct {
 	check       bool
 	junit       string
 	noReport    bool
+	noImages    bool
 	inProcess   bool
 	outSet      bool // --out was given
 	repeatsSet  bool // --repeats was given
@@ -95,6 +96,7 @@ means bad flags or spec, 4 the harness failed, 130 interrupted.`,
 	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
+	f.BoolVar(&o.noImages, "no-images", false, "write the report without its PNG figures (faster; bulkheadlab report DIR draws them later)")
 	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
@@ -165,7 +167,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if o.noReport {
 		return runErr
 	}
-	sum, rerr := analysis.WriteReport(dir.Path, analysis.Options{})
+	sum, rerr := analysis.WriteReport(dir.Path, analysis.Options{NoImages: o.noImages})
 	if rerr != nil {
 		return errors.Join(runErr, rerr)
 	}

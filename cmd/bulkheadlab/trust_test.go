@@ -41,7 +41,9 @@ func runSpec(t *testing.T, name, text string, args ...string) (int, string, stri
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := startRunner(t, tmp, append([]string{"run", file, "--out", tmp, "--check"}, args...)...)
+	// The figures are drawn and tested in analysis/render; here they would
+	// only cost time.
+	r := startRunner(t, tmp, append([]string{"run", file, "--out", tmp, "--check", "--no-images"}, args...)...)
 	code := r.wait(t, 90*time.Second)
 	return code, r.out.String(), resultsDir(tmp, name)
 }
