@@ -30,7 +30,11 @@ const (
 	// Validity defaults; see Validity.
 	DefaultCanaryRate             = 20.0
 	DefaultCanaryMaxP99T          = 0.1
-	DefaultMaxLagP99              = 5 * time.Millisecond
+	// DefaultMaxLagP99T is the limit on the load generator's schedule lag
+	// p99, in units of T: sends up to 0.2 T late moved no deciding number of
+	// the default experiment beyond its spread over repeats (README,
+	// "Validity in units of T"), so half of that cannot change a verdict.
+	DefaultMaxLagP99T             = 0.1
 	DefaultBaselineMinSuccess     = 0.99
 	DefaultBaselineMaxUnreachable = 0.01
 	DefaultRetries                = 2
@@ -165,7 +169,7 @@ func (s *Spec) applyDefaults() {
 		v.CanaryMaxP99 = RelT(DefaultCanaryMaxP99T)
 	}
 	if !s.set("validity.max_lag_p99") {
-		v.MaxLagP99 = Abs(DefaultMaxLagP99)
+		v.MaxLagP99 = RelT(DefaultMaxLagP99T)
 	}
 }
 
