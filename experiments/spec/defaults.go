@@ -28,8 +28,8 @@ const (
 	// DefaultFailStatus is the failing fault's status.
 	DefaultFailStatus = 503
 	// Validity defaults; see Validity.
-	DefaultCanaryRate             = 20.0
-	DefaultCanaryMaxP99T          = 0.1
+	DefaultCanaryRate    = 20.0
+	DefaultCanaryMaxP99T = 0.1
 	// DefaultMaxLagP99T is the limit on the load generator's schedule lag
 	// p99, in units of T: sends up to 0.2 T late moved no deciding number of
 	// the default experiment beyond its spread over repeats (README,
