@@ -2,6 +2,28 @@ package faultproxy
 
 import "net/http"
 
+// TypeAbort is the abort fault: an affected request's connection is closed
+// without a response; the caller sees EOF or a reset.
+const TypeAbort = "abort"
+
+// abortType is the abort fault type; it takes no parameters.
+type abortType struct{ terminal }
+
+func (abortType) name() string                          { return TypeAbort }
+func (abortType) params() []string                      { return nil }
+func (abortType) validate(f *Fault, field string) error { return nil }
+func (abortType) normalized(f Fault) Fault              { return f }
+
+func (abortType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
+	p.record(r, a.d, a.e)
+	abort()
+}
+
+func (abortType) answerRaw(p *Proxy, c *rconn, a answer) bool {
+	p.recordID(c.req.requestID, a.d, a.e)
+	return false // the connection is closed
+}
+
 // abort closes the caller's connection without a response: the caller sees
 // EOF or a reset. It panics with http.ErrAbortHandler, which net/http's
 // server recovers silently after closing the connection (HTTP/1) or

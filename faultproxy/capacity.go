@@ -20,6 +20,21 @@ import (
 // the affected requests see an M/G/c queue of service time S + Latency.
 // A waiting request whose caller goes away leaves the queue.
 
+// TypeCapacity is the capacity fault.
+const TypeCapacity = "capacity"
+
+// capacityType is the capacity fault type. Its action on both planes is
+// the admission (Proxy.admit), before the delay and the answer.
+type capacityType struct{}
+
+func (capacityType) name() string { return TypeCapacity }
+func (capacityType) role() role   { return roleCapacity }
+
+// capacityParams are its slots and queue, and its service time's fields.
+var capacityParams = append([]string{"capacity", "queue"}, latencyParams...)
+
+func (capacityType) params() []string { return capacityParams }
+
 // Limits of a capacity fault.
 const (
 	// MaxCapacity bounds a capacity fault's Capacity.
@@ -41,7 +56,7 @@ const HeaderOverloaded = "X-Dep-Overloaded"
 var overloaded = Fault{Type: TypeError, Status: http.StatusServiceUnavailable,
 	Body: "faultproxy: capacity fault: queue full\n", Headers: map[string]string{HeaderOverloaded: "queue-full"}}
 
-func validateCapacity(f Fault, field string) error {
+func (capacityType) validate(f *Fault, field string) error {
 	if f.Capacity < 1 || f.Capacity > MaxCapacity {
 		return fieldErr(field+".capacity", "must be between 1 and %d, got %d", MaxCapacity, f.Capacity)
 	}
@@ -51,9 +66,9 @@ func validateCapacity(f Fault, field string) error {
 	return validateLatency(f, field)
 }
 
-// normalizeCapacity fills in the queue and, if the fault has a service
-// time, its distribution.
-func normalizeCapacity(f Fault) Fault {
+// normalized fills in the queue and, if the fault has a service time, its
+// distribution.
+func (capacityType) normalized(f Fault) Fault {
 	if f.Queue == 0 {
 		f.Queue = MaxQueue
 	}
@@ -63,20 +78,9 @@ func normalizeCapacity(f Fault) Fault {
 	return f
 }
 
-// noCapacityFields rejects capacity parameters on other fault types.
-func noCapacityFields(f Fault, field string) error {
-	switch {
-	case f.Capacity != 0:
-		return fieldErr(field+".capacity", "only valid for type capacity")
-	case f.Queue != 0:
-		return fieldErr(field+".queue", "only valid for type capacity")
-	}
-	return nil
-}
-
-// oneCapacity rejects a set with more than one capacity fault: the
+// validateSet rejects a set with more than one capacity fault: the
 // requests a set affects share one server.
-func oneCapacity(fs []Fault) error {
+func (capacityType) validateSet(fs []Fault) error {
 	first := -1
 	for i, f := range fs {
 		if f.Type != TypeCapacity {

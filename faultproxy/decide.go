@@ -9,28 +9,42 @@ import (
 // proxy swaps whole sets atomically; nothing mutates a set once installed.
 type faultSet struct {
 	faults []Fault
+	// roles are the faults' roles in the combination rule, by index.
+	roles []role
+	// answers are the terminal faults' actions, by index (nil for the
+	// others).
+	answers []answerer
+	// prepared is what the faults' types built for them (preparer), by
+	// index (nil if no type built anything).
+	prepared []any
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
-	// payloads are the documents of the set's payload faults, by index
-	// (nil if it has none).
-	payloads [][]byte
 }
 
 var emptySet = &faultSet{}
 
+// newFaultSet builds the set of the valid faults fs.
 func newFaultSet(fs []Fault) *faultSet {
 	if len(fs) == 0 {
 		return emptySet
 	}
-	s := &faultSet{faults: make([]Fault, len(fs))}
+	s := &faultSet{faults: make([]Fault, len(fs)), roles: make([]role, len(fs)), answers: make([]answerer, len(fs))}
 	for i, f := range fs {
-		s.faults[i] = f.normalized()
-		if f.Type == TypeCapacity && s.capacity == nil {
+		t := lookupType(f.Type)
+		s.faults[i] = t.normalized(f)
+		s.roles[i] = t.role()
+		s.answers[i], _ = t.(answerer)
+		if pr, ok := t.(preparer); ok {
+			if s.prepared == nil {
+				s.prepared = make([]any, len(fs))
+			}
+			s.prepared[i] = pr.prepare(&s.faults[i])
+		}
+		if s.roles[i] == roleCapacity && s.capacity == nil {
 			s.capacity = newCapacityServer(s.faults[i])
 		}
 	}
-	s.payloads = payloadBodies(s.faults)
 	return s
 }
 
@@ -77,15 +91,8 @@ func (d Decision) String() string {
 func (d Decision) effects() string {
 	switch {
 	case d.Latencies > 0 && d.Terminal >= 0:
-		switch d.TerminalType { // constant names for the known types: no allocation
-		case TypeError:
-			return "latency+error"
-		case TypeAbort:
-			return "latency+abort"
-		case TypeHang:
-			return "latency+hang"
-		case TypePayload:
-			return "latency+payload"
+		if s, ok := latencyPlus[d.TerminalType]; ok { // built once: no allocation
+			return s
 		}
 		return TypeLatency + "+" + d.TerminalType
 	case d.Latencies > 0:
@@ -145,20 +152,19 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 		if !(r.Float64()*100 < f.Percent) {
 			continue
 		}
-		if f.Type == TypeLatency {
+		switch s.roles[i] {
+		case roleDelay:
 			d.Delay += sampleDelay(f, &r)
 			d.Latencies++
-			continue
-		}
-		if f.Type == TypeCapacity {
+		case roleCapacity:
 			if f.Latency != 0 || f.Jitter != 0 {
 				d.Delay += sampleDelay(f, &r)
 			}
 			d.Capacity = true
-			continue
-		}
-		if d.Terminal < 0 {
-			d.Terminal, d.TerminalType = i, f.Type
+		default:
+			if d.Terminal < 0 {
+				d.Terminal, d.TerminalType = i, f.Type
+			}
 		}
 	}
 	return d

@@ -6,10 +6,23 @@ import (
 	"strings"
 )
 
+// TypeError is the error fault: an affected request is answered at once
+// with Status, Body and Headers; the upstream is not called.
+const TypeError = "error"
+
 // DefaultErrorStatus is the status of an error fault that names none.
 const DefaultErrorStatus = http.StatusServiceUnavailable
 
-func validateError(f Fault, field string) error {
+// errorType is the error fault type.
+type errorType struct{ terminal }
+
+func (errorType) name() string     { return TypeError }
+func (errorType) params() []string { return errorParams }
+
+// errorParams are an error fault's answer fields.
+var errorParams = []string{"status", "body", "headers"}
+
+func (errorType) validate(f *Fault, field string) error {
 	if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
 		return fieldErr(field+".status", "must be an HTTP status within 200–599, got %d", f.Status)
 	}
@@ -49,7 +62,7 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-func normalizeError(f Fault) Fault {
+func (errorType) normalized(f Fault) Fault {
 	if f.Status == 0 {
 		f.Status = DefaultErrorStatus
 	}
@@ -65,17 +78,18 @@ func normalizeError(f Fault) Fault {
 	return f
 }
 
-// noErrorFields rejects error parameters on other fault types.
-func noErrorFields(f Fault, field string) error {
-	switch {
-	case f.Status != 0:
-		return fieldErr(field+".status", "only valid for type error")
-	case f.Body != "":
-		return fieldErr(field+".body", "only valid for type error")
-	case len(f.Headers) != 0:
-		return fieldErr(field+".headers", "only valid for type error")
-	}
-	return nil
+func (errorType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
+	f := a.fault()
+	a.e.Status = f.Status
+	p.record(r, a.d, a.e)
+	writeError(w, *f)
+}
+
+func (errorType) answerRaw(p *Proxy, c *rconn, a answer) bool {
+	f := a.fault()
+	a.e.Status = f.Status
+	p.recordID(c.req.requestID, a.d, a.e)
+	return c.writeFault(f)
 }
 
 // writeError answers with the error fault f; the upstream is not called.

@@ -8,19 +8,10 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-)
-
-// Fault types.
-const (
-	TypeLatency = "latency"
-	TypeError   = "error"
-	TypeAbort   = "abort"
-	TypeHang    = "hang"
-	// TypeCapacity is the capacity fault (capacity.go).
-	TypeCapacity = "capacity"
 )
 
 // Limits on fault parameters, so that sums and conversions never overflow and
@@ -180,7 +171,7 @@ func ParseFaults(r io.Reader) ([]Fault, error) {
 		}
 		out = append(out, f)
 	}
-	if err := oneCapacity(out); err != nil {
+	if err := validateSet(out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -263,6 +254,19 @@ func jsonKind(t reflect.Type) string {
 
 // toFault converts and validates one wire fault; field prefixes messages.
 func (w faultWire) toFault(field string) (Fault, error) {
+	f, err := w.fault(field)
+	if err != nil {
+		return Fault{}, err
+	}
+	if err := f.validate(field); err != nil {
+		return Fault{}, err
+	}
+	return f.normalized(), nil
+}
+
+// fault converts one wire fault, not validated: an omitted percent is 100
+// and durations are parsed.
+func (w faultWire) fault(field string) (Fault, error) {
 	f := Fault{Type: w.Type, Percent: 100, Distribution: w.Distribution,
 		Status: w.Status, Body: w.Body, Headers: w.Headers, Capacity: w.Capacity, Queue: w.Queue, Size: w.Size}
 	if w.Percent != nil {
@@ -278,10 +282,7 @@ func (w faultWire) toFault(field string) (Fault, error) {
 	if f.Max, err = parseDur(field+".max", w.Max); err != nil {
 		return Fault{}, err
 	}
-	if err := f.validate(field); err != nil {
-		return Fault{}, err
-	}
-	return f.normalized(), nil
+	return f, nil
 }
 
 func parseDur(field, s string) (time.Duration, error) {
@@ -303,55 +304,39 @@ func (f Fault) validate(field string) error {
 	if math.IsNaN(f.Percent) || f.Percent < 0 || f.Percent > 100 {
 		return fieldErr(field+".percent", "must be within 0–100, got %v", f.Percent)
 	}
-	if f.Type != TypeLatency && f.Type != TypeCapacity {
-		if err := noLatencyFields(f, field); err != nil {
-			return err
+	t := lookupType(f.Type)
+	for _, p := range faultParams {
+		if p.set(&f) && (t == nil || !slices.Contains(t.params(), p.name)) {
+			return fieldErr(field+"."+p.name, "only valid for type %s", paramOwners(p.name))
 		}
 	}
-	if f.Type != TypeError {
-		if err := noErrorFields(f, field); err != nil {
-			return err
-		}
+	switch {
+	case t != nil:
+		return t.validate(&f, field)
+	case f.Type == "":
+		return fieldErr(field+".type", "required (%s)", orList(typeNames()))
 	}
-	if f.Type != TypeCapacity {
-		if err := noCapacityFields(f, field); err != nil {
-			return err
-		}
-	}
-	if f.Type != TypePayload {
-		if err := noPayloadFields(f, field); err != nil {
-			return err
-		}
-	}
-	switch f.Type {
-	case TypeLatency:
-		return validateLatency(f, field)
-	case TypeError:
-		return validateError(f, field)
-	case TypeCapacity:
-		return validateCapacity(f, field)
-	case TypePayload:
-		return validatePayload(f, field)
-	case TypeAbort, TypeHang:
-		return nil
-	case "":
-		return fieldErr(field+".type", "required (latency, error, abort, hang, capacity or payload)")
-	default:
-		return fieldErr(field+".type", "unknown fault type %q (want latency, error, abort, hang, capacity or payload)", f.Type)
-	}
+	return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(typeNames()))
 }
 
-// normalized fills in defaults: distribution, status, max.
+// normalized fills in the type's defaults (distribution, status, max...).
 func (f Fault) normalized() Fault {
-	switch f.Type {
-	case TypeLatency:
-		return normalizeLatency(f)
-	case TypeError:
-		return normalizeError(f)
-	case TypeCapacity:
-		return normalizeCapacity(f)
+	if t := lookupType(f.Type); t != nil {
+		return t.normalized(f)
 	}
 	return f
+}
+
+// validateSet applies the rules over a whole set (setValidator).
+func validateSet(fs []Fault) error {
+	for _, t := range faultTypes {
+		if v, ok := t.(setValidator); ok {
+			if err := v.validateSet(fs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ValidateFaults validates a whole set, naming fields as "faults[i]...".
@@ -364,5 +349,5 @@ func ValidateFaults(fs []Fault) error {
 			return err
 		}
 	}
-	return oneCapacity(fs)
+	return validateSet(fs)
 }

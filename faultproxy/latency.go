@@ -1,9 +1,33 @@
 package faultproxy
 
 import (
+	"context"
 	"math"
+	"net/http"
 	"time"
 )
+
+// TypeLatency is the latency fault: an affected request waits before it
+// goes on, Latency ± Jitter or a heavy-tailed delay (see the
+// distributions). The delays of every latency fault that fired add up, and
+// the request waits once for their sum (Proxy.delay, Proxy.delayRaw).
+const TypeLatency = "latency"
+
+// latencyType is the latency fault type.
+type latencyType struct{}
+
+func (latencyType) name() string { return TypeLatency }
+func (latencyType) role() role   { return roleDelay }
+
+// latencyParams are the delay's fields, taken by the latency and capacity
+// types.
+var latencyParams = []string{"latency", "jitter", "distribution", "max"}
+
+func (latencyType) params() []string { return latencyParams }
+
+func (latencyType) validate(f *Fault, field string) error { return validateLatency(f, field) }
+
+func (latencyType) normalized(f Fault) Fault { return normalizeLatency(f) }
 
 // Latency distributions.
 const (
@@ -26,7 +50,7 @@ const ParetoShape = 1.5
 // above Latency.
 const defaultTailCap = 100
 
-func validateLatency(f Fault, field string) error {
+func validateLatency(f *Fault, field string) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -67,23 +91,6 @@ func normalizeLatency(f Fault) Fault {
 	return f
 }
 
-// noLatencyFields rejects latency parameters on fault types without a
-// delay.
-func noLatencyFields(f Fault, field string) error {
-	const msg = "only valid for type latency or capacity"
-	switch {
-	case f.Latency != 0:
-		return fieldErr(field+".latency", msg)
-	case f.Jitter != 0:
-		return fieldErr(field+".jitter", msg)
-	case f.Distribution != "":
-		return fieldErr(field+".distribution", msg)
-	case f.Max != 0:
-		return fieldErr(field+".max", msg)
-	}
-	return nil
-}
-
 // sampleDelay draws one delay of the latency fault f (valid, normalised).
 // The result is within [0, Max] (or [Latency−Jitter, Latency+Jitter] for
 // uniform).
@@ -103,6 +110,68 @@ func sampleDelay(f *Fault, r *reqRand) time.Duration {
 		return f.Max
 	}
 	return time.Duration(d)
+}
+
+// delay waits until the decided delay after start (the request's arrival,
+// or when it got a slot of a capacity fault). It reports false if the
+// request must not go on: the caller went away (the request is dropped) —
+// or it aborts the connection if the proxy is closing.
+func (p *Proxy) delay(ctx context.Context, r *http.Request, start time.Time, d Decision, e *LedgerEntry) bool {
+	if d.Delay <= 0 {
+		p.noteNoDelay(d, e)
+		return true
+	}
+	switch p.waitDelay(ctx.Done(), start, d, e) {
+	case waitCancelled:
+		p.record(r, d, *e)
+		return false
+	case waitStopped:
+		p.record(r, d, *e)
+		abort()
+	}
+	return true
+}
+
+// noteNoDelay records latency faults that fired with a zero delay.
+func (p *Proxy) noteNoDelay(d Decision, e *LedgerEntry) {
+	p.m.injected[TypeLatency].Add(float64(d.Latencies))
+	e.RequestedDelayMS = ms(d.Delay)
+	p.m.delay.Observe(0)
+}
+
+// waitDelay waits until d's delay after start, or until gone closes or
+// the proxy stops, and notes the wait in the metrics and in e (outcome
+// "cancelled" or "stopped" when it did not run out). Both data planes
+// delay through it.
+func (p *Proxy) waitDelay(gone <-chan struct{}, start time.Time, d Decision, e *LedgerEntry) waitResult {
+	p.m.injected[TypeLatency].Add(float64(d.Latencies))
+	e.RequestedDelayMS = ms(d.Delay)
+	res, actual := wait(gone, p.stop, start, d.Delay)
+	p.m.delay.Observe(actual.Seconds())
+	e.DelayMS = ms(actual)
+	switch res {
+	case waitCancelled:
+		p.m.cancelled.Inc()
+		e.Outcome = "cancelled"
+	case waitStopped:
+		e.Outcome = "stopped"
+	}
+	return res
+}
+
+// delayRaw waits the decided delay from start, watching the client through
+// w. It reports false if the request ends here (the client went away or
+// the proxy is closing: the connection is cut), recorded.
+func (p *Proxy) delayRaw(c *rconn, w *clientWatch, start time.Time, d Decision, e *LedgerEntry) bool {
+	if d.Delay <= 0 {
+		p.noteNoDelay(d, e)
+		return true
+	}
+	if p.waitDelay(w.gone(), start, d, e) != waitDone {
+		p.recordID(c.req.requestID, d, *e)
+		return false
+	}
+	return true
 }
 
 // waitResult says how a delay ended.

@@ -77,7 +77,7 @@ func newMetrics(p *Proxy) *metrics {
 		Name: "faultproxy_faults_injected_total",
 		Help: "Faults that fired, by type.",
 	}, []string{"type"})
-	for _, t := range []string{TypeLatency, TypeError, TypeAbort, TypeHang, TypeCapacity, TypePayload} {
+	for _, t := range typeNames() {
 		m.injected[t] = injected.WithLabelValues(t)
 	}
 	reg.MustRegister(m.requests, injected, m.delay, m.upstream, m.upstreamErrors, m.cancelled, m.queueWait, m.overloaded,

@@ -28,35 +28,40 @@ const (
 // same bytes in every proxy and run.
 const payloadSeed = 0x5eed
 
-func validatePayload(f Fault, field string) error {
+// payloadType is the payload fault type.
+type payloadType struct{ terminal }
+
+func (payloadType) name() string     { return TypePayload }
+func (payloadType) params() []string { return payloadParams }
+
+// payloadParams are a payload fault's fields.
+var payloadParams = []string{"size"}
+
+func (payloadType) validate(f *Fault, field string) error {
 	if f.Size < MinPayloadBytes || f.Size > MaxPayloadBytes {
 		return fieldErr(field+".size", "must be between %d and %d bytes, got %d", MinPayloadBytes, MaxPayloadBytes, f.Size)
 	}
 	return nil
 }
 
-// noPayloadFields rejects payload parameters on other fault types.
-func noPayloadFields(f Fault, field string) error {
-	if f.Size != 0 {
-		return fieldErr(field+".size", "only valid for type payload")
-	}
-	return nil
+func (payloadType) normalized(f Fault) Fault { return f }
+
+// prepare builds the fault's document, once per set.
+func (payloadType) prepare(f *Fault) any { return payload.JSON(f.Size, payloadSeed) }
+
+// body is the document of the answer's fault.
+func (payloadType) body(a *answer) []byte { return a.set.prepared[a.d.Terminal].([]byte) }
+
+func (t payloadType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
+	a.e.Status = http.StatusOK
+	p.record(r, a.d, a.e)
+	writePayload(w, t.body(&a))
 }
 
-// payloadBodies builds the document of every payload fault of fs, once per
-// set (nil entries for the other faults; nil when there is none).
-func payloadBodies(fs []Fault) [][]byte {
-	var out [][]byte
-	for i, f := range fs {
-		if f.Type != TypePayload {
-			continue
-		}
-		if out == nil {
-			out = make([][]byte, len(fs))
-		}
-		out[i] = payload.JSON(f.Size, payloadSeed)
-	}
-	return out
+func (t payloadType) answerRaw(p *Proxy, c *rconn, a answer) bool {
+	a.e.Status = http.StatusOK
+	p.recordID(c.req.requestID, a.d, a.e)
+	return c.writePayload(t.body(&a))
 }
 
 // writePayload answers 200 with body, a payload fault's document; the

@@ -1,7 +1,6 @@
 package faultproxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -219,48 +218,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forward(w, r, ctx)
 		return
 	}
-	f := set.faults[d.Terminal]
-	p.m.injected[f.Type].Inc()
-	e.Outcome = f.Type
-	switch f.Type {
-	case TypeError:
-		e.Status = f.Status
-		p.record(r, d, e)
-		writeError(w, f)
-	case TypePayload:
-		e.Status = http.StatusOK
-		p.record(r, d, e)
-		writePayload(w, set.payloads[d.Terminal])
-	case TypeAbort:
-		p.record(r, d, e)
-		abort()
-	case TypeHang:
-		p.record(r, d, e)
-		if hang(ctx, p.stop) {
-			abort()
-		}
-		p.m.cancelled.Inc()
-	}
-}
-
-// delay waits until the decided delay after start (the request's arrival,
-// or when it got a slot of a capacity fault). It reports false if the
-// request must not go on: the caller went away (the request is dropped) —
-// or it aborts the connection if the proxy is closing.
-func (p *Proxy) delay(ctx context.Context, r *http.Request, start time.Time, d Decision, e *LedgerEntry) bool {
-	if d.Delay <= 0 {
-		p.noteNoDelay(d, e)
-		return true
-	}
-	switch p.waitDelay(ctx.Done(), start, d, e) {
-	case waitCancelled:
-		p.record(r, d, *e)
-		return false
-	case waitStopped:
-		p.record(r, d, *e)
-		abort()
-	}
-	return true
+	p.m.injected[d.TerminalType].Inc()
+	e.Outcome = d.TerminalType
+	set.answers[d.Terminal].answerHTTP(p, w, r, answer{set: set, d: d, e: e})
 }
 
 // begin counts a request and decides its faults; the ledger entry starts
@@ -272,33 +232,6 @@ func (p *Proxy) begin(arrived time.Time) (*faultSet, Decision, LedgerEntry) {
 	set := p.set.Load()
 	d := set.decide(p.seed, seq)
 	return set, d, LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}
-}
-
-// noteNoDelay records latency faults that fired with a zero delay.
-func (p *Proxy) noteNoDelay(d Decision, e *LedgerEntry) {
-	p.m.injected[TypeLatency].Add(float64(d.Latencies))
-	e.RequestedDelayMS = ms(d.Delay)
-	p.m.delay.Observe(0)
-}
-
-// waitDelay waits until d's delay after start, or until gone closes or
-// the proxy stops, and notes the wait in the metrics and in e (outcome
-// "cancelled" or "stopped" when it did not run out). Both data planes
-// delay through it.
-func (p *Proxy) waitDelay(gone <-chan struct{}, start time.Time, d Decision, e *LedgerEntry) waitResult {
-	p.m.injected[TypeLatency].Add(float64(d.Latencies))
-	e.RequestedDelayMS = ms(d.Delay)
-	res, actual := wait(gone, p.stop, start, d.Delay)
-	p.m.delay.Observe(actual.Seconds())
-	e.DelayMS = ms(actual)
-	switch res {
-	case waitCancelled:
-		p.m.cancelled.Inc()
-		e.Outcome = "cancelled"
-	case waitStopped:
-		e.Outcome = "stopped"
-	}
-	return res
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -56,21 +56,6 @@ func (p *Proxy) serveRawCapacity(c *rconn, set *faultSet, d Decision, e LedgerEn
 	return ok && p.actRaw(c, set, d, e)
 }
 
-// delayRaw waits the decided delay from start, watching the client through
-// w. It reports false if the request ends here (the client went away or
-// the proxy is closing: the connection is cut), recorded.
-func (p *Proxy) delayRaw(c *rconn, w *clientWatch, start time.Time, d Decision, e *LedgerEntry) bool {
-	if d.Delay <= 0 {
-		p.noteNoDelay(d, e)
-		return true
-	}
-	if p.waitDelay(w.gone(), start, d, e) != waitDone {
-		p.recordID(c.req.requestID, d, *e)
-		return false
-	}
-	return true
-}
-
 // clientWatch watches a raw connection's client from the first time its
 // channel is asked for until end.
 type clientWatch struct {
@@ -105,34 +90,9 @@ func (p *Proxy) actRaw(c *rconn, set *faultSet, d Decision, e LedgerEntry) bool 
 		p.recordID(c.req.requestID, d, e)
 		return p.forwardRaw(c)
 	}
-	f := &set.faults[d.Terminal]
-	p.m.injected[f.Type].Inc()
-	e.Outcome = f.Type
-	switch f.Type {
-	case TypeError:
-		e.Status = f.Status
-		p.recordID(c.req.requestID, d, e)
-		return c.writeFault(f)
-	case TypePayload:
-		e.Status = http.StatusOK
-		p.recordID(c.req.requestID, d, e)
-		return c.writePayload(set.payloads[d.Terminal])
-	case TypeAbort:
-		p.recordID(c.req.requestID, d, e)
-		return false
-	case TypeHang:
-		p.recordID(c.req.requestID, d, e)
-		gone := make(chan struct{})
-		stop := c.watch(func() { close(gone) })
-		select {
-		case <-gone:
-			p.m.cancelled.Inc()
-		case <-p.stop:
-		}
-		stop()
-		return false
-	}
-	return false
+	p.m.injected[d.TerminalType].Inc()
+	e.Outcome = d.TerminalType
+	return set.answers[d.Terminal].answerRaw(p, c, answer{set: set, d: d, e: e})
 }
 
 func (p *Proxy) recordID(id []byte, d Decision, e LedgerEntry) {
