@@ -56,9 +56,9 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.4em 0}sum
 {{range .Verdicts}}<tr><td><a href="#v-{{.Name}}">{{.Name}}</a></td><td class="{{.Outcome}}"><b>{{.Outcome}}</b></td><td>{{key .}}</td><td>{{.Reason}}</td><td>{{with .Excluded}}{{len .}}:{{range $g := groups .}} {{$g.Stem}}{{range $i, $id := $g.IDs}} <a href="#{{anchor $id}}">{{index $g.Tags $i}}</a>{{end}}{{end}}{{end}}</td></tr>
 {{end}}</table>
 {{with ruletab .}}{{if .Rows}}<details><summary>Runs left out: each rule as its worst value against the limit (✓ kept)</summary>
-<table><tr><th>run</th>{{range .Rules}}<th>{{.}}</th>{{end}}<th>CPU busy</th><th>retried</th></tr>
-{{range .Rows}}<tr><td><a href="#{{anchor .Run}}">{{.Run}}</a></td>{{range .Cells}}<td{{if eq . "✓"}} class="ok"{{end}}>{{.}}</td>{{end}}<td>{{pct .Busy}}</td><td>{{if .Retried}}{{.Retried}}{{else}}—{{end}}</td></tr>
-{{end}}{{if .Others}}<tr><td>the other {{.Others}}</td>{{range .Rules}}<td class="ok">✓</td>{{end}}<td></td><td></td></tr>{{end}}</table></details>{{end}}{{end}}
+<table><tr><th>run</th>{{range .Rules}}<th>{{.}}</th>{{end}}<th>CPU busy</th><th>steal</th><th>retried</th></tr>
+{{range .Rows}}<tr><td><a href="#{{anchor .Run}}">{{.Run}}</a></td>{{range .Cells}}<td{{if eq . "✓"}} class="ok"{{end}}>{{.}}</td>{{end}}<td>{{pct .Busy}}</td><td>{{pct .Steal}}</td><td>{{if .Retried}}{{.Retried}}{{else}}—{{end}}</td></tr>
+{{end}}{{if .Others}}<tr><td>the other {{.Others}}</td>{{range .Rules}}<td class="ok">✓</td>{{end}}<td></td><td></td><td></td></tr>{{end}}</table></details>{{end}}{{end}}
 {{range .Verdicts}}<h3 id="v-{{.Name}}">{{.Name}} — {{.Outcome}}</h3><p>{{.Claim}}.</p>
 <table><tr><th>number</th><th>measured</th><th>unit</th><th>threshold</th></tr>
 {{range .Measures}}<tr><td>{{.Name}}</td><td>{{est .Value}}</td><td>{{.Unit}}</td><td>{{measure .}}</td></tr>
@@ -78,8 +78,8 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.4em 0}sum
 {{range .Little}}<tr><td>{{.Condition}}</td><td>{{.Mode}}</td><td>{{.Pool}}</td><td>{{.Limit}}</td><td>{{est .PredictedDemand}}</td><td>{{est .MeasuredDemand}}</td><td>{{est .DemandRatio}}</td><td>{{est .PredictedExhaustionS}}</td><td>{{est .MeasuredExhaustionS}}</td><td>{{est .ExhaustionRatio}}</td></tr>
 {{end}}</table>
 {{conns .}}{{fleet .}}{{after .}}<h2>Runs: validity and noise floor</h2>
-<table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th></tr>
-{{range .Runs}}<tr id="{{anchor .ID}}"{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{short .}}{{with reasons .}}<details><summary>every reason</summary><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></details>{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td></tr>
+<table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th><th>of it steal</th></tr>
+{{range .Runs}}<tr id="{{anchor .ID}}"{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{short .}}{{with reasons .}}<details><summary>every reason</summary><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></details>{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td><td>{{pct .Noise.MachineSteal}}</td></tr>
 {{end}}</table>
 <h2>Runs: degradation and the resource that ran out first</h2>
 <table><tr><th>run</th><th>time to degrade (T)</th><th>exhausted first</th><th>detail</th><th>then ran out (s after fault)</th><th>limits seen by the proxies</th></tr>

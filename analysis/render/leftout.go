@@ -27,8 +27,9 @@ type ruleRow struct {
 	Cells []string // one per Rules
 	// Retried is how many INVALID attempts of the run came before.
 	Retried int
-	// Busy is the machine's CPU busy share in the run's judged phases.
-	Busy measure.Num
+	// Busy is the machine's CPU busy share in the run's judged phases,
+	// Steal the part of it stolen for other guests.
+	Busy, Steal measure.Num
 }
 
 // leftOutTable builds the runs × rules table; Rows is empty when every run
@@ -50,7 +51,7 @@ func leftOutTable(s *verdict.Summary) ruleTable {
 	order := append(append([]string(nil), measure.ValidityRules...), verdict.RuleDamaged, verdict.RuleIncomplete)
 	slices.SortStableFunc(t.Rules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	for _, r := range left {
-		row := ruleRow{Run: r.ID, Retried: len(r.Retried), Busy: r.Noise.MachineBusy}
+		row := ruleRow{Run: r.ID, Retried: len(r.Retried), Busy: r.Noise.MachineBusy, Steal: r.Noise.MachineSteal}
 		broken := verdict.LeftOutRules(r)
 		for _, rule := range t.Rules {
 			cell := passMark
@@ -75,12 +76,12 @@ func leftOutTable(s *verdict.Summary) ruleTable {
 
 // head is the table's header row, plain text.
 func (t ruleTable) head() []string {
-	return append(append([]string{"run"}, t.Rules...), "CPU busy", "retried")
+	return append(append([]string{"run"}, t.Rules...), "CPU busy", "steal", "retried")
 }
 
 // cells is one row as plain text.
 func (r ruleRow) cells() []string {
-	return append(append([]string{r.Run}, r.Cells...), pct(r.Busy), attempts(r.Retried))
+	return append(append([]string{r.Run}, r.Cells...), pct(r.Busy), pct(r.Steal), attempts(r.Retried))
 }
 
 // othersRow is the last row: the runs that kept every rule.
@@ -89,7 +90,7 @@ func (t ruleTable) othersRow() []string {
 	for range t.Rules {
 		row = append(row, passMark)
 	}
-	return append(row, "", "")
+	return append(row, "", "", "")
 }
 
 func attempts(n int) string {

@@ -210,14 +210,14 @@ func writePhasesMD(b *bytes.Buffer, s *verdict.Summary) {
 
 func writeRunsMD(b *bytes.Buffer, s *verdict.Summary) {
 	fmt.Fprintf(b, "## Runs: validity and noise floor\n\n")
-	fmt.Fprintf(b, "A run is valid when the load generator kept the open model (rate, schedule lag), the canary (a request that does no work) stayed fast, and every endpoint answered in the baseline. The noise floor is the largest value over the judged phases; scheduling latency is the Go runtime's p99 over a sampling interval.\n\n")
-	fmt.Fprintf(b, "| run | status | valid | why not / run again | canary p99 ms (limit) | lag p99 ms | service sched p99 ms | load generator sched p99 ms | machine CPU busy |\n")
-	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "A run is valid when the load generator kept the open model (rate, schedule lag), the canary (a request that does no work) stayed fast, and every endpoint answered in the baseline. The noise floor is the largest value over the judged phases; scheduling latency is the Go runtime's p99 over a sampling interval; steal is the CPU time the hypervisor gave to other guests, a machine that is busy without this experiment.\n\n")
+	fmt.Fprintf(b, "| run | status | valid | why not / run again | canary p99 ms (limit) | lag p99 ms | service sched p99 ms | load generator sched p99 ms | machine CPU busy | of it steal |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
 		n := r.Noise
-		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s |\n", r.ID, statusText(r.Status), r.Valid, mdEscape(shortWhy(r)),
+		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s | %s |\n", r.ID, statusText(r.Status), r.Valid, mdEscape(shortWhy(r)),
 			measure.FmtNum(n.CanaryP99Ms), measure.FmtNum(n.CanaryLimitMs), measure.FmtNum(n.LagP99Ms), measure.FmtNum(n.SchedP99Ms[rundata.ServiceComponent]),
-			measure.FmtNum(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
+			measure.FmtNum(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy), pct(n.MachineSteal))
 	}
 	writeReasonsMD(b, s)
 	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")

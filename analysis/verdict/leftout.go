@@ -52,6 +52,8 @@ type WorstBreak struct {
 	// MachineBusy is the share of the machine's CPU that was busy during
 	// that run's judged phases.
 	MachineBusy measure.Num `json:"machine_busy"`
+	// MachineSteal is the part of it stolen for other guests.
+	MachineSteal measure.Num `json:"machine_steal"`
 }
 
 // ruleText is how a summary names each rule's breaks.
@@ -133,7 +135,7 @@ func leftOut(runs []measure.RunSummary, ex rundata.Expectations) *LeftOut {
 		}
 		for _, b := range r.Broken {
 			if w := worst[b.Rule]; w == nil || b.Worse(w.RuleBreak) {
-				worst[b.Rule] = &WorstBreak{Run: r.ID, RuleBreak: b, MachineBusy: r.Noise.MachineBusy}
+				worst[b.Rule] = &WorstBreak{Run: r.ID, RuleBreak: b, MachineBusy: r.Noise.MachineBusy, MachineSteal: r.Noise.MachineSteal}
 			}
 		}
 	}
@@ -261,6 +263,9 @@ func worstText(w *WorstBreak) string {
 	s += " (" + w.Run
 	if !math.IsNaN(float64(w.MachineBusy)) {
 		s += ", machine CPU " + measure.FmtHuman(100*float64(w.MachineBusy)) + " % busy"
+		if st := float64(w.MachineSteal); !math.IsNaN(st) && st > 0 {
+			s += " of which " + measure.FmtHuman(100*st) + " % steal"
+		}
 	}
 	return s + ")"
 }
