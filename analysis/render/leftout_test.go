@@ -24,28 +24,7 @@ import (
 // load generator's own words and precision.
 func busyMachine(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "results", "reference")
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if strings.HasSuffix(path, ".png") || strings.HasSuffix(path, ".html") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := copyResults(t, filepath.Join("..", "..", "results", "reference"))
 	lag := []string{"failing-shared-r1", "failing-shared-r2", "failing-shared-r3", "failing-bulkhead-r1", "failing-bulkhead-r2",
 		"failing-bulkhead-r3", "slow-shared-r2", "slow-shared-r3", "slow-bulkhead-r2", "slow-bulkhead-r3"}
 	canary := []string{"busy-shared-r3", "busy-bulkhead-r3"}
@@ -72,6 +51,38 @@ func busyMachine(t *testing.T) string {
 					fmt.Sprintf("a/baseline: schedule lag p99 %v is not under the 5ms threshold (max 13.71916ms)", time.Duration(6_410_239+i))}}}
 			}
 		})
+	}
+	return dst
+}
+
+// copyResults copies a results folder's data (not its report) into a
+// temporary folder.
+func copyResults(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		switch filepath.Ext(path) {
+		case ".png", ".html", ".md":
+			return nil
+		}
+		if rel == rundata.SummaryFile {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dst
 }
