@@ -156,8 +156,12 @@ func plural(n int) string {
 }
 
 // keyNumber is a verdict's first deciding number with its threshold, "—"
-// without one.
+// without one and for a verdict that was not judged (INVALID, SKIPPED),
+// whose numbers, where some runs allowed them, are in its own section.
 func keyNumber(v verdict.Verdict) string {
+	if v.Outcome == verdict.Invalid || v.Outcome == verdict.Skipped {
+		return "—"
+	}
 	for _, m := range v.Measures {
 		if m.Op != "" {
 			return fmt.Sprintf("%s = %s %s (%s %s)", m.Name, measure.FormatEstimate(m.Value), m.Unit, m.Op, measure.Fmt3(float64(*m.Threshold)))
