@@ -53,7 +53,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.4em 0}sum
 {{end}}</ul></div>{{end}}
 <h2>Verdicts</h2>
 <table><tr><th>prediction</th><th>outcome</th><th>key number</th><th>reason</th><th>runs left out</th></tr>
-{{range .Verdicts}}<tr><td><a href="#v-{{.Name}}">{{.Name}}</a></td><td class="{{.Outcome}}"><b>{{.Outcome}}</b></td><td>{{key .}}</td><td>{{.Reason}}</td><td>{{with .Excluded}}{{len .}}:{{range $g := groups .}} {{$g.Stem}}{{range $i, $id := $g.IDs}} <a href="#{{anchor $id}}">{{index $g.Tags $i}}</a>{{end}}{{end}}{{end}}</td></tr>
+{{range .Verdicts}}<tr><td><a href="#v-{{.Name}}">{{.Name}}</a></td><td class="{{.Outcome}}"><b>{{.Outcome}}</b></td><td>{{key .}}</td><td>{{.Reason}}</td><td>{{with .Excluded}}{{len .}}:{{range $k, $g := groups .}}{{if $k}};{{end}} {{$g.Stem}}{{range $i, $id := $g.IDs}} <a href="#{{anchor $id}}">{{index $g.Tags $i}}</a>{{end}}{{end}}{{end}}</td></tr>
 {{end}}</table>
 {{with ruletab .}}{{if .Rows}}<details><summary>Runs left out: each rule as its worst value against the limit (✓ kept)</summary>
 <table><tr><th>run</th>{{range .Rules}}<th>{{.}}</th>{{end}}<th>CPU busy</th><th>steal</th><th>retried</th></tr>
