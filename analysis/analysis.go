@@ -89,6 +89,10 @@ func WriteReport(dir string, opts Options) (*Summary, error) { return render.Wri
 // PrintVerdicts writes a compact table of the verdicts to w.
 func PrintVerdicts(w io.Writer, s *Summary) error { return render.PrintVerdicts(w, s) }
 
+// DefaultConsoleWidth is the width console output is wrapped to when the
+// terminal's is not known.
+const DefaultConsoleWidth = render.DefaultConsoleWidth
+
 // ConsoleOptions tune PrintConsole (width, verbose).
 type ConsoleOptions = render.ConsoleOptions
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
+	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 )
 
 // DefaultConsoleWidth is the width the console output is wrapped to when
@@ -218,44 +219,8 @@ func widestAbove(ws, floors []int) int {
 // wrapIndent wraps text to width, continuation lines prefixed by indent,
 // each line ending in a newline.
 func wrapIndent(text string, width int, indent string) string {
-	var b strings.Builder
-	for i, l := range wrap(text, width-utf8.RuneCountInString(indent)) {
-		if i > 0 {
-			b.WriteString(indent)
-		}
-		b.WriteString(l + "\n")
-	}
-	return b.String()
+	return textwrap.Indent(text, width, indent)
 }
 
-// wrap breaks text into lines of at most width runes at spaces; a word
-// longer than width is cut.
-func wrap(text string, width int) []string {
-	words := strings.Fields(text)
-	if len(words) == 0 {
-		return []string{""}
-	}
-	var lines []string
-	cur := ""
-	for _, w := range words {
-		for utf8.RuneCountInString(w) > width {
-			if cur != "" {
-				lines, cur = append(lines, cur), ""
-			}
-			r := []rune(w)
-			lines, w = append(lines, string(r[:width])), string(r[width:])
-		}
-		switch {
-		case cur == "":
-			cur = w
-		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(w) <= width:
-			cur += " " + w
-		default:
-			lines, cur = append(lines, cur), w
-		}
-	}
-	if cur != "" {
-		lines = append(lines, cur)
-	}
-	return lines
-}
+// wrap breaks text into lines of at most width runes (textwrap.Wrap).
+func wrap(text string, width int) []string { return textwrap.Wrap(text, width) }

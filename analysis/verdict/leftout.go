@@ -264,7 +264,7 @@ func worstText(w *WorstBreak) string {
 	if !math.IsNaN(float64(w.MachineBusy)) {
 		s += ", machine CPU " + measure.FmtHuman(100*float64(w.MachineBusy)) + " % busy"
 		if st := float64(w.MachineSteal); !math.IsNaN(st) && st > 0 {
-			s += " of which " + measure.FmtHuman(100*st) + " % steal"
+			s += ", " + measure.FmtHuman(100*st) + " % of it stolen by the hypervisor"
 		}
 	}
 	return s + ")"

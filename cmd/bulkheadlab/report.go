@@ -129,7 +129,7 @@ func printVerdicts(w io.Writer, sum *analysis.Summary, verbose bool) error {
 }
 
 // consoleWidth is the width of the terminal w writes to, else $COLUMNS,
-// else 0 (the default width).
+// else analysis.DefaultConsoleWidth.
 func consoleWidth(w io.Writer) int {
 	if f, ok := w.(*os.File); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
@@ -139,5 +139,5 @@ func consoleWidth(w io.Writer) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	return 0
+	return analysis.DefaultConsoleWidth
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -139,7 +140,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	}
 	r := &runner.Runner{
 		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
-		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration()},
+		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
 		Launcher: launcher(o),
 	}
 	if sp.AutoRepeats {
@@ -153,7 +154,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		}
 	}
 	for _, warning := range sp.Warnings() {
-		fmt.Fprintf(w, "warning: %s\n", warning)
+		fmt.Fprint(w, textwrap.Indent("warning: "+warning, consoleWidth(w), "  "))
 	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {

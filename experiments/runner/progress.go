@@ -11,6 +11,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -25,6 +26,9 @@ type Progress interface {
 	Pools(run plan.Run, samples []rundata.MetricSample)
 	RunEnded(run plan.Run, meta rundata.RunMeta, err error)
 }
+
+// DefaultWidth is the width TextProgress wraps to when Width is 0.
+const DefaultWidth = 100
 
 // PhaseProgress is implemented by a Progress that wants a run's phase
 // records (phases.json) once its load has ended, before RunEnded.
@@ -44,6 +48,9 @@ type TextProgress struct {
 	Terminal bool
 	// Total is one run's load duration, for "elapsed/total".
 	Total time.Duration
+	// Width is the terminal's width the lines a run ends with are wrapped
+	// to; 0 means DefaultWidth.
+	Width int
 
 	mu      sync.Mutex
 	n, of   int
@@ -191,7 +198,11 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 	if err != nil {
 		line += "  error: " + err.Error()
 	}
-	fmt.Fprintln(p.W, line)
+	width := p.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	fmt.Fprint(p.W, textwrap.Indent(line, width, "      "))
 	if meta.Status == rundata.StatusComplete && !meta.Valid {
 		var reasons []string
 		for _, b := range measure.RuleBreaks(attemptOf(meta).Reasons) {
@@ -212,7 +223,13 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 		if p.attempt <= run.Retries {
 			note = "it runs again at the end of this round"
 		}
-		fmt.Fprintf(p.W, "      INVALID (%s): %s\n", note, strings.Join(reasons, "; "))
+		for i, l := range textwrap.Wrap(fmt.Sprintf("INVALID (%s): %s", note, strings.Join(reasons, "; ")), width-8) {
+			indent := "        "
+			if i == 0 {
+				indent = "      "
+			}
+			fmt.Fprintln(p.W, indent+l)
+		}
 	}
 }
 
@@ -238,7 +255,11 @@ func (p *TextProgress) eta() string {
 		return s + ", the last run"
 	}
 	mean := p.spent / time.Duration(p.ended)
-	return s + fmt.Sprintf(", about %s left (%d runs at %s each, more if runs are run again)", (time.Duration(left)*mean).Round(time.Second), left, mean.Round(100*time.Millisecond))
+	runs := "runs"
+	if left == 1 {
+		runs = "run"
+	}
+	return s + fmt.Sprintf(", about %s left (%d %s × %s; more if any is run again)", (time.Duration(left)*mean).Round(time.Second), left, runs, mean.Round(100*time.Millisecond))
 }
 
 // phaseP99 is the p99 of endpoint ep over phase from the run's phase

@@ -33,11 +33,21 @@ func TestTextProgressRunLine(t *testing.T) {
 		})
 		p.RunEnded(run, rundata.RunMeta{Status: rundata.StatusComplete, Valid: true}, nil)
 	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var lines []string // each run's line, its continuations joined
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if n := len([]rune(l)); n > DefaultWidth {
+			t.Errorf("line of %d > %d columns: %q", n, DefaultWidth, l)
+		}
+		if strings.HasPrefix(l, " ") && len(lines) > 0 {
+			lines[len(lines)-1] += " " + strings.TrimSpace(l)
+			continue
+		}
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
 	if len(lines) != 2 {
 		t.Fatalf("progress = %q, want 2 lines", buf.String())
 	}
-	for _, want := range []string{"/a fault ok 100.0% p99 485.8 ms", "/b fault ok   —   p99 —", "(attempt 2)", "attempt 2 of the experiment", "21 runs at"} {
+	for _, want := range []string{"/a fault ok 100.0% p99 485.8 ms", "/b fault ok — p99 —", "(attempt 2)", "attempt 2 of the experiment", "21 runs ×"} {
 		if !strings.Contains(lines[1], want) {
 			t.Errorf("run line %q lacks %q", lines[1], want)
 		}
