@@ -216,7 +216,11 @@ func (lo *LeftOut) Sentence() string {
 	if lo.Runs == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d of %s left out (no verdict uses them) — %s", lo.Runs, Runs(lo.Of), countText(lo.ByRule, "%s (%d)", false))
+	them := "them"
+	if lo.Runs == 1 {
+		them = "it"
+	}
+	s := fmt.Sprintf("%d of %s left out (no verdict uses %s) — %s", lo.Runs, Runs(lo.Of), them, countText(lo.ByRule, "%s (%d)", false))
 	if w := lo.Worst; w != nil {
 		s += "; worst: " + worstText(w)
 	}
