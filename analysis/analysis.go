@@ -89,6 +89,19 @@ func WriteReport(dir string, opts Options) (*Summary, error) { return render.Wri
 // PrintVerdicts writes a compact table of the verdicts to w.
 func PrintVerdicts(w io.Writer, s *Summary) error { return render.PrintVerdicts(w, s) }
 
+// DefaultConsoleWidth is the width console output is wrapped to when the
+// terminal's is not known.
+const DefaultConsoleWidth = render.DefaultConsoleWidth
+
+// ConsoleOptions tune PrintConsole (width, verbose).
+type ConsoleOptions = render.ConsoleOptions
+
+// PrintConsole writes the verdict table, the notices, the runs left out
+// and a closing warning, wrapped to opts.Width.
+func PrintConsole(w io.Writer, s *Summary, opts ConsoleOptions) error {
+	return render.PrintConsole(w, s, opts)
+}
+
 // WriteJUnit writes one JUnit test case per named verdict (all when names is
 // empty).
 func WriteJUnit(w io.Writer, s *Summary, names []string) error { return render.WriteJUnit(w, s, names) }

@@ -33,6 +33,10 @@ type NoiseFloor struct {
 	RunqueueWait map[string]Num `json:"runqueue_wait,omitempty"`
 	// MachineBusy is the share of the machine's CPU time that was busy.
 	MachineBusy Num `json:"machine_busy"`
+	// MachineSteal is the share of the machine's CPU time the hypervisor
+	// gave to other guests (part of MachineBusy); null where the run did
+	// not sample it.
+	MachineSteal Num `json:"machine_steal"`
 }
 
 // judgedFrom is the start of the judged phases: the end of warmup, else the
@@ -45,7 +49,7 @@ func (r *Run) judgedFrom() time.Time {
 }
 
 func (r *Run) NoiseFloor() NoiseFloor {
-	n := NoiseFloor{CanaryP99Ms: Undefined, CanaryLimitMs: Undefined, LagP99Ms: Undefined, MachineBusy: Undefined}
+	n := NoiseFloor{CanaryP99Ms: Undefined, CanaryLimitMs: Undefined, LagP99Ms: Undefined, MachineBusy: Undefined, MachineSteal: Undefined}
 	if c := r.Meta.Canary; c != nil {
 		n.CanaryLimitMs = Num(Millis(c.MaxP99))
 	}
@@ -84,6 +88,9 @@ func (r *Run) NoiseFloor() NoiseFloor {
 	total, ok2 := rundir.DeltaOver(r.Metric(rundata.MachineComponent, rundata.MetricMachineCPUSeconds), from, to)
 	if ok1 && ok2 && total > 0 {
 		n.MachineBusy = Num(busy / total)
+		if steal, ok := rundir.DeltaOver(r.Metric(rundata.MachineComponent, rundata.MetricMachineStealSeconds), from, to); ok {
+			n.MachineSteal = Num(steal / total)
+		}
 	}
 	return n
 }

@@ -41,6 +41,9 @@ type RunSummary struct {
 	// Invalid lists why the run is INVALID: the validity checks it failed,
 	// "endpoint/phase: reason".
 	Invalid []string `json:"invalid,omitempty"`
+	// Broken are the validity rules the run broke, one entry per rule with
+	// its worst value (RuleBreaks of Invalid).
+	Broken []RuleBreak `json:"broken_rules,omitempty"`
 	// Retried lists the earlier, INVALID attempts of the run that were run
 	// again, with their reasons.
 	Retried  []rundata.Attempt `json:"retried,omitempty"`
@@ -222,13 +225,26 @@ type PoolStats struct {
 
 var Undefined = Num(math.NaN())
 
+// roundAttempts copies attempts with their reasons rounded (RoundReason).
+func roundAttempts(as []rundata.Attempt) []rundata.Attempt {
+	if as == nil {
+		return nil
+	}
+	out := make([]rundata.Attempt, len(as))
+	for i, a := range as {
+		a.Reasons = RoundReasons(a.Reasons)
+		out[i] = a
+	}
+	return out
+}
+
 // Summarize computes a run's numbers under the expectations ex.
 func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	r := &Run{data}
 	s := RunSummary{
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
-		Retried: r.Meta.Attempts, TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
+		Retried: roundAttempts(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
 	}
 	for _, v := range r.Meta.Validity {
 		if !v.Valid {
@@ -240,6 +256,8 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(s.Invalid) == 0 {
 		s.Invalid = []string{"the load generator did not keep the open model"}
 	}
+	s.Broken = RuleBreaks(s.Invalid)
+	s.Invalid = RoundReasons(s.Invalid)
 	s.Noise = r.NoiseFloor()
 	phase := r.mainPhase()
 	for _, ep := range r.Endpoints() {

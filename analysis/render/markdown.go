@@ -37,12 +37,13 @@ func renderMarkdown(s *verdict.Summary) []byte {
 		p("")
 	}
 	p("## Verdicts\n")
-	p("| prediction | outcome | reason |")
-	p("|---|---|---|")
+	p("| prediction | outcome | key number | reason | runs left out |")
+	p("|---|---|---|---|---|")
 	for _, v := range s.Verdicts {
-		p("| %s | **%s** | %s |", v.Name, v.Outcome, mdEscape(v.Reason))
+		p("| %s | **%s** | %s | %s | %s |", v.Name, v.Outcome, mdEscape(keyNumber(v)), mdEscape(v.Reason), orDash(excludedText(v.Excluded)))
 	}
 	p("")
+	writeLeftOutMD(&b, s)
 	if len(s.RepeatsNeeded) > 0 {
 		p("Repeats: auto. Repeats each checked verdict needed to be clear of its threshold (its interval wholly on one side):\n")
 		for _, n := range s.RepeatsNeeded {
@@ -63,11 +64,8 @@ func renderMarkdown(s *verdict.Summary) []byte {
 			p("%s", measureLine(m))
 		}
 		p("\nRuns: %s\n", strings.Join(orNone(v.Runs), ", "))
-		for _, e := range v.Excluded {
-			p("- left out %s: %s", e.Run, mdEscape(e.Why))
-		}
 		if len(v.Excluded) > 0 {
-			p("")
+			p("Runs left out — %s (the reasons are under Runs: validity and noise floor).\n", excludedText(v.Excluded))
 		}
 	}
 	writeCellsMD(&b, s)
@@ -212,24 +210,21 @@ func writePhasesMD(b *bytes.Buffer, s *verdict.Summary) {
 
 func writeRunsMD(b *bytes.Buffer, s *verdict.Summary) {
 	fmt.Fprintf(b, "## Runs: validity and noise floor\n\n")
-	fmt.Fprintf(b, "A run is valid when the load generator kept the open model (rate, schedule lag), the canary (a request that does no work) stayed fast, and every endpoint answered in the baseline. The noise floor is the largest value over the judged phases; scheduling latency is the Go runtime's p99 over a sampling interval.\n\n")
-	fmt.Fprintf(b, "| run | status | valid | why not / run again | canary p99 ms (limit) | lag p99 ms | service sched p99 ms | load generator sched p99 ms | machine CPU busy |\n")
-	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "A run is valid when the load generator kept the open model (rate, schedule lag), the canary (a request that does no work) stayed fast, and every endpoint answered in the baseline. The noise floor is the largest value over the judged phases; scheduling latency is the Go runtime's p99 over a sampling interval; steal is the CPU time the hypervisor gave to other guests, a machine that is busy without this experiment.\n\n")
+	fmt.Fprintf(b, "| run | status | valid | why not / run again | canary p99 ms (limit) | lag p99 ms | service sched p99 ms | load generator sched p99 ms | machine CPU busy | of it steal |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		why := strings.Join(append(append(append([]string(nil), r.Damaged...), r.Invalid...), r.Problems...), "; ")
-		for _, a := range r.Retried {
-			why += fmt.Sprintf("; run again after: %s", strings.Join(verdict.FirstN(a.Reasons, 2), "; "))
-		}
 		n := r.Noise
-		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s |\n", r.ID, statusText(r.Status), r.Valid, mdEscape(strings.TrimPrefix(why, "; ")),
+		fmt.Fprintf(b, "| %s | %s | %t | %s | %s (%s) | %s | %s | %s | %s | %s |\n", r.ID, statusText(r.Status), r.Valid, mdEscape(shortWhy(r)),
 			measure.FmtNum(n.CanaryP99Ms), measure.FmtNum(n.CanaryLimitMs), measure.FmtNum(n.LagP99Ms), measure.FmtNum(n.SchedP99Ms[rundata.ServiceComponent]),
-			measure.FmtNum(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy))
+			measure.FmtNum(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy), pct(n.MachineSteal))
 	}
+	writeReasonsMD(b, s)
 	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")
 	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail | then ran out (s after fault) | limits seen by the proxies |\n")
 	fmt.Fprintf(b, "|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.ID, measure.FmtNum(r.TimeToDegradeT),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.ID, degradeText(r),
 			r.Exhausted.Label(), r.Exhausted.After(), mdEscape(r.Exhausted.Detail), mdEscape(orDash(r.Exhausted.Then())), orDash(measure.DescribeInferred(r.Inferred)))
 	}
 	fmt.Fprintf(b, "\nRules, checked from fault start to fault end for every pool, connection pool and dependency; the earliest wins, the rest are ranked after it (* marks a time from the service's own record, exact; else the sample's):\n\n")
@@ -244,7 +239,7 @@ func pct(n measure.Num) string {
 	if math.IsNaN(float64(n)) {
 		return "—"
 	}
-	return measure.Fmt3(100*float64(n)) + " %"
+	return measure.FmtHuman(100*float64(n)) + " %"
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -271,4 +266,48 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeLeftOutMD writes the runs × rules table of the left-out runs
+// (nothing when every run is used).
+func writeLeftOutMD(b *bytes.Buffer, s *verdict.Summary) {
+	t := leftOutTable(s)
+	if len(t.Rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Runs left out\n\n")
+	fmt.Fprintf(b, "Each rule a run broke, as its worst value against the limit (%s: kept); every reason is under Runs: validity and noise floor.\n\n", passMark)
+	mdRow(b, t.head())
+	fmt.Fprintf(b, "|%s\n", strings.Repeat("---|", len(t.head())))
+	for _, r := range t.Rows {
+		mdRow(b, r.cells())
+	}
+	if t.Others > 0 {
+		mdRow(b, t.othersRow())
+	}
+	fmt.Fprintln(b)
+}
+
+// writeReasonsMD lists, once per run, every reason it was left out or run
+// again.
+func writeReasonsMD(b *bytes.Buffer, s *verdict.Summary) {
+	head := false
+	for _, r := range s.Runs {
+		rs := runReasons(r)
+		if len(rs) == 0 {
+			continue
+		}
+		if !head {
+			fmt.Fprintf(b, "\nWhy each run was left out or run again:\n\n")
+			head = true
+		}
+		fmt.Fprintf(b, "- %s: %s\n", r.ID, strings.Join(rs, "; "))
+	}
+}
+
+func mdRow(b *bytes.Buffer, cells []string) {
+	for i := range cells {
+		cells[i] = mdEscape(cells[i])
+	}
+	fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 }

@@ -75,7 +75,7 @@ func comparisonFigure(exp *rundir.Experiment, ex rundata.Expectations, m matrixM
 	if m == metricSuccess {
 		name, unit, logY = "success rate", "successful (%)", false
 	}
-	f.title = fmt.Sprintf("%s over time: /%s (victim, solid) and /%s (faulted, dashed); every repeat", name, ex.Victim, ex.Culprit)
+	f.title = fmt.Sprintf("%s over time: /%s (victim, solid) and /%s (faulted, dashed); every repeat, runs left out (INVALID, damaged) thin grey", name, ex.Victim, ex.Culprit)
 	var all [][]float64
 	xmax := 1.0
 	labelled := map[string]bool{}
@@ -83,9 +83,17 @@ func comparisonFigure(exp *rundir.Experiment, ex rundata.Expectations, m matrixM
 		var row []*plot.Plot
 		for _, mode := range modes {
 			p := newPanel(cond+" / "+mode, unit)
+			var runs, left int
 			for _, r := range exp.Runs {
 				if r.Entry.Condition != cond || r.Entry.Mode != mode || len(r.Windows) == 0 {
 					continue
+				}
+				runs++
+				// A run no verdict uses is drawn thin and grey, so that it
+				// is seen and not taken for evidence.
+				usable := r.Complete() && r.Meta.Valid
+				if !usable {
+					left++
 				}
 				origin := r.Origin()
 				xmax = math.Max(xmax, r.End().Sub(origin).Seconds())
@@ -98,13 +106,25 @@ func comparisonFigure(exp *rundir.Experiment, ex rundata.Expectations, m matrixM
 					if m == metricSuccess {
 						ys = s.success
 					}
-					var leg *plot.Legend
-					if !labelled[ep] {
-						leg, labelled[ep] = &f.leg, true
+					label, sty := "/"+ep, lineStyle(nameColor(ep, ex), k, 1.6-0.4*float64(k))
+					if !usable {
+						label, sty = "/"+ep+", run left out", lineStyle(colorLeftOut, k, 0.8)
 					}
-					addSeries(p, leg, "/"+ep, s.x, ys, lineStyle(nameColor(ep, ex), k, 1.6-0.4*float64(k)), logY)
+					var leg *plot.Legend
+					if !labelled[label] {
+						leg, labelled[label] = &f.leg, true
+					}
+					addSeries(p, leg, label, s.x, ys, sty, logY)
 					all = append(all, ys)
 				}
+			}
+			switch {
+			case runs == 0:
+				p.Title.Text += " — no run"
+			case left == runs:
+				p.Title.Text += " — no valid run"
+			case left > 0:
+				p.Title.Text += fmt.Sprintf(" — %d of %d runs left out (grey)", left, runs)
 			}
 			row = append(row, p)
 		}

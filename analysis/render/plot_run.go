@@ -275,8 +275,12 @@ func noisePanel(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time
 		addSeries(p, leg, comp+" sched p99", xs, ys, lineStyle(componentColor(comp, i), 1+i%4, 1.2), true)
 		all = append(all, ys)
 	}
-	if busy := r.NoiseFloor().MachineBusy; !math.IsNaN(float64(busy)) {
-		leg.Add(fmt.Sprintf("machine CPU busy %.0f %%", 100*float64(busy)))
+	if n := r.NoiseFloor(); !math.IsNaN(float64(n.MachineBusy)) {
+		text := fmt.Sprintf("machine CPU busy %.0f %%", 100*float64(n.MachineBusy))
+		if st := float64(n.MachineSteal); !math.IsNaN(st) {
+			text += fmt.Sprintf(", of it steal %.0f %%", 100*st)
+		}
+		leg.Add(text)
 	}
 	if len(all) == 0 {
 		leg.Add("no canary, no runtime metrics")

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 
@@ -39,7 +40,7 @@ func summaryFigure(s *verdict.Summary) figure {
 		}
 	}
 	f := &gridFig{leg: newLegend(), w: 14 * vg.Inch, h: 5.5 * vg.Inch,
-		title: "/" + ex.Victim + " in the fault phase: mean over repeats, bars = 95 % bootstrap CI (3+ repeats)"}
+		title: fmt.Sprintf("/%s in the fault phase: mean over the valid repeats (n); bars = 95 %% bootstrap CI, drawn where n ≥ %d; × = no valid run", ex.Victim, measure.MinRepeatsForCI)}
 	p99 := newPanel("/"+ex.Victim+" fault-phase p99", "p99 (ms)")
 	errp := newPanel("/"+ex.Victim+" fault-phase error rate", "errors (%)")
 	ticks := make([]plot.Tick, len(conds))
@@ -51,14 +52,43 @@ func summaryFigure(s *verdict.Summary) figure {
 	for mi, mode := range modes {
 		off := 0.3 * (float64(mi) - float64(len(modes)-1)/2) / math.Max(1, float64(len(modes)-1))
 		var a, b errPoints
+		var counts, none plotter.XYLabels
 		for ci, cond := range conds {
 			c := verdict.FindCell(s.Cells, cond, mode)
 			if c == nil {
 				continue
 			}
 			x := float64(ci) + off
+			if len(c.Runs) == 0 {
+				none.XYs = append(none.XYs, plotter.XY{X: x, Y: 0})
+				none.Labels = append(none.Labels, "×")
+				continue
+			}
 			addErrPoint(&a, x, c.VictimP99Ms, 1)
 			addErrPoint(&b, x, c.VictimErrorRate, 100)
+			if e := c.VictimP99Ms; e.Defined() {
+				counts.XYs = append(counts.XYs, plotter.XY{X: x, Y: e.Mean})
+				counts.Labels = append(counts.Labels, fmt.Sprintf("  n=%d", len(c.Runs)))
+			}
+		}
+		for _, l := range []struct {
+			pts  plotter.XYLabels
+			p    *plot.Plot
+			size vg.Length
+		}{{counts, p99, 0}, {none, p99, vg.Points(18)}, {none, errp, vg.Points(18)}} {
+			if len(l.pts.XYs) == 0 {
+				continue
+			}
+			if lb, err := plotter.NewLabels(l.pts); err == nil {
+				for i := range lb.TextStyle {
+					lb.TextStyle[i].Color = colorGrey
+					if l.size > 0 {
+						lb.TextStyle[i].Font.Size = l.size
+						lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+					}
+				}
+				l.p.Add(lb)
+			}
 		}
 		gs := draw.GlyphStyle{Color: modeColors[mi%len(modeColors)], Radius: vg.Points(5), Shape: shapes[mi%len(shapes)]}
 		for _, pair := range []struct {

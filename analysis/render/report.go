@@ -72,10 +72,34 @@ func WriteReport(dir string, opts Options) (*verdict.Summary, error) {
 			return nil, err
 		}
 	}
-	if err := writeSummaryFiles(&sum, out); err != nil {
+	canon, err := canonical(&sum)
+	if err != nil {
 		return nil, err
 	}
-	return &sum, nil
+	if err := writeSummaryFiles(canon, out); err != nil {
+		return nil, err
+	}
+	return canon, nil
+}
+
+// canonical is sum as summary.json states it: encoded and decoded again, so
+// that every number the outputs render is the one summary.json holds (six
+// significant digits), and a reader who formats summary.json gets the
+// report's strings. The cells' runs, which summary.json does not repeat,
+// are kept.
+func canonical(sum *verdict.Summary) (*verdict.Summary, error) {
+	b, err := MarshalSummary(sum)
+	if err != nil {
+		return nil, err
+	}
+	var out verdict.Summary
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("analysis: decode summary: %w", err)
+	}
+	for i := range out.Cells {
+		out.Cells[i].UsedRuns = sum.Cells[i].UsedRuns
+	}
+	return &out, nil
 }
 
 // writeImages renders every figure and records its name in sum.

@@ -86,14 +86,17 @@ func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valu
 		return b.decide()
 	}
 	var allInvalid []string
-	for _, c := range cells {
-		if len(c.UsedRuns) == 0 && len(c.excluded) > 0 {
-			allInvalid = append(allInvalid, c.Condition+"/"+c.Mode)
+	var leftOut []Exclusion
+	for i := range cells {
+		if c := &cells[i]; len(c.UsedRuns) == 0 && len(c.excluded) > 0 {
+			allInvalid = append(allInvalid, cellLeftOut(c))
+			leftOut = append(leftOut, c.Excluded...)
 		}
 	}
 	if len(allInvalid) > 0 {
 		v := b.decide()
-		v.Outcome, v.Reason = Invalid, "no valid run of "+strings.Join(allInvalid, ", ")+" to judge; see the runs for every reason"
+		v.Outcome, v.Reason = Invalid, "no valid run to judge — "+strings.Join(allInvalid, "; ")
+		v.Excluded = append(v.Excluded, leftOut...)
 		return v
 	}
 	if len(unjudged) > 0 {

@@ -32,7 +32,7 @@ func TestMatrixClaims(t *testing.T) {
 			Inconclusive, "100 % errors (in 1 of 3 runs of slow/bulkhead)"},
 		{"two of three repeats not back", []measure.RunSummary{run("slow-r1", "slow", true, dead), run("slow-r2", "slow", true, dead), run("slow-r3", "slow", true, back)}, NotSupported, "slow-r1"},
 		{"one dead beside an INVALID cell", []measure.RunSummary{run("slow-r1", "slow", false, back), run("failing-r1", "failing", true, dead)}, NotSupported, "failing-r1"},
-		{"an INVALID cell and no failure", []measure.RunSummary{run("slow-r1", "slow", false, back), run("failing-r1", "failing", true, back)}, Invalid, "no valid run of slow/bulkhead"},
+		{"an INVALID cell and no failure", []measure.RunSummary{run("slow-r1", "slow", false, back), run("failing-r1", "failing", true, back)}, Invalid, "no valid run to judge — slow/bulkhead"},
 		{"a run that cannot tell", []measure.RunSummary{run("slow-r1", "slow", true, back), run("failing-r1", "failing", true, unsure)}, Inconclusive, "could not be judged in failing-r1"},
 		{"no run judged", []measure.RunSummary{run("slow-r1", "slow", true, nil)}, Skipped, "no run it can judge"},
 	} {

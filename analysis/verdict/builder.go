@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
@@ -39,17 +40,8 @@ func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ..
 		if len(c.UsedRuns) > 0 {
 			continue
 		}
-		var why []string
-		for _, r := range c.excluded {
-			switch {
-			case len(r.Damaged) > 0:
-				why = append(why, r.ID+" (damaged data)")
-			case !r.Valid:
-				why = append(why, r.ID+" (INVALID: "+strings.Join(FirstN(r.Invalid, 1), "; ")+")")
-			}
-		}
-		if len(why) > 0 {
-			b.invalid = append(b.invalid, why...)
+		if slices.ContainsFunc(c.excluded, func(r measure.RunSummary) bool { return len(r.Damaged) > 0 || !r.Valid }) {
+			b.invalid = append(b.invalid, cellLeftOut(c))
 		} else {
 			b.missing = append(b.missing, k[0]+"/"+k[1])
 		}
@@ -123,7 +115,7 @@ func (b *builder) decide() Verdict {
 	case len(b.missing) > 0:
 		v.Outcome, v.Reason = Skipped, "no complete run of "+strings.Join(b.missing, ", ")
 	case len(b.invalid) > 0:
-		v.Outcome, v.Reason = Invalid, "no valid run to judge: "+strings.Join(b.invalid, "; ")+"; see the runs for every reason"
+		v.Outcome, v.Reason = Invalid, "no valid run to judge — "+strings.Join(b.invalid, "; ")
 	case len(b.undecidable) > 0:
 		v.Outcome, v.Reason = Inconclusive, strings.Join(b.undecidable, "; ")
 	case len(failed) > 0:
@@ -135,11 +127,7 @@ func (b *builder) decide() Verdict {
 	}
 	notes := b.notes
 	if v.Outcome != Invalid && len(v.Excluded) > 0 {
-		var ids []string
-		for _, e := range v.Excluded {
-			ids = append(ids, e.Run)
-		}
-		notes = append(notes, "judged without "+strings.Join(ids, ", ")+": see why in the runs")
+		notes = append(notes, "judged without "+Runs(len(v.Excluded))+" left out")
 	}
 	if len(notes) > 0 && v.Outcome != Skipped && v.Outcome != Invalid {
 		v.Reason += " (" + strings.Join(notes, "; ") + ")"

@@ -11,28 +11,21 @@ import (
 )
 
 // notices are what a reader must know before trusting the verdicts, one
-// sentence each: runs whose data are damaged, runs left INVALID (and why),
-// runs that were run again, and responses no classification rule matched.
+// sentence each: runs whose data are damaged, how many runs were left out
+// or run again and for which rules (LeftOut), what to change, and
+// responses no classification rule matched.
 // The console, report.md, index.html and summary.json all show them.
 func (s *Summary) notices() []string {
 	var out []string
 	for _, d := range s.Damaged {
 		out = append(out, "DAMAGED run data, not used: "+d)
 	}
-	var invalid, retried []string
-	for _, r := range s.Runs {
-		if r.Status == rundata.StatusComplete && !r.Valid && len(r.Damaged) == 0 {
-			invalid = append(invalid, fmt.Sprintf("%s (%s)", r.ID, strings.Join(FirstN(r.Invalid, 3), "; ")))
+	if lo := s.LeftOut; lo != nil {
+		for _, n := range []string{lo.Sentence(), lo.RetriedSentence(), lo.Advice} {
+			if n != "" {
+				out = append(out, n)
+			}
 		}
-		if n := len(r.Retried); n > 0 {
-			retried = append(retried, fmt.Sprintf("%s ×%d (%s)", r.ID, n, strings.Join(FirstN(r.Retried[0].Reasons, 2), "; ")))
-		}
-	}
-	if len(invalid) > 0 {
-		out = append(out, fmt.Sprintf("%d of %d runs are INVALID and no verdict uses them: %s", len(invalid), len(s.Runs), strings.Join(invalid, "; ")))
-	}
-	if len(retried) > 0 {
-		out = append(out, "Run again after an INVALID attempt (the earlier attempts are kept under runs/<id>.invalid-N): "+strings.Join(retried, "; "))
 	}
 	out = append(out, s.unclassifiedNotices()...)
 	return out

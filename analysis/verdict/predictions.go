@@ -131,7 +131,13 @@ func p4(cells []Cell, ex rundata.Expectations) Verdict {
 		return g
 	}
 	diff := func(f func(measure.RunSummary) measure.Num, a, c int) measure.Estimate {
-		return measure.Bootstrap(groups(f), func(m []float64) float64 { return m[a] - m[c] })
+		if e := measure.Bootstrap(groups(f), func(m []float64) float64 { return m[a] - m[c] }); e.Defined() {
+			return e
+		}
+		// A condition without valid runs leaves the other's difference
+		// computable on its own two cells.
+		g := groups(f)
+		return measure.Bootstrap([][]float64{g[a], g[c]}, func(m []float64) float64 { return m[0] - m[1] })
 	}
 	rat := func(f func(measure.RunSummary) measure.Num) measure.Estimate {
 		return measure.Bootstrap(groups(f), func(m []float64) float64 {

@@ -51,6 +51,9 @@ type Summary struct {
 	// Damaged lists the runs whose data are damaged ("run: file:line: what");
 	// they are not evidence, and `--check` fails as a harness error.
 	Damaged []string `json:"damaged,omitempty"`
+	// LeftOut summarises the runs no verdict uses and the attempts run
+	// again; nil when there are none.
+	LeftOut *LeftOut `json:"left_out,omitempty"`
 	// Notices are what a reader must know before trusting the verdicts
 	// (see Summary.Notices).
 	Notices []string `json:"notices,omitempty"`
@@ -161,6 +164,7 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)
 		}
 	}
+	s.LeftOut = leftOut(s.Runs, ex)
 	s.Notices = s.notices()
 	return s
 }

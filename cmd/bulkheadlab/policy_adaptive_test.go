@@ -27,7 +27,7 @@ func adaptiveShort(t *testing.T, edits ...string) string {
 // than a bulkhead (ADAPTIVE-ISOLATES NOT SUPPORTED) and under busy it serves
 // A more (ADAPTIVE-COST SUPPORTED); the test asserts a decision, not which.
 func TestAdaptiveLimitPreset(t *testing.T) {
-	code, out, dir := runSpec(t, "adaptive-limit", adaptiveShort(t))
+	code, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t))
 	s := readSummary(t, dir)
 	for _, v := range []string{"ADAPTIVE-ISOLATES", "ADAPTIVE-COST"} {
 		if o := outcomeOf(s, v); o != analysis.Supported && o != analysis.NotSupported {
@@ -46,7 +46,7 @@ func TestAdaptiveLimitPreset(t *testing.T) {
 // preset's measured outcomes (the other way round) each verdict is seen
 // turning with the layout.
 func TestAdaptiveVerdictsCanFail(t *testing.T) {
-	code, out, dir := runSpec(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 1, max: 3, initial: 3,"))
+	code, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 1, max: 3, initial: 3,"))
 	s := readSummary(t, dir)
 	if code != ExitFailed || outcomeOf(s, "ADAPTIVE-ISOLATES") != analysis.Supported || outcomeOf(s, "ADAPTIVE-COST") != analysis.NotSupported {
 		t.Errorf("exit %d, ADAPTIVE-ISOLATES %s, ADAPTIVE-COST %s; want 1, SUPPORTED, NOT SUPPORTED; output:\n%s",
@@ -57,7 +57,7 @@ func TestAdaptiveVerdictsCanFail(t *testing.T) {
 // TestAdaptivePinnedToThePoolDoesNotIsolate: a "limiter" pinned at the
 // whole pool of 6 leaves /b unprotected: ADAPTIVE-ISOLATES NOT SUPPORTED.
 func TestAdaptivePinnedToThePoolDoesNotIsolate(t *testing.T) {
-	_, out, dir := runSpec(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 6, max: 6, initial: 6,"))
+	_, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 6, max: 6, initial: 6,"))
 	if o := outcomeOf(readSummary(t, dir), "ADAPTIVE-ISOLATES"); o != analysis.NotSupported {
 		t.Errorf("ADAPTIVE-ISOLATES = %s, want NOT SUPPORTED; output:\n%s", o, out)
 	}

@@ -50,7 +50,7 @@ func shortPreset(t *testing.T, name string, edits ...string) string {
 // the shared pool ran out, with /b hurt before (BREAKER-LATE), and behind
 // bulkheads /b is not hurt (BREAKER-ISOLATED): exit 0.
 func TestBreakerAfterDrainPreset(t *testing.T) {
-	code, out, dir := runSpec(t, "breaker-after-drain", shortPreset(t, "breaker-after-drain"))
+	code, out, dir := runSpecJudged(t, "breaker-after-drain", shortPreset(t, "breaker-after-drain"))
 	if code != ExitOK {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
@@ -71,7 +71,7 @@ func TestBreakerVerdictsCanFail(t *testing.T) {
 	text := shortPreset(t, "breaker-after-drain",
 		"    pools: shared\n    policies:\n      A:\n        breaker: {failures: 10,",
 		"    pools: shared\n    policies:\n      A:\n        timeout: 0.1T\n        breaker: {failures: 2,")
-	code, out, dir := runSpec(t, "breaker-after-drain", text, "--"+defectFlag)
+	code, out, dir := runSpecJudged(t, "breaker-after-drain", text, "--"+defectFlag)
 	if code != ExitFailed || !strings.Contains(out, "BREAKER-LATE") || !strings.Contains(out, "BREAKER-ISOLATED") {
 		t.Fatalf("exit %d, want %d naming BREAKER-LATE and BREAKER-ISOLATED; output:\n%s", code, ExitFailed, out)
 	}

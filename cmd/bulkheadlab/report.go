@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 )
@@ -22,6 +25,7 @@ func newReportCmd() *cobra.Command {
 		junit   string
 		noImage bool
 		figRuns int
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -63,7 +67,7 @@ damaged.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if err := printVerdicts(w, sum); err != nil {
+			if err := printVerdicts(w, sum, verbose); err != nil {
 				return err
 			}
 			dest := out
@@ -80,6 +84,7 @@ damaged.`,
 	f.StringVar(&junit, "junit", "", "also write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&noImage, "no-images", false, "skip the PNG figures")
 	f.IntVar(&figRuns, "run-figures", 0, "draw per-run figures only for the first N repeats (0: all)")
+	f.BoolVar(&verbose, "verbose", false, "print every reason each run was left out or run again")
 	return cmd
 }
 
@@ -114,35 +119,25 @@ func finishCheck(sum *analysis.Summary, check bool, junit string) error {
 }
 
 // printVerdicts prints the verdict table and, after it, what the reader
-// must know before trusting it (damaged data, INVALID runs, runs run again,
-// unclassified responses), ending with a warning line when any run was
-// left INVALID or damaged.
-func printVerdicts(w io.Writer, sum *analysis.Summary) error {
-	if err := analysis.PrintVerdicts(w, sum); err != nil {
-		return err
-	}
-	for _, n := range sum.Notices {
-		fmt.Fprintf(w, "NOTE: %s\n", n)
-	}
-	bad := 0
-	for _, r := range sum.Runs {
-		if !r.Valid || len(r.Damaged) > 0 {
-			bad++
+// must know before trusting it (damaged data, runs left out and for what,
+// what to change, unclassified responses) and the runs × rules table of the
+// left-out runs, ending with a warning line when any run was left INVALID
+// or damaged; verbose adds every reason. Lines are wrapped to the
+// terminal's width (consoleWidth).
+func printVerdicts(w io.Writer, sum *analysis.Summary, verbose bool) error {
+	return analysis.PrintConsole(w, sum, analysis.ConsoleOptions{Width: consoleWidth(w), Verbose: verbose})
+}
+
+// consoleWidth is the width of the terminal w writes to, else $COLUMNS,
+// else analysis.DefaultConsoleWidth.
+func consoleWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
 		}
 	}
-	if bad > 0 {
-		var undecided []string
-		for _, v := range sum.Verdicts {
-			if v.Outcome == analysis.Invalid {
-				undecided = append(undecided, v.Name)
-			}
-		}
-		msg := "the verdicts were judged without them"
-		if len(undecided) > 0 {
-			msg = strings.Join(undecided, ", ") + " could not be judged"
-		}
-		fmt.Fprintf(w, "WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. See why above; rerun on a quieter machine.\n",
-			bad, len(sum.Runs), msg)
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
 	}
-	return nil
+	return analysis.DefaultConsoleWidth
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -34,6 +35,7 @@ type runOptions struct {
 	outSet      bool // --out was given
 	repeatsSet  bool // --repeats was given
 	hdrLogs     bool
+	verbose     bool
 	defect      bool
 	burn        int
 	lag         time.Duration
@@ -97,6 +99,7 @@ means bad flags or spec, 4 the harness failed, 130 interrupted.`,
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
 	f.BoolVar(&o.noImages, "no-images", false, "write the report without its PNG figures (faster; bulkheadlab report DIR draws them later)")
+	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
 	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
@@ -137,7 +140,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	}
 	r := &runner.Runner{
 		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
-		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration()},
+		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
 		Launcher: launcher(o),
 	}
 	if sp.AutoRepeats {
@@ -151,7 +154,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		}
 	}
 	for _, warning := range sp.Warnings() {
-		fmt.Fprintf(w, "warning: %s\n", warning)
+		fmt.Fprint(w, textwrap.Indent("warning: "+warning, consoleWidth(w), "  "))
 	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {
@@ -171,7 +174,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if rerr != nil {
 		return errors.Join(runErr, rerr)
 	}
-	if err := printVerdicts(w, sum); err != nil {
+	if err := printVerdicts(w, sum, o.verbose); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+rundata.HTMLFile)

@@ -155,8 +155,12 @@ external:
   canary:    "http://%[1]s/healthz"
 expectations: {check: [P1]}`, dead, freeAddr(t), freeAddr(t)))
 	code, out, dir := runSpec(t, "dead", spec)
-	if code != ExitInvalid || !strings.Contains(out, "baseline unhealthy: 100 % transport_error on /a") {
-		t.Fatalf("exit %d, want %d with the baseline reason; output:\n%s", code, ExitInvalid, out)
+	// The console names the rule and its number; report.md every reason.
+	if code != ExitInvalid || !strings.Contains(out, "baseline health 0 % < 99 %") {
+		t.Fatalf("exit %d, want %d with the baseline rule; output:\n%s", code, ExitInvalid, out)
+	}
+	if md := readReport(t, dir); !strings.Contains(md, "baseline unhealthy: 100 % transport_error on /a") {
+		t.Errorf("report.md lacks the baseline reason:\n%s", md)
 	}
 	if s := readSummary(t, dir); outcomeOf(s, "P1") != analysis.Invalid {
 		t.Errorf("P1 = %s, want INVALID", outcomeOf(s, "P1"))

@@ -74,6 +74,9 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 
 	meta.Faults = sw.events()
 	if rep != nil {
+		if pp, ok := r.Progress.(PhaseProgress); ok {
+			pp.Phases(run, rep.Phases)
+		}
 		fillMeta(meta, rep)
 		if err := writePhases(rundir, rep); err != nil && runErr == nil {
 			runErr = err

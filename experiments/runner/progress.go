@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -25,17 +27,30 @@ type Progress interface {
 	RunEnded(run plan.Run, meta rundata.RunMeta, err error)
 }
 
+// DefaultWidth is the width TextProgress wraps to when Width is 0.
+const DefaultWidth = 100
+
+// PhaseProgress is implemented by a Progress that wants a run's phase
+// records (phases.json) once its load has ended, before RunEnded.
+type PhaseProgress interface {
+	Phases(run plan.Run, phases []rundata.PhaseStats)
+}
+
 // TextProgress writes progress as text. On a terminal it redraws one status
 // line a second (run, phase, elapsed/total, the current phase's success %
-// and the last window's p99 per endpoint, pool use); otherwise it prints
-// one plain line per run: status, validity (with the reasons of an INVALID
-// run) and each endpoint's success in the fault phase. It is safe for
-// concurrent use.
+// and the last window's p99 per endpoint, pool use); it always prints one
+// line per run when it ends: status, validity (with the reasons of an
+// INVALID run), each endpoint's success and p99 over the fault phase (the
+// numbers the report uses), the attempts so far and the time left. It is
+// safe for concurrent use.
 type TextProgress struct {
 	W        io.Writer
 	Terminal bool
 	// Total is one run's load duration, for "elapsed/total".
 	Total time.Duration
+	// Width is the terminal's width the lines a run ends with are wrapped
+	// to; 0 means DefaultWidth.
+	Width int
 
 	mu      sync.Mutex
 	n, of   int
@@ -45,6 +60,14 @@ type TextProgress struct {
 	phase   string                    // phase of the latest window
 	byPhase map[[2]string]*phaseCount // endpoint, phase → counts
 	start   time.Time
+	// records are the run's phase records, once its load has ended.
+	records []rundata.PhaseStats
+	// began is when the first attempt started; attempts counts every
+	// attempt started, spent the wall time of those that ended.
+	began    time.Time
+	attempts int
+	ended    int
+	spent    time.Duration
 }
 
 type phaseCount struct {
@@ -59,7 +82,11 @@ func (p *TextProgress) RunStarted(run plan.Run, n, total, attempt int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n, p.of, p.attempt, p.pools, p.last, p.start = n, total, attempt, "", loadgen.Snapshot{}, time.Now()
-	p.phase, p.byPhase = "", map[[2]string]*phaseCount{}
+	p.phase, p.byPhase, p.records = "", map[[2]string]*phaseCount{}, nil
+	if p.attempts == 0 {
+		p.began = p.start
+	}
+	p.attempts++
 	if p.Terminal {
 		fmt.Fprintf(p.W, "\r\033[K[%d/%d] %s%s: starting components", n, total, run.ID, retryNote(attempt))
 	}
@@ -134,10 +161,20 @@ func (p *TextProgress) Pools(_ plan.Run, samples []rundata.MetricSample) {
 	}
 }
 
+// Phases implements PhaseProgress: the run's line then gives each
+// endpoint's fault-phase p99 from them, as the report does.
+func (p *TextProgress) Phases(_ plan.Run, phases []rundata.PhaseStats) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.records = phases
+}
+
 // RunEnded implements Progress.
 func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.ended++
+	p.spent += time.Since(p.start)
 	if p.Terminal {
 		fmt.Fprint(p.W, "\r\033[K")
 	}
@@ -157,20 +194,42 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 	if p.attempt > 1 {
 		line += fmt.Sprintf("  (attempt %d)", p.attempt)
 	}
+	line += "  " + p.eta()
 	if err != nil {
 		line += "  error: " + err.Error()
 	}
-	fmt.Fprintln(p.W, line)
+	width := p.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	fmt.Fprint(p.W, textwrap.Indent(line, width, "      "))
 	if meta.Status == rundata.StatusComplete && !meta.Valid {
-		reasons := attemptOf(meta).Reasons
-		if len(reasons) > 3 {
-			reasons = append(reasons[:3], fmt.Sprintf("and %d more", len(reasons)-3))
+		var reasons []string
+		for _, b := range measure.RuleBreaks(attemptOf(meta).Reasons) {
+			r := b.Against()
+			if r != b.Rule {
+				r = b.Rule + " " + r
+			}
+			if n := len(b.Where); n > 0 {
+				r += " (" + strings.Join(b.Where[:min(n, 3)], ", ")
+				if n > 3 {
+					r += fmt.Sprintf(" and %d more", n-3)
+				}
+				r += ")"
+			}
+			reasons = append(reasons, r)
 		}
 		note := "excluded from every verdict"
 		if p.attempt <= run.Retries {
 			note = "it runs again at the end of this round"
 		}
-		fmt.Fprintf(p.W, "      INVALID (%s): %s\n", note, strings.Join(reasons, "; "))
+		for i, l := range textwrap.Wrap(fmt.Sprintf("INVALID (%s): %s", note, strings.Join(reasons, "; ")), width-8) {
+			indent := "        "
+			if i == 0 {
+				indent = "      "
+			}
+			fmt.Fprintln(p.W, indent+l)
+		}
 	}
 }
 
@@ -183,8 +242,41 @@ func (p *TextProgress) hasPhase(phase string) bool {
 	return false
 }
 
+// eta counts the attempts so far and estimates the time left from the mean
+// attempt: "attempt 7 (5 of 24 runs), about 2m10s left". Runs still to be
+// run again are not known yet, so it can only grow by them.
+func (p *TextProgress) eta() string {
+	s := fmt.Sprintf("attempt %d of the experiment", p.attempts)
+	if p.ended == 0 || p.of == 0 {
+		return s
+	}
+	left := p.of - p.n
+	if left <= 0 {
+		return s + ", the last run"
+	}
+	mean := p.spent / time.Duration(p.ended)
+	runs := "runs"
+	if left == 1 {
+		runs = "run"
+	}
+	return s + fmt.Sprintf(", about %s left (%d %s × %s; more if any is run again)", (time.Duration(left)*mean).Round(time.Second), left, runs, mean.Round(100*time.Millisecond))
+}
+
+// phaseP99 is the p99 of endpoint ep over phase from the run's phase
+// records, as the report computes it; ok false without them or a result.
+func (p *TextProgress) phaseP99(ep, phase string) (time.Duration, bool) {
+	for _, r := range p.records {
+		if r.Endpoint == ep && r.Phase == phase {
+			return r.Latency.P99, r.Counts.Total() > 0
+		}
+	}
+	return 0, false
+}
+
 // endpointsLine summarises each endpoint of the last snapshot: its success
-// % over the given phase and its latest window's p99; label names the phase.
+// % over the given phase and its p99 — over the phase from the phase
+// records once the run ended, else its latest window's ("—" when it had no
+// result); label names the phase.
 func (p *TextProgress) endpointsLine(phase, label string) string {
 	var b strings.Builder
 	for _, e := range p.last.Endpoints {
@@ -199,7 +291,16 @@ func (p *TextProgress) endpointsLine(phase, label string) string {
 		if t := pc.counts.Total(); t > 0 {
 			ok = fmt.Sprintf("%5.1f%%", 100*float64(pc.counts[loadgen.ClassOK])/float64(t))
 		}
-		fmt.Fprintf(&b, "  /%s %s ok %s p99 %s", e.Name, label, ok, pc.p99.Round(time.Millisecond))
+		p99 := "—"
+		if d, ok := p.phaseP99(e.Name, phase); ok {
+			p99 = fmtMs(d)
+		} else if p.records == nil && pc.counts.Total() > 0 {
+			p99 = fmtMs(pc.p99)
+		}
+		fmt.Fprintf(&b, "  /%s %s ok %s p99 %s", e.Name, label, ok, p99)
 	}
 	return b.String()
 }
+
+// fmtMs writes d in milliseconds as the report does (measure.Fmt3).
+func fmtMs(d time.Duration) string { return measure.Fmt3(measure.Millis(d)) + " ms" }

@@ -247,9 +247,9 @@ func runqueueWait(pid int) (float64, bool) {
 	return ns / 1e9, true
 }
 
-// addMachineStats adds the machine's CPU time from /proc/stat: the total
-// and the busy part (all but idle and iowait), in CPU-seconds, and the CPU
-// count.
+// addMachineStats adds the machine's CPU time from /proc/stat: the total,
+// the busy part (all but idle and iowait) and the stolen part, in
+// CPU-seconds, and the CPU count.
 func addMachineStats(vals map[string]float64) {
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {
@@ -263,6 +263,7 @@ func addMachineStats(vals map[string]float64) {
 	total := c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
 	vals[rundata.MetricMachineCPUSeconds] = total
 	vals[rundata.MetricMachineBusySeconds] = total - c.Idle - c.Iowait
+	vals[rundata.MetricMachineStealSeconds] = c.Steal
 	vals[rundata.MetricMachineCPUs] = float64(len(st.CPU))
 }
 

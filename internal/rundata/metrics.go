@@ -88,10 +88,13 @@ const (
 	MetricSchedLatencyP99 = "bulkheadlab_go_sched_latency_seconds_p99"
 	MetricGCPauseP99      = "bulkheadlab_go_gc_pause_seconds_p99"
 	// The machine's CPU time (MachineComponent, from /proc/stat): in all,
-	// and busy (all but idle and iowait), in CPU-seconds; and its CPUs.
-	MetricMachineCPUSeconds  = "machine_cpu_seconds_total"
-	MetricMachineBusySeconds = "machine_cpu_busy_seconds_total"
-	MetricMachineCPUs        = "machine_cpus"
+	// and busy (all but idle and iowait), in CPU-seconds; the part of it
+	// stolen by the hypervisor for other guests (steal, counted as busy);
+	// and its CPUs.
+	MetricMachineCPUSeconds   = "machine_cpu_seconds_total"
+	MetricMachineBusySeconds  = "machine_cpu_busy_seconds_total"
+	MetricMachineStealSeconds = "machine_cpu_steal_seconds_total"
+	MetricMachineCPUs         = "machine_cpus"
 )
 
 // Metric names of finite capacity (DepConfig.Capacity of a stub, the

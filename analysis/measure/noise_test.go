@@ -1,0 +1,43 @@
+package measure
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// TestNoiseFloorMachineSteal: busy and steal are shares of the machine's
+// CPU time over the judged phases; steal is undefined where the run did
+// not sample it.
+func TestNoiseFloorMachineSteal(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sample := func(s int, total, busy, steal float64, withSteal bool) rundata.MetricSample {
+		v := map[string]float64{rundata.MetricMachineCPUSeconds: total, rundata.MetricMachineBusySeconds: busy}
+		if withSteal {
+			v[rundata.MetricMachineStealSeconds] = steal
+		}
+		return rundata.MetricSample{Time: t0.Add(time.Duration(s) * time.Second), Component: rundata.MachineComponent, Values: v}
+	}
+	for _, tc := range []struct {
+		name            string
+		withSteal       bool
+		wantBusy, steal float64
+	}{{"sampled", true, 0.75, 0.25}, {"not sampled", false, 0.75, math.NaN()}} {
+		r := &Run{&rundir.Run{Meta: rundata.RunMeta{Phases: []rundata.PhaseSpan{
+			{Name: rundata.PhaseWarmup, Start: t0, End: t0.Add(2 * time.Second)},
+			{Name: rundata.PhaseBaseline, Start: t0.Add(2 * time.Second), End: t0.Add(6 * time.Second)},
+		}}, Metrics: []rundata.MetricSample{
+			sample(0, 0, 0, 0, tc.withSteal), sample(2, 4, 1, 0, tc.withSteal), sample(6, 12, 7, 2, tc.withSteal),
+		}}}
+		n := r.NoiseFloor()
+		if got := float64(n.MachineBusy); math.Abs(got-tc.wantBusy) > 1e-9 {
+			t.Errorf("%s: MachineBusy = %v, want %v", tc.name, got, tc.wantBusy)
+		}
+		if got := float64(n.MachineSteal); !(math.IsNaN(tc.steal) && math.IsNaN(got)) && math.Abs(got-tc.steal) > 1e-9 {
+			t.Errorf("%s: MachineSteal = %v, want %v", tc.name, got, tc.steal)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// TestTextProgressRunLine: the line a run ends with gives each endpoint's
+// p99 over the fault phase from the phase records (the report's number),
+// not the last window's, "—" for an endpoint without a result, and counts
+// the attempts with the time left.
+func TestTextProgressRunLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &TextProgress{W: &buf, Total: 22 * time.Second}
+	run := plan.Run{ID: "slow-bulkhead-r1", Condition: "slow", Mode: "bulkhead", Repeat: 1}
+	snap := loadgen.Snapshot{Phase: rundata.PhaseFault, Endpoints: []loadgen.EndpointSnapshot{{Name: "a"}, {Name: "b"}}}
+	var ok loadgen.Counts
+	ok[loadgen.ClassOK] = 50
+	for attempt := 1; attempt <= 2; attempt++ {
+		p.RunStarted(run, 3, 24, attempt)
+		p.Snapshot(run, snap)
+		// The last window of /a is fast and /b has none at all.
+		p.Window(run, loadgen.Window{Endpoint: "a", Phase: rundata.PhaseFault, Counts: ok, Latency: rundata.Quantiles{P99: 258 * time.Millisecond}})
+		p.Phases(run, []rundata.PhaseStats{
+			{Endpoint: "a", Phase: rundata.PhaseFault, Counts: ok, Latency: rundata.Quantiles{P99: 485800 * time.Microsecond}},
+			{Endpoint: "b", Phase: rundata.PhaseFault},
+		})
+		p.RunEnded(run, rundata.RunMeta{Status: rundata.StatusComplete, Valid: true}, nil)
+	}
+	var lines []string // each run's line, its continuations joined
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if n := len([]rune(l)); n > DefaultWidth {
+			t.Errorf("line of %d > %d columns: %q", n, DefaultWidth, l)
+		}
+		if strings.HasPrefix(l, " ") && len(lines) > 0 {
+			lines[len(lines)-1] += " " + strings.TrimSpace(l)
+			continue
+		}
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	if len(lines) != 2 {
+		t.Fatalf("progress = %q, want 2 lines", buf.String())
+	}
+	for _, want := range []string{"/a fault ok 100.0% p99 485.8 ms", "/b fault ok — p99 —", "(attempt 2)", "attempt 2 of the experiment", "21 runs ×"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("run line %q lacks %q", lines[1], want)
+		}
+	}
+	if strings.Contains(buf.String(), "258") {
+		t.Errorf("progress shows the last window's p99: %q", buf.String())
+	}
+}
