@@ -150,7 +150,7 @@ func (c *conn) finish() {
 	c.p.unregister(c)
 	dur := time.Since(c.arrived)
 	c.mu.Lock()
-	outcome, decision := c.outcome, strings.Join(c.decisions, ">")
+	outcome, decision := c.outcome, strings.Join(c.decisions, ",")
 	c.mu.Unlock()
 	m := c.p.m
 	m.duration.Observe(dur.Seconds())

@@ -126,7 +126,7 @@ func TestLedgerRecordsEachConnection(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("ledger %q: %v", buf.String(), err)
 	}
-	if got.Seq != 1 || got.Decision != "pass>reset" || got.Outcome != "reset" || got.BytesUp != 5 || got.BytesDown != 5 || got.DurationMS <= 0 {
-		t.Errorf("ledger entry %+v; want seq 1, pass>reset, reset, 5 bytes each way", got)
+	if got.Seq != 1 || got.Decision != "pass,reset" || got.Outcome != "reset" || got.BytesUp != 5 || got.BytesDown != 5 || got.DurationMS <= 0 {
+		t.Errorf("ledger entry %+v; want seq 1, pass,reset, reset, 5 bytes each way", got)
 	}
 }

@@ -39,7 +39,9 @@ type Config struct {
 	// closes would hold both descriptors for ever); zero means
 	// DefaultHalfOpenTimeout.
 	HalfOpenTimeout time.Duration
-	// Ledger, if set, receives one entry per connection, when it ends.
+	// Ledger, if set, receives one entry per connection, when it ends; its
+	// Decision lists what each fault set it followed decided, in order,
+	// comma-separated ("pass,latency").
 	// The caller closes it after the proxy has stopped serving.
 	Ledger *faultproxy.Ledger
 	// ErrorLog receives accept errors; nil means the standard logger.
