@@ -442,7 +442,7 @@ func (s *Spec) validateExternal(p *problems) {
 	unknown("external.proxies", x.Proxies, isDep, "dependency")
 	ports := map[string]string{}
 	for _, d := range s.dependencyNames() {
-		checkURL(p, "external.upstreams."+d, x.Upstreams[d])
+		checkUpstream(p, "external.upstreams."+d, x.Upstreams[d]) // tcp.go
 		path := "external.proxies." + d
 		host, port, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d]))
 		switch {
@@ -456,6 +456,7 @@ func (s *Spec) validateExternal(p *problems) {
 			ports[host+":"+port] = d
 		}
 	}
+	s.validateTCPConditions(p)
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
 	}
