@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
 func TestMain(m *testing.M) {
@@ -193,6 +195,9 @@ func openFDs() int {
 // checkFDs fails t if, after the test's cleanups, more descriptors are open
 // than before it (allowing a moment for closes to land).
 func checkFDs(t *testing.T) {
+	// The process's one kernel timer (faultproxy.SleepUntil) is made on
+	// first use and kept: make it before counting.
+	faultproxy.SleepUntil(nil, nil, time.Now().Add(time.Microsecond))
 	before := openFDs()
 	t.Cleanup(func() {
 		if before < 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
 // Buffer sizes of a pipe: every pipe reads into a small buffer of its own,
@@ -36,7 +38,6 @@ type pipe struct {
 	dir      int
 	src, dst *net.TCPConn
 	readAt   time.Time // when the chunk in hand was read
-	timer    *time.Timer
 	bytes    prometheus.Counter
 	small    [smallBuf]byte
 }
@@ -53,9 +54,6 @@ func (p *pipe) run() {
 	defer func() {
 		if large != nil {
 			largeBufs.Put(large)
-		}
-		if p.timer != nil {
-			p.timer.Stop()
 		}
 	}()
 	for {
@@ -128,26 +126,15 @@ func (p *pipe) out(b []byte) error {
 	return err
 }
 
-// sleepUntil waits until t; it returns errDone if the connection is being
-// closed first, errStopped if the proxy is.
+// sleepUntil waits until t (on the kernel timer the HTTP plane's delays
+// use, see faultproxy.SleepUntil); it returns errDone if the connection is
+// being closed first, errStopped if the proxy is.
 func (p *pipe) sleepUntil(t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
+	if faultproxy.SleepUntil(p.c.done, p.c.p.ctx.Done(), t) {
 		return nil
 	}
-	if p.timer == nil {
-		p.timer = time.NewTimer(d)
-	} else {
-		p.timer.Reset(d)
-	}
-	select {
-	case <-p.timer.C:
-		return nil
-	case <-p.c.done:
-		p.timer.Stop()
-		return errDone
-	case <-p.c.p.ctx.Done():
-		p.timer.Stop()
+	if p.c.p.ctx.Err() != nil {
 		return errStopped
 	}
+	return errDone
 }
