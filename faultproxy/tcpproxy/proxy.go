@@ -68,9 +68,9 @@ type Proxy struct {
 	ctx      context.Context // done when the proxy is closed
 	cancel   context.CancelFunc
 
-	mu    sync.Mutex // guards conns and setMu's order
+	mu    sync.Mutex // guards conns
 	conns map[*conn]struct{}
-	setMu sync.Mutex // serialises SetFaults
+	setMu sync.Mutex // serialises SetFaults (taken before mu)
 }
 
 // New returns a pass-through Proxy for cfg.

@@ -5,81 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/redistest"
 )
-
-// startRedis starts Debian's redis-server on a free loopback port, without
-// persistence, and stops it when the test ends. Without redis-server the
-// test is skipped, except in CI (CI set, as .ci/run sets it), where it
-// fails: there .ci/run installs it, and a skip would hide that it did not.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed; CI must install it (.ci/run does: apt-get install redis-server)")
-		}
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server); skipping the Redis end-to-end test")
-	}
-	for attempt := 0; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close() // a moment's race for the port; lost, the next attempt takes another
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--loglevel", "warning")
-		cmd.Stderr, cmd.Stdout = os.Stderr, nil
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		stop := func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if waitRedis(addr, exited) {
-			t.Cleanup(stop)
-			return addr
-		}
-		stop()
-		if attempt == 2 {
-			t.Fatalf("redis-server did not start on three free ports")
-		}
-	}
-}
-
-// waitRedis pings addr until it answers (true) or the server exits or 10 s
-// pass (false).
-func waitRedis(addr string, exited <-chan error) bool {
-	rc := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
-	defer rc.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rc.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
-}
 
 // TestRedisThroughProxy puts a real redis-server behind the proxy and a
 // go-redis client in front: commands pass; a latency fault slows each
@@ -87,7 +19,7 @@ func waitRedis(addr string, exited <-chan error) bool {
 // connection error; cleared, commands pass again.
 func TestRedisThroughProxy(t *testing.T) {
 	checkFDs(t)
-	addr := startRedis(t)
+	addr := redistest.Start(t)
 	e := newEnvTo(t, nil, addr)
 	// RESP2: a new connection's first command is the command itself. With
 	// RESP3 go-redis opens with HELLO, and when HELLO is reset it reports

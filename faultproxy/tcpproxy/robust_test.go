@@ -252,3 +252,31 @@ func Test5000IdleConnections(t *testing.T) {
 	stdin.Close()
 	waitFor(t, "every connection to end", func() bool { return e.p.Open() == 0 })
 }
+
+// TestShutdownCutsOpenConnections: kept idle connections and one waiting in
+// a latency fault end at once when the server shuts down.
+func TestShutdownCutsOpenConnections(t *testing.T) {
+	checkFDs(t)
+	e := newEnv(t, echo)
+	idle := e.dial(t)
+	exchange(t, idle, []byte("x"))
+	e.put(t, `{"faults":[{"type":"latency","latency":"1h"}]}`)
+	waiting := e.dial(t)
+	_, _ = waiting.Write([]byte("y"))
+	start := time.Now()
+	if err := e.srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Shutdown took %v with two connections open", took)
+	}
+	for _, c := range []net.Conn{idle, waiting} {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+			t.Errorf("read after Shutdown: %d, %v; want the connection closed", n, err)
+		}
+	}
+	if e.p.Open() != 0 {
+		t.Errorf("%d connections open after Shutdown", e.p.Open())
+	}
+}

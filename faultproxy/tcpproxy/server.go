@@ -19,8 +19,9 @@ type Server struct {
 	data         net.Listener
 	control      *http.Server
 	controlAddr  string
-	conns        sync.WaitGroup // serveConn goroutines
-	wg           sync.WaitGroup // accept loop and control server
+	conns        sync.WaitGroup // serveConn goroutines, added to by the accept loop only
+	accepting    chan struct{}  // closed when the accept loop has ended
+	wg           sync.WaitGroup // control server
 	errc         chan error
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -39,7 +40,7 @@ func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Serv
 		dl.Close()
 		return nil, &faultproxy.ListenError{Plane: "control", Err: err}
 	}
-	s := &Server{proxy: p, data: dl, controlAddr: cl.Addr().String(), errc: make(chan error, 2),
+	s := &Server{proxy: p, data: dl, controlAddr: cl.Addr().String(), errc: make(chan error, 2), accepting: make(chan struct{}),
 		control: &http.Server{Handler: p.ControlHandler(), ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 			IdleTimeout: time.Minute, ErrorLog: errorLog}}
@@ -48,11 +49,12 @@ func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Serv
 			s.errc <- err
 		}
 	})
-	s.wg.Go(func() {
+	go func() {
+		defer close(s.accepting)
 		if err := s.accept(dl); err != nil {
 			s.errc <- err
 		}
-	})
+	}()
 	return s, nil
 }
 
@@ -99,29 +101,23 @@ func (s *Server) ControlAddr() string { return s.controlAddr }
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Shutdown stops accepting, closes the Proxy (connections waiting in a
-// fault end at once), lets the other connections run until ctx is done,
-// then closes them all. It returns when every goroutine of the server has
-// ended; the error is ctx's if connections had to be cut. Idempotent.
+// fault end at once) and closes every connection: a relay cannot tell a
+// kept idle connection (a client's pool holds them for ever) from one
+// waiting for an answer, so it does not wait for them. The control server
+// is shut down within ctx. It returns when every goroutine of the server
+// has ended. Idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
 		_ = s.data.Close()
+		<-s.accepting // no conns.Go after this
 		s.proxy.Close()
-		ended := make(chan struct{})
-		go func() { s.conns.Wait(); close(ended) }()
-		var errs []error
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			errs = append(errs, ctx.Err())
-			s.proxy.closeAll()
-			<-ended
-		}
+		s.proxy.closeAll() // a connection that registers later sees the proxy closed
+		s.conns.Wait()
 		if err := s.control.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
+			s.shutdownErr = err
 			_ = s.control.Close()
 		}
 		s.wg.Wait()
-		s.shutdownErr = errors.Join(errs...)
 	})
 	return s.shutdownErr
 }
