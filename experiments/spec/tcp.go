@@ -15,17 +15,48 @@ import (
 // proxy's TCP data plane, and its conditions' faults are mapped onto the
 // TCP faults (tcpFault).
 
-// tcpDependency reports whether dependency d is reached over TCP.
+// tcpDependency reports whether dependency d is reached over TCP: an
+// external upstream tcp://host:port, or the dependency's protocol: tcp.
 func (s *Spec) tcpDependency(d string) bool {
-	return s.External != nil && strings.HasPrefix(s.External.Upstreams[d], "tcp://")
+	return s.External != nil && (strings.HasPrefix(s.External.Upstreams[d], "tcp://") || s.Dependencies[d].Protocol == "tcp")
 }
 
-// checkUpstream checks an external upstream: an http(s) URL, or
-// tcp://host:port.
-func checkUpstream(p *problems, path, raw string) {
-	addr, ok := strings.CutPrefix(raw, "tcp://")
-	if !ok {
+// upstreamURL is the external upstream of d as the proxy takes it:
+// tcp://host:port for a TCP dependency.
+func (s *Spec) upstreamURL(d string) string {
+	u := s.External.Upstreams[d]
+	if s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://") {
+		return "tcp://" + u
+	}
+	return u
+}
+
+// validateProtocol checks dependencies.<d>.protocol.
+func (s *Spec) validateProtocol(p *problems, d, path string) {
+	switch proto := s.Dependencies[d].Protocol; {
+	case proto == "" || proto == "http":
+	case proto != "tcp":
+		p.add(path+".protocol", "want http or tcp, got %q", proto)
+	case s.External == nil:
+		p.add(path+".protocol", "tcp needs your own service and dependency (external mode, external.upstreams.%s: tcp://host:port): the built-in dependency stubs speak HTTP", d)
+	}
+}
+
+// checkUpstream checks external.upstreams.<d>: an http(s) URL, or for a
+// TCP dependency tcp://host:port (host:port with protocol: tcp).
+func (s *Spec) checkUpstream(p *problems, d string) {
+	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
+	proto := s.Dependencies[d].Protocol
+	addr, isTCP := strings.CutPrefix(raw, "tcp://")
+	switch {
+	case isTCP && proto == "http":
+		p.add(path, "%q is a TCP address, but dependencies.%s.protocol is http", raw, d)
+		return
+	case !isTCP && proto != "tcp":
 		checkURL(p, path, raw)
+		return
+	case !isTCP && strings.Contains(raw, "://"):
+		p.add(path, "dependencies.%s.protocol is tcp: want host:port or tcp://host:port, got %q", d, raw)
 		return
 	}
 	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" || port == "0" || strings.Contains(addr, "/") {

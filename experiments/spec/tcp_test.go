@@ -79,8 +79,55 @@ func TestTCPUpstreamErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", strings.TrimSpace(tt.edit), err, tt.want)
 		}
 	}
-	bad := strings.Replace(strings.Replace(tcpSpec, "%s", "", 1), "tcp://127.0.0.1:6379", "tcp://127.0.0.1", 1)
-	if _, err := Parse("tcp.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "tcp.yaml:4: external.upstreams.A: want tcp://host:port") {
-		t.Errorf("tcp:// without a port: %v", err)
+	base := strings.Replace(tcpSpec, "%s", "", 1)
+	for _, tt := range []struct{ from, to, want string }{
+		{"tcp://127.0.0.1:6379", "tcp://127.0.0.1", "tcp.yaml:4: external.upstreams.A: want tcp://host:port"},
+		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {protocol: udp}, B: {}}", "tcp.yaml:7: dependencies.A.protocol: want http or tcp"},
+		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {protocol: http}, B: {}}", "external.upstreams.A: \"tcp://127.0.0.1:6379\" is a TCP address"},
+		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {}, B: {protocol: tcp}}", "external.upstreams.B: dependencies.B.protocol is tcp: want host:port"},
+	} {
+		if _, err := Parse("tcp.yaml", []byte(strings.Replace(base, tt.from, tt.to, 1))); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s → %s: %v, want %q", tt.from, tt.to, err, tt.want)
+		}
+	}
+	// The built-in dependencies speak HTTP.
+	builtin := "name: b\ndependencies: {A: {protocol: tcp}, B: {}}\n"
+	if _, err := Parse("b.yaml", []byte(builtin)); err == nil || !strings.Contains(err.Error(), "b.yaml:2: dependencies.A.protocol: tcp needs your own service") {
+		t.Errorf("protocol: tcp without external: %v", err)
+	}
+}
+
+// TestTCPProtocolField: protocol: tcp with a host:port upstream is a TCP
+// dependency, its proxy's upstream tcp://host:port.
+func TestTCPProtocolField(t *testing.T) {
+	text := strings.Replace(strings.Replace(tcpSpec, "%s", "", 1), `"tcp://127.0.0.1:6379"`, `"127.0.0.1:6379"`, 1) +
+		"dependencies: {A: {protocol: tcp}, B: {}}\n"
+	s, err := Parse("tcp.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range p.Runs {
+		for _, c := range r.Components {
+			if c.Proxy != nil && c.Proxy.Name == "A" {
+				found = true
+				if c.Proxy.Upstream.URL != "tcp://127.0.0.1:6379" {
+					t.Errorf("proxy A's upstream %q, want tcp://127.0.0.1:6379", c.Proxy.Upstream.URL)
+				}
+			}
+		}
+		if r.Condition == "slow" && (len(r.Faults) != 1 || len(r.Faults[0].TCP) != 1) {
+			t.Errorf("slow: faults %+v, want one TCP fault", r.Faults)
+		}
+	}
+	if !found {
+		t.Error("no proxy of A in the plan")
+	}
+	if r := s.RemoteTargets(); len(r) != 0 {
+		t.Errorf("RemoteTargets %v, want none (every address is loopback)", r)
 	}
 }
