@@ -20,8 +20,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" {
-		os.Exit(runHelper())
+	if os.Getenv(holderEnv) != "" {
+		os.Exit(runHolder())
 	}
 	goleak.VerifyTestMain(m)
 }

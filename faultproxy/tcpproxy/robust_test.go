@@ -144,16 +144,16 @@ func TestStream1GiB(t *testing.T) {
 	}
 }
 
-// helperEnv makes the test binary a helper process (TestMain): it holds
+// holderEnv makes the test binary a holder process (TestMain): it holds
 // the client and upstream ends of many connections, so that the proxy's
 // process holds only its own two descriptors per connection.
-const helperEnv = "TCPPROXY_TEST_IDLE_HELPER"
+const holderEnv = "TCPPROXY_TEST_IDLE_HOLDER"
 
-// runHelper listens as the upstream and prints its address; reads the
+// runHolder listens as the upstream and prints its address; reads the
 // proxy's address and a count on stdin; dials that many connections
 // through the proxy, waits until the upstream has accepted them all,
 // prints "ready"; and holds them until stdin closes.
-func runHelper() int {
+func runHolder() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println("error", err)
@@ -217,7 +217,7 @@ func Test5000IdleConnections(t *testing.T) {
 		n = 1000
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), holderEnv+"=1")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -227,7 +227,7 @@ func Test5000IdleConnections(t *testing.T) {
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
 	out := bufio.NewScanner(stdout)
 	if !out.Scan() || strings.HasPrefix(out.Text(), "error") {
-		t.Fatalf("helper: %q", out.Text())
+		t.Fatalf("holder process: %q", out.Text())
 	}
 	e := newEnvTo(t, nil, out.Text())
 	runtime.GC()
@@ -236,7 +236,7 @@ func Test5000IdleConnections(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	fmt.Fprintf(stdin, "%s %d\n", e.srv.Addr(), n)
 	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("helper: %q", out.Text())
+		t.Fatalf("holder process: %q", out.Text())
 	}
 	waitFor(t, strconv.Itoa(n)+" open connections", func() bool { return e.p.Open() == int64(n) })
 	runtime.GC()
