@@ -38,6 +38,12 @@ type LedgerEntry struct {
 	Outcome string `json:"outcome"`
 	// Status is the status of an error fault, or of an overloaded answer.
 	Status int `json:"status,omitempty"`
+	// BytesUp and BytesDown are what a connection of the TCP data plane
+	// carried toward the upstream and toward the client, DurationMS how
+	// long it was open (TCP data plane only).
+	BytesUp    int64   `json:"bytes_up,omitempty"`
+	BytesDown  int64   `json:"bytes_down,omitempty"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
 }
 
 // Ledger writes LedgerEntry values as JSON lines from a single goroutine.

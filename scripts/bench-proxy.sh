@@ -9,7 +9,9 @@
 # cmd/proxybench, which prints a markdown report on stdout. Every
 # process it starts listens on 127.0.0.1 and ends with it. Flags are
 # passed through, e.g. -duration 10s, -rates 1000,3000,5000,
-# -phases latency, -phases profile -profile-dir prof/.
+# -phases latency, -phases profile -profile-dir prof/, -phases tcp (the
+# TCP data planes: ours with --protocol tcp, Toxiproxy's, a TCP echo
+# upstream).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

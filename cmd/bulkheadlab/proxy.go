@@ -32,13 +32,14 @@ type proxyOptions struct {
 	pprof                     string
 	allowRemote               bool
 	tuneRuntime               bool
+	protocol                  string // "", "http" or "tcp" (proxy_tcp.go)
 }
 
 // newProxyCmd builds the `proxy` command.
 func newProxyCmd() *cobra.Command {
 	var o proxyOptions
 	cmd := &cobra.Command{
-		Use:   "proxy --upstream URL",
+		Use:   "proxy --upstream URL | --protocol tcp --upstream HOST:PORT",
 		Short: "Run the fault-injection proxy",
 		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
 error, abort, hang, capacity, payload) per request with a seeded probability. Faults
@@ -49,12 +50,19 @@ and queues the rest in arrival order (at most "queue"; beyond, 503 with
 X-Dep-Overloaded). A payload fault answers 200 with a JSON document of
 "size" bytes instead of calling the upstream.
 
+With --protocol tcp (or a tcp:// upstream) it relays TCP connections of any
+protocol (a database, a cache, a broker) and injects faults per connection
+instead: latency, bandwidth, timeout, reset, slow_close, limit_data,
+slicer and down (Toxiproxy's names; see the README's "TCP dependencies").
+
 Every listener, and the upstream, must be on loopback unless --allow-remote.
 
 The first line on stdout is a JSON announcement with the bound addresses.`,
 		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
   curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'
-  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'`,
+  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'
+  bulkheadlab proxy --protocol tcp --upstream 127.0.0.1:6379 --listen 127.0.0.1:6380 --control 127.0.0.1:8083
+  curl -X PUT 127.0.0.1:8083/faults -d '{"faults":[{"type":"latency","stream":"downstream","latency":"100ms"}]}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -71,6 +79,7 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f.DurationVar(&o.grace, "shutdown-timeout", 4*time.Second, "bound on graceful shutdown; hanging requests are cut at once")
 	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty; loopback unless --allow-remote")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
+	f.StringVar(&o.protocol, "protocol", "", "data-plane protocol: http (faults per request) or tcp (any TCP protocol, faults per connection); empty: tcp for a tcp:// upstream, else http")
 	f.BoolVar(&o.tuneRuntime, "tune-runtime", true, "keep the Go runtime's monitor thread awake rather than woken on every request: the proxy executes itself once more at start with GODEBUG="+sysmon.Setting+" (unless GODEBUG sets schedtrace), which cuts its CPU per request by about a third; false: the runtime's defaults")
 	return cmd
 }
@@ -111,6 +120,11 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 // runProxy serves until ctx is done or a listener fails, then shuts down
 // within o.grace.
 func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (err error) {
+	if tcp, err := o.isTCP(); err != nil {
+		return err
+	} else if tcp {
+		return runTCPProxy(ctx, stdout, stderr, o)
+	}
 	u, fs, err := o.parse()
 	if err != nil {
 		return err

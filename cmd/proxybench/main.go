@@ -76,12 +76,21 @@ type options struct {
 	order                  string
 	floor                  bool
 	oursArgs               string
+	tcpConns               int           // tcp phase (tcp.go)
+	tcpDur                 time.Duration // tcp phase: one cell
 }
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "relay" {
 		if err := runRelay(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "proxybench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "tcpecho" {
+		if err := runTCPEcho(); err != nil {
+			fmt.Fprintln(os.Stderr, "proxybench tcpecho:", err)
 			os.Exit(1)
 		}
 		return
@@ -97,7 +106,9 @@ func main() {
 	fs := flag.NewFlagSet("proxybench", flag.ExitOnError)
 	fs.StringVar(&o.bulkheadlab, "bulkheadlab", "", "path of the bulkheadlab binary (required)")
 	fs.StringVar(&o.toxiproxy, "toxiproxy", "", "path of the Toxiproxy server binary (required)")
-	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile")
+	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile, tcp (the TCP data planes: pass-through at -rates, a -delay latency fault, the highest rate held)")
+	fs.IntVar(&o.tcpConns, "tcp-conns", 32, "tcp phase: kept connections per attack")
+	fs.DurationVar(&o.tcpDur, "tcp-duration", 2*time.Second, "tcp phase: length of one pass-through cell")
 	fs.StringVar(&o.rates, "rates", "1000,3000", "pass-through rates, requests/s")
 	fs.DurationVar(&o.dur, "duration", 5*time.Second, "length of one pass-through cell (one target, one round)")
 	fs.DurationVar(&o.slice, "slice", 500*time.Millisecond, "pass-through: cut each cell into slices this long that alternate between the targets within the round (0: whole cells one after another)")
@@ -185,6 +196,7 @@ type bench struct {
 	atk               attackOpts
 	children          []*child
 	ord               []string // target names in the order of even rounds
+	logDir            string
 
 	// Results for the verdicts: pass[rate] is direct, ours, toxiproxy
 	// merged; maxHeld by target name; delay is ours, toxiproxy.
@@ -211,7 +223,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	}
 	phases := strings.Split(o.phases, ",")
 	for _, p := range phases {
-		if !slices.Contains([]string{"latency", "max", "delay", "profile"}, p) {
+		if !slices.Contains([]string{"latency", "max", "delay", "profile", "tcp"}, p) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -222,7 +234,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, out: out, ord: ord, pass: map[int][3]merged{}, floor: map[int]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
+	b := &bench{o: o, out: out, logDir: logDir, ord: ord, pass: map[int][3]merged{}, floor: map[int]merged{}, maxHeld: map[string]int{}, ran: map[string]bool{}}
 	defer func() {
 		b.stopAll()
 		if err != nil || o.keepLogs {
@@ -245,6 +257,8 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			err = b.delayPhase(ctx)
 		case "profile":
 			err = b.profilePhase(ctx)
+		case "tcp":
+			err = b.tcpPhase(ctx, rates)
 		}
 		if err != nil {
 			return err

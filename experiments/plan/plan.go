@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -210,6 +211,9 @@ type Faults struct {
 	// Dependency names the dependency behind it, for the run metadata.
 	Dependency string
 	Faults     []faultproxy.Fault
+	// TCP, when set, are the faults of a TCP proxy (a tcp:// upstream):
+	// Faults mapped onto the TCP plane; they are what is put.
+	TCP []tcpproxy.Fault
 }
 
 // Resolve returns a copy of c with every Address turned into a URL, given

@@ -8,10 +8,12 @@ import (
 	"log"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -46,6 +48,9 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 		}
 		return serveInProcess(c.Listen, svc.Serve)
 	case plan.KindProxy:
+		if addr, ok := strings.CutPrefix(c.Proxy.Upstream.URL, "tcp://"); ok {
+			return startTCPProxy(c, addr)
+		}
 		u, err := url.Parse(c.Proxy.Upstream.URL)
 		if err != nil {
 			return started{}, err
@@ -68,6 +73,25 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 		}}, nil
 	}
 	return started{}, fmt.Errorf("unknown component kind %q", c.Kind)
+}
+
+// startTCPProxy starts the TCP data plane of the fault proxy for a tcp://
+// upstream.
+func startTCPProxy(c plan.Component, addr string) (started, error) {
+	quiet := log.New(io.Discard, "", 0)
+	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet})
+	if err != nil {
+		return started{}, err
+	}
+	srv, err := tcpproxy.Listen(p, c.Listen, c.Proxy.Control, quiet)
+	if err != nil {
+		return started{}, err
+	}
+	return started{url: "tcp://" + srv.Addr(), control: "http://" + srv.ControlAddr(), stop: func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}}, nil
 }
 
 // serveInProcess runs fn on a new listener until stopped.

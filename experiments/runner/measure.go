@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -250,9 +251,16 @@ type activeFaults struct {
 
 func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
-	err := faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
+	var err error
+	var body []byte
+	if fs.TCP != nil {
+		err = tcpproxy.Put(ctx, nil, f.controls[fs.Component], fs.TCP)
+		body, _ = json.Marshal(fs.TCP)
+	} else {
+		err = faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
+		body, _ = json.Marshal(fs.Faults)
+	}
 	cancel()
-	body, _ := json.Marshal(fs.Faults)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {

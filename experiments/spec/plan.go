@@ -224,7 +224,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	x := s.External
 	for _, d := range deps {
 		if x != nil {
-			upstream[d] = plan.At(x.Upstreams[d])
+			upstream[d] = plan.At(s.upstreamURL(d)) // tcp.go
 			continue
 		}
 		dc := s.Dependencies[d]
@@ -307,7 +307,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		for i, f := range c.Faults {
 			fs[i] = f.proxyFault()
 		}
-		pr.Faults = []plan.Faults{{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}}
+		pr.Faults = []plan.Faults{s.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs})}
 	}
 	pr.Meta = s.meta(r)
 	fleetMeta(&pr.Meta, instances)
@@ -459,7 +459,7 @@ func (s *Spec) RemoteTargets() []string {
 		}
 	}
 	for _, k := range sortedKeys(x.Upstreams) {
-		remote(x.Upstreams[k])
+		remote(s.upstreamURL(k)) // a TCP host:port as tcp://host:port
 	}
 	// A proxy listening beyond loopback would be an open forwarder.
 	for _, k := range sortedKeys(x.Proxies) {

@@ -141,6 +141,10 @@ type Dependency struct {
 	// many bytes (an array of small records, seeded) instead of Size bytes
 	// of text; the service decodes it (default 0: off).
 	Payload ByteSize `yaml:"payload,omitempty"`
+	// Protocol is how the dependency is reached: "http" (the default) or
+	// "tcp" (any TCP protocol, through the fault proxy's TCP plane; an
+	// external upstream only, see tcp.go).
+	Protocol string `yaml:"protocol,omitempty"`
 }
 
 // Rates are requests per second, keyed by endpoint name.

@@ -181,6 +181,7 @@ func (s *Spec) validateDeps(p *problems) {
 		if d.Jitter.D > d.Latency.D {
 			p.add(path+".jitter", "%s must not exceed latency %s", d.Jitter.D, d.Latency.D)
 		}
+		s.validateProtocol(p, name, path) // tcp.go
 		if d.Size < 0 || d.Size > 1<<20 {
 			p.add(path+".size", "must be between 0 and 1048576 bytes, got %d", d.Size)
 		}
@@ -442,7 +443,7 @@ func (s *Spec) validateExternal(p *problems) {
 	unknown("external.proxies", x.Proxies, isDep, "dependency")
 	ports := map[string]string{}
 	for _, d := range s.dependencyNames() {
-		checkURL(p, "external.upstreams."+d, x.Upstreams[d])
+		s.checkUpstream(p, d) // tcp.go
 		path := "external.proxies." + d
 		host, port, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d]))
 		switch {
@@ -456,6 +457,7 @@ func (s *Spec) validateExternal(p *problems) {
 			ports[host+":"+port] = d
 		}
 	}
+	s.validateTCPConditions(p)
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
 	}

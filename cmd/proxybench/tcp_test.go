@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestTCPAttackEcho runs a short attack on an in-process echo server: every
+// exchange is answered and timed, and none is left running.
+func TestTCPAttackEcho(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer func() { l.Close(); wg.Wait() }()
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_, _ = io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
+			})
+		}
+	})
+	c, err := tcpAttack(context.Background(), "echo", l.Addr().String(), 0, 500, 4, 200*time.Millisecond, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.sent != 100 || c.ok != 100 || len(c.lat) != 100 || len(c.errs) != 0 || !c.held() {
+		t.Errorf("cell %d sent, %d ok, %d timed, errors %v, held %v; want 100 answered", c.sent, c.ok, len(c.lat), c.errs, c.held())
+	}
+}
+
+func TestTCPCellHeld(t *testing.T) {
+	for _, tc := range []struct {
+		c    tcpCell
+		want bool
+	}{
+		{tcpCell{rate: 1000, sent: 1000, ok: 1000, elapsed: time.Second}, true},
+		{tcpCell{rate: 1000, sent: 1000, ok: 998, elapsed: time.Second}, false},
+		{tcpCell{rate: 1000, sent: 1000, ok: 1000, elapsed: 1100 * time.Millisecond}, false},
+		{tcpCell{rate: 1000}, false},
+	} {
+		if got := tc.c.held(); got != tc.want {
+			t.Errorf("%+v held = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}

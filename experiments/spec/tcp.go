@@ -1,0 +1,114 @@
+package spec
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
+)
+
+// A dependency of an external spec whose upstream is tcp://host:port is
+// reached over TCP (a database, a cache, a broker): its proxy is the fault
+// proxy's TCP data plane, and its conditions' faults are mapped onto the
+// TCP faults (tcpFault).
+
+// tcpDependency reports whether dependency d is reached over TCP: an
+// external upstream tcp://host:port, or the dependency's protocol: tcp.
+func (s *Spec) tcpDependency(d string) bool {
+	return s.External != nil && (strings.HasPrefix(s.External.Upstreams[d], "tcp://") || s.Dependencies[d].Protocol == "tcp")
+}
+
+// upstreamURL is the external upstream of d as the proxy takes it:
+// tcp://host:port for a TCP dependency.
+func (s *Spec) upstreamURL(d string) string {
+	u := s.External.Upstreams[d]
+	if s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://") {
+		return "tcp://" + u
+	}
+	return u
+}
+
+// validateProtocol checks dependencies.<d>.protocol.
+func (s *Spec) validateProtocol(p *problems, d, path string) {
+	switch proto := s.Dependencies[d].Protocol; {
+	case proto == "" || proto == "http":
+	case proto != "tcp":
+		p.add(path+".protocol", "want http or tcp, got %q", proto)
+	case s.External == nil:
+		p.add(path+".protocol", "tcp needs your own service and dependency (external mode, external.upstreams.%s: tcp://host:port): the built-in dependency stubs speak HTTP", d)
+	}
+}
+
+// checkUpstream checks external.upstreams.<d>: an http(s) URL, or for a
+// TCP dependency tcp://host:port (host:port with protocol: tcp).
+func (s *Spec) checkUpstream(p *problems, d string) {
+	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
+	proto := s.Dependencies[d].Protocol
+	addr, isTCP := strings.CutPrefix(raw, "tcp://")
+	switch {
+	case isTCP && proto == "http":
+		p.add(path, "%q is a TCP address, but dependencies.%s.protocol is http", raw, d)
+		return
+	case !isTCP && proto != "tcp":
+		checkURL(p, path, raw)
+		return
+	case !isTCP && strings.Contains(raw, "://"):
+		p.add(path, "dependencies.%s.protocol is tcp: want host:port or tcp://host:port, got %q", d, raw)
+		return
+	}
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" || port == "0" || strings.Contains(addr, "/") {
+		p.add(path, "want tcp://host:port (a fixed port), got %q", raw)
+	}
+}
+
+// validateTCPConditions reports the faults of conditions on TCP
+// dependencies that the TCP plane has no counterpart for.
+func (s *Spec) validateTCPConditions(p *problems) {
+	for i, c := range s.Conditions {
+		if !s.tcpDependency(c.Dependency) {
+			continue
+		}
+		for j, f := range c.Faults {
+			path := fmt.Sprintf("conditions[%d].faults[%d]", i, j)
+			switch {
+			case f.Type == faultproxy.TypeLatency && f.Distribution != "" && f.Distribution != "uniform":
+				p.add(path+".distribution", "dependency %s is reached over TCP, whose latency fault is uniform; got %q", c.Dependency, f.Distribution)
+			case f.Type == faultproxy.TypeCapacity || f.Type == faultproxy.TypePayload:
+				p.add(path+".type", "dependency %s is reached over TCP (%s): a condition on it may have latency (→ latency), error or abort (→ reset) and hang (→ timeout) faults, not %s",
+					c.Dependency, s.External.Upstreams[c.Dependency], f.Type)
+			}
+		}
+	}
+}
+
+// tcpFault maps a condition's fault onto the TCP plane: latency is latency
+// on the answers (downstream), error and abort are a reset as soon as a
+// request arrives, hang is a timeout that never closes (the caller's own
+// deadline ends the wait). Validated specs have no other types.
+func tcpFault(f faultproxy.Fault) tcpproxy.Fault {
+	t := tcpproxy.Fault{Percent: f.Percent}
+	switch f.Type {
+	case faultproxy.TypeLatency:
+		t.Type, t.Stream, t.Latency, t.Jitter = tcpproxy.TypeLatency, tcpproxy.StreamDownstream, f.Latency, f.Jitter
+	case faultproxy.TypeError, faultproxy.TypeAbort:
+		t.Type, t.Stream = tcpproxy.TypeReset, tcpproxy.StreamUpstream
+	case faultproxy.TypeHang:
+		t.Type, t.Stream = tcpproxy.TypeTimeout, tcpproxy.StreamBoth
+	}
+	return t
+}
+
+// withTCP fills in fs.TCP when its dependency is reached over TCP.
+func (s *Spec) withTCP(fs plan.Faults) plan.Faults {
+	if !s.tcpDependency(fs.Dependency) {
+		return fs
+	}
+	fs.TCP = make([]tcpproxy.Fault, len(fs.Faults))
+	for i, f := range fs.Faults {
+		fs.TCP[i] = tcpFault(f)
+	}
+	return fs
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tcpproxy
+
+const raceEnabled = false

@@ -1,0 +1,7 @@
+//go:build unix
+
+package tcpproxy
+
+import "syscall"
+
+var errConnReset error = syscall.ECONNRESET
