@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -48,6 +47,10 @@ type head struct {
 	close         bool // Connection: close (or HTTP/1.0 without keep-alive)
 	upgrade       bool // Connection: upgrade with an Upgrade header
 	trailerHdr    bool // a Trailer header
+
+	// response only: framing that its status forbids (1xx or 204 with a
+	// length or chunked, 304 chunked); the connection is not reused.
+	badFraming bool
 
 	// request only
 	requestID  []byte
@@ -102,9 +105,10 @@ func readHead(br *bufio.Reader, h *head) error {
 func (h *head) parse(req bool) error {
 	h.hdrs = h.hdrs[:0]
 	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr = -1, false, false, false, false
-	h.requestID, h.hasHost, h.expect100, h.teTrailers = nil, false, false, false
+	h.requestID, h.hasHost, h.expect100, h.teTrailers, h.badFraming = nil, false, false, false, false
 	var connUpgrade, keepAlive, hasUpgrade, clSeen, hasConn bool
 	var te []byte
+	teLines := 0
 	b := h.buf
 	for i := 0; len(b) > 0; i++ {
 		j := bytes.IndexByte(b, '\n')
@@ -144,6 +148,7 @@ func (h *head) parse(req bool) error {
 			switch {
 			case eqFold(name, "Transfer-Encoding"):
 				te, x.drop = value, true
+				teLines++
 			case req && eqFold(name, "X-Forwarded-Proto"):
 				x.drop = true
 			}
@@ -180,6 +185,9 @@ func (h *head) parse(req bool) error {
 			x.drop = eqFold(name, "Proxy-Authorization")
 		case 4:
 			if req && eqFold(name, "Host") {
+				if h.hasHost || !validHost(value) {
+					return errBadHead // RFC 9112, 3.2: one valid Host
+				}
 				h.hasHost, x.drop = true, true
 			}
 		case 2:
@@ -209,11 +217,20 @@ func (h *head) parse(req bool) error {
 	if len(h.line[0]) == 0 {
 		return errBadHead
 	}
-	if te != nil {
-		if !eqFold(te, "chunked") || h.minor == 0 && req {
+	if teLines > 0 {
+		// Only one Transfer-Encoding line, and only chunked, as net/http
+		// (and nginx) have it: every other coding, list or repetition is a
+		// way of framing that a next hop may read otherwise (smuggling).
+		if teLines > 1 || !eqFold(te, "chunked") || h.minor == 0 && req {
 			return errEncoding
 		}
+		if clSeen {
+			h.close = true // RFC 9112, 6.1: close after a message framed both ways
+		}
 		h.chunked, h.contentLength = true, -1 // chunked wins over a length
+	}
+	if !req {
+		h.checkStatusFraming()
 	}
 	if h.minor == 0 && !keepAlive {
 		h.close = true
@@ -262,11 +279,35 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// parseLength parses a Content-Length value as strconv.ParseInt(v, 10, 64)
-// does, with a sign, and reports whether it is a length (≥ 0).
+// parseLength parses a Content-Length value, 1*DIGIT (RFC 9110, 8.6: no
+// sign, no list), and reports whether it is one below 2^63.
 func parseLength(v []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	return n, err == nil && n >= 0
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false // 18 digits fit in an int64
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// checkStatusFraming drops the framing of an answer whose status has no
+// body (1xx, 204: neither a length nor chunked; 304: not chunked, its
+// length is the representation's), and marks one that came with it: the
+// bytes that such framing announces would be read as the next answer.
+func (h *head) checkStatusFraming() {
+	switch s := h.status; {
+	case s < 200 || s == http.StatusNoContent:
+		h.badFraming = h.chunked || h.contentLength > 0
+		h.chunked, h.contentLength = false, -1
+	case s == http.StatusNotModified:
+		h.badFraming = h.chunked
+		h.chunked = false
+	}
 }
 
 func (h *head) parseStartLine(l []byte, req bool) error {
@@ -282,7 +323,7 @@ func (h *head) parseStartLine(l []byte, req bool) error {
 			return errBadHead
 		}
 		method, target, version := l[:a], rest[:b], rest[b+1:]
-		if !isToken(method) || !validTarget(target) {
+		if !isToken(method) || !validTarget(target) || target[0] == '/' && !validEscapes(target) {
 			return errBadHead
 		}
 		h.line = [3][]byte{method, target, version}
@@ -294,12 +335,15 @@ func (h *head) parseStartLine(l []byte, req bool) error {
 	if b >= 0 {
 		code, reason = rest[:b], rest[b+1:]
 	}
-	if len(code) != 3 {
+	if len(code) != 3 || code[0] < '1' || code[0] > '9' || code[1] < '0' || code[1] > '9' || code[2] < '0' || code[2] > '9' {
 		return errBadHead
 	}
-	n, err := strconv.Atoi(string(code))
-	if err != nil || n < 100 {
-		return errBadHead
+	n := int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	if !validValue(reason) {
+		// A CR or another control byte in the reason phrase (RFC 9112,
+		// 4: HTAB, SP, VCHAR, obs-text) would go to the client as it came
+		// (a bare CR ends a line for some readers: a header injected).
+		reason = []byte(http.StatusText(n))
 	}
 	h.status = n
 	h.line = [3][]byte{version, code, reason}
@@ -348,6 +392,41 @@ func validValue(b []byte) bool {
 	}
 	return true
 }
+
+// validEscapes reports whether every '%' in the path of an origin-form
+// target starts a %XX escape, as url.ParseRequestURI (net/http's server)
+// requires; the query is not checked.
+func validEscapes(t []byte) bool {
+	if q := bytes.IndexByte(t, '?'); q >= 0 {
+		t = t[:q]
+	}
+	for i := bytes.IndexByte(t, '%'); i >= 0; i = bytes.IndexByte(t, '%') {
+		if i+2 >= len(t) || !ishex(t[i+1]) || !ishex(t[i+2]) {
+			return false
+		}
+		t = t[i+3:]
+	}
+	return true
+}
+
+// validHost reports whether a Host value has only the bytes that
+// net/http's server accepts in one (httpguts.ValidHostHeader).
+func validHost(b []byte) bool {
+	for _, c := range b {
+		if !hostByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!$%&'()*+,-.:;=[]_~", byte(c)) >= 0
+	}
+	return t
+}()
 
 // validTarget accepts a request target without spaces or control
 // characters.
