@@ -369,3 +369,53 @@ func TestRawAnswerFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestRawUpgradeOutlivesIdleTimeout: an upgraded connection is not cut by
+// the read deadline of the head that asked for it.
+func TestRawUpgradeOutlivesIdleTimeout(t *testing.T) {
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(conn, "echo: "+line)
+		}
+	})
+	e := newRawEnv(t, addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRawServer(e.p, nil)
+	s.idleTimeout = 100 * time.Millisecond
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	defer func() {
+		s.Close()
+		<-served
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answer: %v, %v; want 101", resp, err)
+	}
+	for i := range 3 {
+		time.Sleep(150 * time.Millisecond) // past the idle timeout: the time is what is tested
+		_, _ = io.WriteString(conn, "ping\n")
+		if line, err := br.ReadString('\n'); err != nil || line != "echo: ping\n" {
+			t.Fatalf("%d×150 ms into the tunnel (idle timeout 100 ms): %q, %v; want echo: ping", i+1, line, err)
+		}
+	}
+}

@@ -457,6 +457,10 @@ func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 		pc.c.Close()
 		return false
 	}
+	// No deadline on a tunnel: the client's was the head's, and an
+	// upgraded connection lives as long as its two ends want.
+	c.clearDeadline()
+	_ = pc.c.SetDeadline(time.Time{})
 	// Both directions until either ends, then both connections close, as
 	// ReverseProxy does.
 	done := make(chan struct{}, 2)

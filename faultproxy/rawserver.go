@@ -60,10 +60,12 @@ type rawServer struct {
 	down  atomic.Bool // shutting down or closed; set under mu
 	wg    sync.WaitGroup
 	slow  slowCalls
+
+	idleTimeout time.Duration // the wait for a request head; rawIdleTimeout
 }
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
-	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}}
+	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout}
 	s.slow.init(s)
 	return s
 }
@@ -305,16 +307,17 @@ func (c *rconn) endWatch() {
 	c.deadline = time.Time{}
 }
 
-// idleDeadline bounds the wait for the next request by rawIdleTimeout,
-// renewing the read deadline only when it is a second old: a request
+// idleDeadline bounds the wait for the next request by the server's
+// idleTimeout, renewing the read deadline only when it is a second old
+// (1/120 of it): a request
 // without a body reads nothing more from the client, so the deadline may
 // stay set while it is served (a deadline costs a timer update).
 func (c *rconn) idleDeadline() {
-	now := time.Now()
-	if !c.deadline.IsZero() && c.deadline.Sub(now) > rawIdleTimeout-time.Second {
+	now, d := time.Now(), c.s.idleTimeout
+	if !c.deadline.IsZero() && c.deadline.Sub(now) > d-d/120 {
 		return
 	}
-	c.deadline = now.Add(rawIdleTimeout)
+	c.deadline = now.Add(d)
 	_ = c.c.SetReadDeadline(c.deadline)
 }
 
