@@ -246,21 +246,59 @@ func (h *head) parse(req bool) error {
 }
 
 // dropConnectionNamed marks the headers named by a Connection header as
-// hop-by-hop too.
+// hop-by-hop too, in time linear in the head: a few names are compared
+// with each header, more are looked up in a set.
 func (h *head) dropConnectionNamed() {
+	var few [4][]byte
+	var names map[string]struct{}
+	n := 0
 	for _, c := range h.hdrs {
 		if !eqFold(c.name, "Connection") {
 			continue
 		}
 		for t := range bytes.SplitSeq(c.value, []byte(",")) {
-			t = bytes.TrimSpace(t)
-			for k := range h.hdrs {
-				if len(t) > 0 && eqFoldBytes(h.hdrs[k].name, t) {
-					h.hdrs[k].drop = true
+			if t = bytes.TrimSpace(t); len(t) == 0 {
+				continue
+			}
+			if n < len(few) {
+				few[n] = t
+			} else {
+				if names == nil {
+					names = make(map[string]struct{})
+					for _, f := range few {
+						names[string(lowerInto(nil, f))] = struct{}{}
+					}
 				}
+				names[string(lowerInto(nil, t))] = struct{}{}
+			}
+			n++
+		}
+	}
+	var buf [64]byte
+	for k := range h.hdrs {
+		x := &h.hdrs[k]
+		if x.drop {
+			continue
+		}
+		if names != nil {
+			_, x.drop = names[string(lowerInto(buf[:0], x.name))]
+			continue
+		}
+		for _, t := range few[:n] {
+			if eqFoldBytes(x.name, t) {
+				x.drop = true
+				break
 			}
 		}
 	}
+}
+
+// lowerInto appends b in ASCII lower case to dst.
+func lowerInto(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, lower(c))
+	}
+	return dst
 }
 
 // trimOWS trims spaces and tabs at both ends of a field value; an empty
