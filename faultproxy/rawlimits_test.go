@@ -3,7 +3,10 @@ package faultproxy
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +91,52 @@ func TestConnectionTokensLinear(t *testing.T) {
 // 10,000 headers, each named by a Connection token.
 func BenchmarkHeadParseConnectionTokens(b *testing.B) {
 	benchParse(b, manyConnectionTokens(10000, "GET / HTTP/1.1\r\nHost: h\r\n"), true)
+}
+
+// TestRawHeadBuffersGivenBack: a keep-alive connection that read one huge
+// head does not keep buffers of its size: 16 connections after a 600 KiB
+// head each hold a few MiB together, not tens.
+func TestRawHeadBuffersGivenBack(t *testing.T) {
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		for {
+			r, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			okFor(conn, r)
+		}
+	})
+	e := newRawEnv(t, addr)
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC() // and what sync.Pools held until the first
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	big := "GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 600<<10) + "\r\n\r\n"
+	const conns = 16
+	var open []net.Conn
+	before := heap()
+	for range conns {
+		conn, br := rawDial(t, e)
+		open = append(open, conn)
+		for _, req := range []string{big, "GET /small HTTP/1.1\r\nHost: x\r\n\r\n"} {
+			go func() { _, _ = io.WriteString(conn, req) }()
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
+	}
+	after := heap()
+	t.Logf("heap in use %.1f MiB → %.1f MiB", float64(before)/(1<<20), float64(after)/(1<<20))
+	if grown := int64(after) - int64(before); grown > 8<<20 {
+		t.Errorf("%d idle keep-alive connections after a 600 KiB head each: heap %d MiB → %d MiB, want under 8 MiB more",
+			conns, before>>20, after>>20)
+	}
+	for _, c := range open {
+		c.Close()
+	}
 }

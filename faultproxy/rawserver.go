@@ -258,6 +258,27 @@ func (c *rconn) serve() {
 		if !c.s.p.serveRaw(c) {
 			return
 		}
+		c.trimBuffers()
+	}
+}
+
+// Beyond these capacities a connection's head buffers are given back
+// after the request instead of kept for the next one, so that a
+// keep-alive connection holds a few KiB whatever heads it has seen.
+const (
+	keepHeadBytes = 16 << 10
+	keepHeaders   = 128
+)
+
+// trimBuffers drops the head buffers that an oversized head grew.
+func (c *rconn) trimBuffers() {
+	for _, h := range []*head{&c.req, &c.res} {
+		if cap(h.buf) > keepHeadBytes || cap(h.hdrs) > keepHeaders {
+			*h = head{} // every slice of the old buffer with it
+		}
+	}
+	if cap(c.out) > keepHeadBytes {
+		c.out = nil
 	}
 }
 
