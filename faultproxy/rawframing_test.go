@@ -270,7 +270,8 @@ func TestRawTransferEncoding(t *testing.T) {
 
 // TestRawRequestHeadStrictness: what RFC 9112 answers 400 is answered
 // 400: a signed or listed Content-Length, two Host lines, a Host with
-// bytes a host cannot have, a bad %-escape in the path.
+// bytes a host cannot have, a bad %-escape in the path, * but for
+// OPTIONS. A later HTTP/1.x is read as HTTP/1.1.
 func TestRawRequestHeadStrictness(t *testing.T) {
 	var up upstreamSeen
 	e := newRawEnv(t, rawUpstream(t, up.serve))
@@ -286,6 +287,7 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
 		"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET /a% HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET * HTTP/1.1\r\nHost: a\r\n\r\n", // asterisk-form is for OPTIONS only
 	} {
 		resp, _, _ := exchange(t, e, h)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest {
@@ -294,6 +296,26 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 	}
 	if s := up.seen(); len(s) != 0 {
 		t.Errorf("the upstream got %q, want nothing", s)
+	}
+	if resp, b, _ := exchange(t, e, "GET /v HTTP/1.2\r\nHost: a\r\nConnection: close\r\n\r\n"); resp == nil || b != "for /v" {
+		t.Errorf("an HTTP/1.2 request: %v %q, want it forwarded", resp, b)
+	}
+}
+
+// TestRawBadGatewayKeepsClient: a 502 for an upstream that closed without
+// an answer leaves the client connection open for its next request, as
+// net/http's server does.
+func TestRawBadGatewayKeepsClient(t *testing.T) {
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		r, err := http.ReadRequest(br)
+		if err == nil && r.URL.Path != "/none" {
+			okFor(conn, r)
+		}
+	})
+	e := newRawEnv(t, addr)
+	resp, _, rest := exchange(t, e, "GET /none HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if resp == nil || resp.StatusCode != http.StatusBadGateway || resp.Close || !strings.HasSuffix(rest, "for /next") {
+		t.Errorf("502 then the next request: %v, then %q; want a 502 without close, then for /next", resp, rest)
 	}
 }
 

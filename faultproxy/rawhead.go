@@ -37,8 +37,10 @@ type head struct {
 	buf  []byte
 	line [3][]byte // request: method, target, version; response: version, code, reason
 	hdrs []hdr
-	// minor is the HTTP/1 minor version (0 or 1).
+	// minor is the HTTP/1 minor version (0 or 1; 1 for a later 1.x).
 	minor int
+	// oddMajor: a version other than HTTP/1.x (an answer read as 1.0).
+	oddMajor bool
 	// status is a response's status code.
 	status int
 
@@ -104,7 +106,7 @@ func readHead(br *bufio.Reader, h *head) error {
 // apart by their length first.
 func (h *head) parse(req bool) error {
 	h.hdrs = h.hdrs[:0]
-	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr = -1, false, false, false, false
+	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr, h.oddMajor = -1, false, false, false, false, false
 	h.requestID, h.hasHost, h.expect100, h.teTrailers, h.badFraming = nil, false, false, false, false
 	var connUpgrade, keepAlive, hasUpgrade, clSeen, hasConn bool
 	var te []byte
@@ -232,7 +234,10 @@ func (h *head) parse(req bool) error {
 	if !req {
 		h.checkStatusFraming()
 	}
-	if h.minor == 0 && !keepAlive {
+	if h.oddMajor && req {
+		return errVersion
+	}
+	if h.minor == 0 && !keepAlive || h.oddMajor {
 		h.close = true
 	}
 	h.upgrade = connUpgrade && hasUpgrade
@@ -361,7 +366,8 @@ func (h *head) parseStartLine(l []byte, req bool) error {
 			return errBadHead
 		}
 		method, target, version := l[:a], rest[:b], rest[b+1:]
-		if !isToken(method) || !validTarget(target) || target[0] == '/' && !validEscapes(target) {
+		if !isToken(method) || !validTarget(target) || target[0] == '/' && !validEscapes(target) ||
+			string(target) == "*" && string(method) != http.MethodOptions { // RFC 9112, 3.2.4
 			return errBadHead
 		}
 		h.line = [3][]byte{method, target, version}
@@ -395,7 +401,17 @@ func (h *head) parseVersion(v []byte) error {
 	case "HTTP/1.0":
 		h.minor = 0
 	default:
-		return errVersion
+		// HTTP/d.d, as net/http reads it: a later 1.x is 1.1 (RFC 9110,
+		// 2.5); another major version is refused in a request (505) and,
+		// in an answer, read with HTTP/1.0's rules and closed after.
+		if len(v) != len("HTTP/1.1") || string(v[:5]) != "HTTP/" || v[6] != '.' ||
+			v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+			return errVersion
+		}
+		h.minor = 1
+		if v[5] != '1' {
+			h.minor, h.oddMajor = 0, true
+		}
 	}
 	return nil
 }

@@ -190,8 +190,10 @@ func writeHeaderLine(bw *bufio.Writer, k, v string) {
 }
 
 // upstreamErrorRaw answers 502 for a failed upstream call, or counts a
-// cancellation if the client went away.
-func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
+// cancellation if the client went away. The client connection stays open
+// (as net/http's server keeps it) if keep: the request was read whole
+// and the client did not ask to close.
+func (p *Proxy) upstreamErrorRaw(c *rconn, err error, keep bool) bool {
 	if c.gone.Load() {
 		p.m.cancelled.Inc()
 		return false
@@ -202,11 +204,16 @@ func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
 	bw.WriteString("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nX-Faultproxy-Error: upstream\r\n")
 	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))
 	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(body)))
-	bw.WriteString("Connection: close\r\n\r\n")
-	bw.WriteString(body)
+	keep = keep && !c.req.close
+	if !keep {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	if string(c.req.line[0]) != http.MethodHead {
+		bw.WriteString(body)
+	}
 	c.answering()
-	_ = bw.Flush()
-	return false
+	return bw.Flush() == nil && keep
 }
 
 // clientBodyErrorRaw ends a request whose body could not be read from the
@@ -290,7 +297,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		sent := time.Now()
 		pc, reused, err := p.h1.get(context.Background(), attempt > 0)
 		if err != nil {
-			return p.upstreamErrorRaw(c, err)
+			return p.upstreamErrorRaw(c, err, replayable) // a body not read: close
 		}
 		_, werr := pc.bw.Write(out)
 		if werr == nil && req.chunked {
@@ -321,7 +328,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		if !c.gone.Load() && reused && replayable && attempt == 0 && staleConnErr(err) {
 			continue
 		}
-		return p.upstreamErrorRaw(c, err)
+		return p.upstreamErrorRaw(c, err, werr == nil)
 	}
 }
 
@@ -412,7 +419,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	if res.status == http.StatusSwitchingProtocols {
 		if !req.upgrade {
 			pc.c.Close()
-			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"))
+			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"), false)
 		}
 		return p.tunnel(c, pc)
 	}
