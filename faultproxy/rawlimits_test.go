@@ -140,3 +140,73 @@ func TestRawHeadBuffersGivenBack(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestRawConnectionBudget: at its bound of client connections the data
+// plane closes an idle one for a new client instead of holding file
+// descriptors that the control API needs; the new client is served.
+func TestRawConnectionBudget(t *testing.T) {
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		for {
+			r, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			okFor(conn, r)
+		}
+	})
+	e := newRawEnv(t, addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRawServer(e.p, nil)
+	s.maxConns = 4
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	defer func() {
+		s.Close()
+		<-served
+	}()
+	get := func(path string) (net.Conn, error) {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return nil, err
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != "for "+path {
+			err = fmt.Errorf("answer %q", b)
+		}
+		return conn, err
+	}
+	var idle []net.Conn
+	for i := range 4 {
+		c, err := get(fmt.Sprintf("/idle%d", i))
+		if err != nil {
+			t.Fatalf("client %d of 4: %v", i, err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	c, err := get("/fifth")
+	if err != nil {
+		t.Fatalf("a fifth client at a bound of 4 idle connections: %v, want its answer", err)
+	}
+	c.Close()
+	closed := 0
+	for _, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed != 1 {
+		t.Errorf("%d of the 4 idle connections were closed for the fifth client, want 1", closed)
+	}
+}

@@ -62,10 +62,18 @@ type rawServer struct {
 	slow  slowCalls
 
 	idleTimeout time.Duration // the wait for a request head; rawIdleTimeout
+
+	// maxConns bounds the client connections (0: no bound), so that they
+	// and their upstream connections leave file descriptors to the
+	// control API and the rest of the process: at the bound an idle one
+	// is closed for a new one, or the new one waits to be accepted.
+	maxConns int
+	freed    chan struct{} // a connection ended
 }
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
-	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout}
+	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout,
+		maxConns: fdBudget(), freed: make(chan struct{}, 1)}
 	s.slow.init(s)
 	return s
 }
@@ -106,6 +114,10 @@ func (s *rawServer) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if !s.roomForOne() {
+			nc.Close()
+			return http.ErrServerClosed
+		}
 		c := &rconn{s: s, c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10),
 			watchDone: make(chan struct{}, 1)}
 		if sc, ok := nc.(syscall.Conn); ok {
@@ -121,6 +133,34 @@ func (s *rawServer) Serve(ln net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go c.serve()
+	}
+}
+
+// roomForOne waits, with a new connection accepted, until there are
+// fewer than maxConns others, closing an idle one if there is one (the
+// accept queue holds the clients after it meanwhile); false if the
+// server is going down.
+func (s *rawServer) roomForOne() bool {
+	for {
+		s.mu.Lock()
+		if s.maxConns <= 0 || len(s.conns) < s.maxConns {
+			s.mu.Unlock()
+			return !s.down.Load()
+		}
+		for c := range s.conns {
+			if c.idle.Load() {
+				c.c.Close() // it ends, and frees its place
+				break
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.freed:
+		case <-time.After(100 * time.Millisecond): // to see a shutdown
+		}
+		if s.down.Load() {
+			return false
+		}
 	}
 }
 
@@ -226,6 +266,10 @@ func (c *rconn) serve() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
+		select {
+		case c.s.freed <- struct{}{}:
+		default:
+		}
 		c.s.wg.Done()
 	}()
 	for {
