@@ -561,6 +561,11 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	if x.Start != nil && (len(x.Start) == 0 || strings.TrimSpace(x.Start[0]) == "") {
 		p.add(path+".start", "want the program and its arguments, e.g. [./mysvc, --pool, shared]")
 	}
+	for i, a := range x.Start {
+		if strings.IndexByte(a, 0) >= 0 {
+			p.add(fmt.Sprintf("%s.start[%d]", path, i), "must not contain a NUL byte (no program can be given one)")
+		}
+	}
 	if x.Ready != "" {
 		checkURL(p, path+".ready", x.Ready)
 	}
@@ -570,6 +575,8 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	for _, k := range sortedKeys(x.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			p.add(path+".env."+k, "not an environment variable name")
+		} else if strings.IndexByte(x.Env[k], 0) >= 0 {
+			p.add(path+".env."+k, "must not contain a NUL byte (no environment can hold one)")
 		}
 	}
 }
