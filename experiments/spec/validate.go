@@ -287,6 +287,10 @@ func (s *Spec) validateConditions(p *problems) {
 		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
 			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
+			if ct := s.Load.ClientTimeout.D; f.Type == faultproxy.TypeLatency && ct > 0 && f.Latency.D-f.Jitter.D >= ct {
+				p.add(fmt.Sprintf("%s.faults[%d].latency", path, j), "%v (jitter %v) is never shorter than load.client_timeout (%v): every affected call times out; use a hang fault for that, or a shorter latency",
+					f.Latency.D, f.Jitter.D, ct)
+			}
 			switch {
 			case f.Type != faultproxy.TypeCapacity:
 			case capacity >= 0:
@@ -394,7 +398,9 @@ func (s *Spec) validateExpectations(p *problems) {
 		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
-		if !slices.Contains(AllPredictions(), c) {
+		if j := slices.Index(e.Check, c); j < i {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "%q is checked already (check[%d]): list each prediction once", c, j)
+		} else if !slices.Contains(AllPredictions(), c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(AllPredictions(), ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
