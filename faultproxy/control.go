@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -24,7 +27,8 @@ const MaxControlBody = 1 << 20
 //	GET    /metrics  → Prometheus metrics of this proxy
 //
 // Its handlers never wait on the data plane: they read or swap the fault
-// set atomically. Safe for concurrent use.
+// set atomically. A request whose Host or Origin is a name other than
+// localhost is refused with 403 (see localOnly). Safe for concurrent use.
 func (p *Proxy) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /faults", p.getFaults)
@@ -35,7 +39,38 @@ func (p *Proxy) ControlHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{}))
-	return mux
+	return localOnly(mux)
+}
+
+// localOnly refuses (403) a request whose Host, or Origin if it has one,
+// names a host other than an IP address or localhost: a web page whose
+// name was made to resolve to the proxy's address (DNS rebinding) sends
+// its own name, and could otherwise change the faults of a proxy on the
+// browser's machine.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := literalHost(r.Host)
+		if o := r.Header.Get("Origin"); ok && o != "" {
+			u, err := url.Parse(o)
+			ok = err == nil && u.Host != "" && literalHost(u.Host)
+		}
+		if !ok {
+			writeJSON(w, http.StatusForbidden, errorBody{Error: "control API: Host and Origin must be an IP address or localhost"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// literalHost reports whether hostport's host is an IP address or
+// localhost.
+func literalHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.ParseIP(host) != nil || strings.EqualFold(host, "localhost")
 }
 
 func (p *Proxy) getFaults(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -176,4 +177,39 @@ func TestThousandHangs(t *testing.T) {
 			t.Fatalf("hanging request ended with %v, want a cut connection", err)
 		}
 	}
+}
+
+// TestControlRefusesOtherHosts: the control API answers only requests
+// addressed to an IP address or localhost, from no page or such a page's
+// origin: a page of a name made to resolve to the proxy (DNS rebinding)
+// cannot change its faults.
+func TestControlRefusesOtherHosts(t *testing.T) {
+	e := newEnv(t)
+	_, port, _ := net.SplitHostPort(e.srv.ControlAddr())
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:" + port, "", 200},
+		{"localhost:" + port, "http://localhost:3000", 200},
+		{"[::1]:" + port, "http://127.0.0.1", 200},
+		{"evil.example:" + port, "", 403},
+		{"127.0.0.1:" + port, "http://evil.example", 403},
+		{"127.0.0.1:" + port, "null", 403},
+	} {
+		req, _ := http.NewRequest(http.MethodDelete, "http://"+e.srv.ControlAddr()+"/faults", nil)
+		req.Host = tc.host
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("DELETE /faults with Host %q, Origin %q: %d, want %d", tc.host, tc.origin, resp.StatusCode, tc.want)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

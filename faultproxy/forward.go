@@ -53,27 +53,51 @@ func isHopHeader(k string) bool {
 	return false
 }
 
+// connNames are the header names listed in a Connection header,
+// canonicalised: a few in a slice, more in a set, so that checking every
+// header against them takes linear time whatever the header holds.
+type connNames struct {
+	few  []string
+	many map[string]struct{}
+}
+
 // connectionTokens returns the header names listed in h's Connection
-// header, canonicalised; nil (no allocation) when there are none.
-func connectionTokens(h http.Header) []string {
-	var out []string
+// header; no allocation when there are none.
+func connectionTokens(h http.Header) connNames {
+	var c connNames
 	for _, v := range h["Connection"] {
 		for sf := range strings.SplitSeq(v, ",") {
-			if sf = strings.TrimSpace(sf); sf != "" {
-				out = append(out, http.CanonicalHeaderKey(sf))
+			if sf = strings.TrimSpace(sf); sf == "" {
+				continue
 			}
+			sf = http.CanonicalHeaderKey(sf)
+			if c.many == nil && len(c.few) < 8 {
+				c.few = append(c.few, sf)
+				continue
+			}
+			if c.many == nil {
+				c.many = make(map[string]struct{})
+				for _, f := range c.few {
+					c.many[f] = struct{}{}
+				}
+			}
+			c.many[sf] = struct{}{}
 		}
 	}
-	return out
+	return c
 }
 
 // endToEnd reports whether header k (canonical) is forwarded: not
 // hop-by-hop and not named by Connection (conn).
-func endToEnd(k string, conn []string) bool {
+func endToEnd(k string, conn connNames) bool {
 	if isHopHeader(k) {
 		return false
 	}
-	for _, c := range conn {
+	if conn.many != nil {
+		_, named := conn.many[k]
+		return !named
+	}
+	for _, c := range conn.few {
 		if k == c {
 			return false
 		}

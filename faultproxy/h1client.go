@@ -30,9 +30,8 @@ import (
 // spare ones age out) with at most maxIdle connections, each dropped after
 // idleTimeout unused. A request without a body whose reused connection
 // fails before any answer (the upstream had closed it) is retried once on
-// a new connection, as http.Transport does; for a request with a body,
-// which cannot be replayed, the pooled connection is checked first with a
-// non-blocking peek.
+// a new connection, as http.Transport does; every pooled connection is
+// checked first with a non-blocking peek (see get).
 type h1Client struct {
 	addr        string // host:port to dial
 	host        string // Host header
@@ -71,7 +70,7 @@ var errBodyShort = errors.New("faultproxy: request body shorter than its Content
 func (c *h1Client) roundTrip(ctx context.Context, req *http.Request) (*http.Response, *h1Conn, error) {
 	replayable := req.Body == nil
 	for attempt := 0; ; attempt++ {
-		pc, reused, err := c.get(ctx, attempt > 0, !replayable)
+		pc, reused, err := c.get(ctx, attempt > 0)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -96,11 +95,15 @@ func staleConnErr(err error) bool {
 }
 
 // get returns a pooled connection (unless fresh) that has not idled too
-// long and, if peek, still looks open; or a new one.
+// long and still looks open, or a new one.
 //
-// The peek costs a system call, so only a request that could not be
-// retried (one with a body) pays for it.
-func (c *h1Client) get(ctx context.Context, fresh, peek bool) (*h1Conn, bool, error) {
+// Every reuse peeks at the socket (a system call, about a microsecond):
+// bytes that the upstream sent on an idle connection (a late body after
+// a 204 or a HEAD answer, anything unasked) would otherwise be read as
+// the next request's answer, and every later answer on the connection
+// would be one behind. http.Transport reads its idle connections for the
+// same reason.
+func (c *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 	if !fresh {
 		now := time.Now()
 		for {
@@ -114,7 +117,7 @@ func (c *h1Client) get(ctx context.Context, fresh, peek bool) (*h1Conn, bool, er
 			c.idle[n-1] = nil
 			c.idle = c.idle[:n-1]
 			c.mu.Unlock()
-			if now.Sub(pc.lastUsed) < c.idleTimeout && (!peek || pc.open()) {
+			if now.Sub(pc.lastUsed) < c.idleTimeout && pc.open() {
 				return pc, true, nil
 			}
 			pc.c.Close()

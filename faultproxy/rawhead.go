@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -38,8 +37,10 @@ type head struct {
 	buf  []byte
 	line [3][]byte // request: method, target, version; response: version, code, reason
 	hdrs []hdr
-	// minor is the HTTP/1 minor version (0 or 1).
+	// minor is the HTTP/1 minor version (0 or 1; 1 for a later 1.x).
 	minor int
+	// oddMajor: a version other than HTTP/1.x (an answer read as 1.0).
+	oddMajor bool
 	// status is a response's status code.
 	status int
 
@@ -48,6 +49,10 @@ type head struct {
 	close         bool // Connection: close (or HTTP/1.0 without keep-alive)
 	upgrade       bool // Connection: upgrade with an Upgrade header
 	trailerHdr    bool // a Trailer header
+
+	// response only: framing that its status forbids (1xx or 204 with a
+	// length or chunked, 304 chunked); the connection is not reused.
+	badFraming bool
 
 	// request only
 	requestID  []byte
@@ -101,10 +106,11 @@ func readHead(br *bufio.Reader, h *head) error {
 // apart by their length first.
 func (h *head) parse(req bool) error {
 	h.hdrs = h.hdrs[:0]
-	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr = -1, false, false, false, false
-	h.requestID, h.hasHost, h.expect100, h.teTrailers = nil, false, false, false
+	h.contentLength, h.chunked, h.close, h.upgrade, h.trailerHdr, h.oddMajor = -1, false, false, false, false, false
+	h.requestID, h.hasHost, h.expect100, h.teTrailers, h.badFraming = nil, false, false, false, false
 	var connUpgrade, keepAlive, hasUpgrade, clSeen, hasConn bool
 	var te []byte
+	teLines := 0
 	b := h.buf
 	for i := 0; len(b) > 0; i++ {
 		j := bytes.IndexByte(b, '\n')
@@ -144,6 +150,7 @@ func (h *head) parse(req bool) error {
 			switch {
 			case eqFold(name, "Transfer-Encoding"):
 				te, x.drop = value, true
+				teLines++
 			case req && eqFold(name, "X-Forwarded-Proto"):
 				x.drop = true
 			}
@@ -180,6 +187,9 @@ func (h *head) parse(req bool) error {
 			x.drop = eqFold(name, "Proxy-Authorization")
 		case 4:
 			if req && eqFold(name, "Host") {
+				if h.hasHost || !validHost(value) {
+					return errBadHead // RFC 9112, 3.2: one valid Host
+				}
 				h.hasHost, x.drop = true, true
 			}
 		case 2:
@@ -209,13 +219,25 @@ func (h *head) parse(req bool) error {
 	if len(h.line[0]) == 0 {
 		return errBadHead
 	}
-	if te != nil {
-		if !eqFold(te, "chunked") || h.minor == 0 && req {
+	if teLines > 0 {
+		// Only one Transfer-Encoding line, and only chunked, as net/http
+		// (and nginx) have it: every other coding, list or repetition is a
+		// way of framing that a next hop may read otherwise (smuggling).
+		if teLines > 1 || !eqFold(te, "chunked") || h.minor == 0 && req {
 			return errEncoding
+		}
+		if clSeen {
+			h.close = true // RFC 9112, 6.1: close after a message framed both ways
 		}
 		h.chunked, h.contentLength = true, -1 // chunked wins over a length
 	}
-	if h.minor == 0 && !keepAlive {
+	if !req {
+		h.checkStatusFraming()
+	}
+	if h.oddMajor && req {
+		return errVersion
+	}
+	if h.minor == 0 && !keepAlive || h.oddMajor {
 		h.close = true
 	}
 	h.upgrade = connUpgrade && hasUpgrade
@@ -229,21 +251,59 @@ func (h *head) parse(req bool) error {
 }
 
 // dropConnectionNamed marks the headers named by a Connection header as
-// hop-by-hop too.
+// hop-by-hop too, in time linear in the head: a few names are compared
+// with each header, more are looked up in a set.
 func (h *head) dropConnectionNamed() {
+	var few [4][]byte
+	var names map[string]struct{}
+	n := 0
 	for _, c := range h.hdrs {
 		if !eqFold(c.name, "Connection") {
 			continue
 		}
 		for t := range bytes.SplitSeq(c.value, []byte(",")) {
-			t = bytes.TrimSpace(t)
-			for k := range h.hdrs {
-				if len(t) > 0 && eqFoldBytes(h.hdrs[k].name, t) {
-					h.hdrs[k].drop = true
+			if t = bytes.TrimSpace(t); len(t) == 0 {
+				continue
+			}
+			if n < len(few) {
+				few[n] = t
+			} else {
+				if names == nil {
+					names = make(map[string]struct{})
+					for _, f := range few {
+						names[string(lowerInto(nil, f))] = struct{}{}
+					}
 				}
+				names[string(lowerInto(nil, t))] = struct{}{}
+			}
+			n++
+		}
+	}
+	var buf [64]byte
+	for k := range h.hdrs {
+		x := &h.hdrs[k]
+		if x.drop {
+			continue
+		}
+		if names != nil {
+			_, x.drop = names[string(lowerInto(buf[:0], x.name))]
+			continue
+		}
+		for _, t := range few[:n] {
+			if eqFoldBytes(x.name, t) {
+				x.drop = true
+				break
 			}
 		}
 	}
+}
+
+// lowerInto appends b in ASCII lower case to dst.
+func lowerInto(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, lower(c))
+	}
+	return dst
 }
 
 // trimOWS trims spaces and tabs at both ends of a field value; an empty
@@ -262,11 +322,35 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// parseLength parses a Content-Length value as strconv.ParseInt(v, 10, 64)
-// does, with a sign, and reports whether it is a length (≥ 0).
+// parseLength parses a Content-Length value, 1*DIGIT (RFC 9110, 8.6: no
+// sign, no list), and reports whether it is one below 2^63.
 func parseLength(v []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	return n, err == nil && n >= 0
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false // 18 digits fit in an int64
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// checkStatusFraming drops the framing of an answer whose status has no
+// body (1xx, 204: neither a length nor chunked; 304: not chunked, its
+// length is the representation's), and marks one that came with it: the
+// bytes that such framing announces would be read as the next answer.
+func (h *head) checkStatusFraming() {
+	switch s := h.status; {
+	case s < 200 || s == http.StatusNoContent:
+		h.badFraming = h.chunked || h.contentLength > 0
+		h.chunked, h.contentLength = false, -1
+	case s == http.StatusNotModified:
+		h.badFraming = h.chunked
+		h.chunked = false
+	}
 }
 
 func (h *head) parseStartLine(l []byte, req bool) error {
@@ -282,7 +366,8 @@ func (h *head) parseStartLine(l []byte, req bool) error {
 			return errBadHead
 		}
 		method, target, version := l[:a], rest[:b], rest[b+1:]
-		if !isToken(method) || !validTarget(target) {
+		if !isToken(method) || !validTarget(target) || target[0] == '/' && !validEscapes(target) ||
+			string(target) == "*" && string(method) != http.MethodOptions { // RFC 9112, 3.2.4
 			return errBadHead
 		}
 		h.line = [3][]byte{method, target, version}
@@ -294,12 +379,15 @@ func (h *head) parseStartLine(l []byte, req bool) error {
 	if b >= 0 {
 		code, reason = rest[:b], rest[b+1:]
 	}
-	if len(code) != 3 {
+	if len(code) != 3 || code[0] < '1' || code[0] > '9' || code[1] < '0' || code[1] > '9' || code[2] < '0' || code[2] > '9' {
 		return errBadHead
 	}
-	n, err := strconv.Atoi(string(code))
-	if err != nil || n < 100 {
-		return errBadHead
+	n := int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	if !validValue(reason) {
+		// A CR or another control byte in the reason phrase (RFC 9112,
+		// 4: HTAB, SP, VCHAR, obs-text) would go to the client as it came
+		// (a bare CR ends a line for some readers: a header injected).
+		reason = []byte(http.StatusText(n))
 	}
 	h.status = n
 	h.line = [3][]byte{version, code, reason}
@@ -313,7 +401,17 @@ func (h *head) parseVersion(v []byte) error {
 	case "HTTP/1.0":
 		h.minor = 0
 	default:
-		return errVersion
+		// HTTP/d.d, as net/http reads it: a later 1.x is 1.1 (RFC 9110,
+		// 2.5); another major version is refused in a request (505) and,
+		// in an answer, read with HTTP/1.0's rules and closed after.
+		if len(v) != len("HTTP/1.1") || string(v[:5]) != "HTTP/" || v[6] != '.' ||
+			v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+			return errVersion
+		}
+		h.minor = 1
+		if v[5] != '1' {
+			h.minor, h.oddMajor = 0, true
+		}
 	}
 	return nil
 }
@@ -348,6 +446,41 @@ func validValue(b []byte) bool {
 	}
 	return true
 }
+
+// validEscapes reports whether every '%' in the path of an origin-form
+// target starts a %XX escape, as url.ParseRequestURI (net/http's server)
+// requires; the query is not checked.
+func validEscapes(t []byte) bool {
+	if q := bytes.IndexByte(t, '?'); q >= 0 {
+		t = t[:q]
+	}
+	for i := bytes.IndexByte(t, '%'); i >= 0; i = bytes.IndexByte(t, '%') {
+		if i+2 >= len(t) || !ishex(t[i+1]) || !ishex(t[i+2]) {
+			return false
+		}
+		t = t[i+3:]
+	}
+	return true
+}
+
+// validHost reports whether a Host value has only the bytes that
+// net/http's server accepts in one (httpguts.ValidHostHeader).
+func validHost(b []byte) bool {
+	for _, c := range b {
+		if !hostByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!$%&'()*+,-.:;=[]_~", byte(c)) >= 0
+	}
+	return t
+}()
 
 // validTarget accepts a request target without spaces or control
 // characters.

@@ -150,8 +150,10 @@ func writeHeaderLine(bw *bufio.Writer, k, v string) {
 }
 
 // upstreamErrorRaw answers 502 for a failed upstream call, or counts a
-// cancellation if the client went away.
-func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
+// cancellation if the client went away. The client connection stays open
+// (as net/http's server keeps it) if keep: the request was read whole
+// and the client did not ask to close.
+func (p *Proxy) upstreamErrorRaw(c *rconn, err error, keep bool) bool {
 	if c.gone.Load() {
 		p.m.cancelled.Inc()
 		return false
@@ -162,10 +164,28 @@ func (p *Proxy) upstreamErrorRaw(c *rconn, err error) bool {
 	bw.WriteString("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nX-Faultproxy-Error: upstream\r\n")
 	writeHeaderLine(bw, "Date", time.Now().UTC().Format(http.TimeFormat))
 	writeHeaderLine(bw, "Content-Length", strconv.Itoa(len(body)))
-	bw.WriteString("Connection: close\r\n\r\n")
-	bw.WriteString(body)
+	keep = keep && !c.req.close
+	if !keep {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	if string(c.req.line[0]) != http.MethodHead {
+		bw.WriteString(body)
+	}
 	c.answering()
-	_ = bw.Flush()
+	return bw.Flush() == nil && keep
+}
+
+// clientBodyErrorRaw ends a request whose body could not be read from the
+// client: 400 for a malformed one (RFC 9112, 7.1), nothing if the client
+// went away; not an upstream error either way. The connection closes.
+func (p *Proxy) clientBodyErrorRaw(c *rconn, err *srcError) bool {
+	if errors.Is(err, errBadChunk) {
+		c.answering()
+		c.writeProtocolError(http.StatusBadRequest)
+		return false
+	}
+	p.m.cancelled.Inc()
 	return false
 }
 
@@ -235,9 +255,9 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 	c.gone.Store(false)
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		pc, reused, err := p.h1.get(context.Background(), attempt > 0, !replayable)
+		pc, reused, err := p.h1.get(context.Background(), attempt > 0)
 		if err != nil {
-			return p.upstreamErrorRaw(c, err)
+			return p.upstreamErrorRaw(c, err, replayable) // a body not read: close
 		}
 		_, werr := pc.bw.Write(out)
 		if werr == nil && req.chunked {
@@ -247,6 +267,12 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		}
 		if werr == nil {
 			werr = pc.bw.Flush()
+		}
+		if se := (*srcError)(nil); errors.As(werr, &se) {
+			// The client's body failed: the upstream has an unfinished
+			// request, and no answer is to be waited for.
+			pc.c.Close()
+			return p.clientBodyErrorRaw(c, se)
 		}
 		err = p.readAnswerHead(c, pc, sent)
 		if err == nil {
@@ -262,7 +288,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		if !c.gone.Load() && reused && replayable && attempt == 0 && staleConnErr(err) {
 			continue
 		}
-		return p.upstreamErrorRaw(c, err)
+		return p.upstreamErrorRaw(c, err, werr == nil)
 	}
 }
 
@@ -272,6 +298,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 // The call stays registered after a head was read; relayAnswer ends it.
 func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn, sent time.Time) error {
 	c.s.slow.add(c, pc, sent)
+	badFraming := false // of an interim answer: the connection is not reused
 	for {
 		err := readHead(pc.br, &c.res)
 		if err == nil {
@@ -282,8 +309,10 @@ func (p *Proxy) readAnswerHead(c *rconn, pc *h1Conn, sent time.Time) error {
 			return err
 		}
 		if s := c.res.status; s < 100 || s >= 200 || s == http.StatusSwitchingProtocols {
+			c.res.badFraming = c.res.badFraming || badFraming
 			return nil
 		}
+		badFraming = badFraming || c.res.badFraming
 		// An interim answer (103 Early Hints...): pass it on.
 		writeAnswerHead(c.bw, &c.res, false, false, nil)
 		if err := c.bw.Flush(); err != nil {
@@ -350,7 +379,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	if res.status == http.StatusSwitchingProtocols {
 		if !req.upgrade {
 			pc.c.Close()
-			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"))
+			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"), false)
 		}
 		return p.tunnel(c, pc)
 	}
@@ -358,7 +387,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	untilClose := !noBody && !res.chunked && res.contentLength < 0
 	closing := req.close || untilClose || dechunk || spent
 	c.answering()
-	writeAnswerHead(c.bw, res, dechunk, closing, nil)
+	writeAnswerHead(c.bw, res, dechunk || noBody, closing, nil) // a HEAD answer keeps its length, not chunked
 	var err error
 	switch {
 	case noBody:
@@ -377,7 +406,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	if whole {
 		c.s.slow.remove(c)
 	}
-	reusable := err == nil && !res.close && !untilClose && !dechunk && !spent && !c.gone.Load()
+	reusable := err == nil && !res.close && !res.badFraming && !untilClose && !dechunk && !spent && !c.gone.Load()
 	p.h1.put(pc, reusable)
 	return err == nil && !closing
 }
@@ -395,6 +424,10 @@ func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 		pc.c.Close()
 		return false
 	}
+	// No deadline on a tunnel: the client's was the head's, and an
+	// upgraded connection lives as long as its two ends want.
+	c.clearDeadline()
+	_ = pc.c.SetDeadline(time.Time{})
 	// Both directions until either ends, then both connections close, as
 	// ReverseProxy does.
 	done := make(chan struct{}, 2)
@@ -415,7 +448,7 @@ func (p *Proxy) tunnel(c *rconn, pc *h1Conn) bool {
 
 // relayN copies n bytes from src to dst, flushing dst whenever src has
 // nothing buffered (before a read that may wait), so a slow stream is
-// passed on as it comes.
+// passed on as it comes. Failures of src are *srcError.
 func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
@@ -433,13 +466,11 @@ func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
 			}
 			n -= int64(m)
 		}
-		if err != nil {
-			if err == io.EOF && n > 0 {
-				return io.ErrUnexpectedEOF
+		if err != nil && n > 0 {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
 			}
-			if n > 0 {
-				return err
-			}
+			return &srcError{err}
 		}
 	}
 	return nil
@@ -448,17 +479,33 @@ func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
 // relayAll copies src to dst until src's EOF, flushing as relayN does.
 func relayAll(dst *bufio.Writer, src *bufio.Reader) error {
 	err := relayN(dst, src, 1<<62)
-	if err == io.ErrUnexpectedEOF {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil
 	}
 	return err
 }
 
-// errBadChunk is a malformed chunked body.
+// errBadChunk is a malformed chunked body: a chunk size line that is not
+// hex digits (optional whitespace and extensions after them) and CRLF,
+// data not followed by CRLF, a bad trailer line, or a line of 4 KiB or
+// more (net/http's limit).
 var errBadChunk = errors.New("faultproxy: malformed chunked body")
 
-// relayChunked copies one chunked body from src to dst as it is: chunk
-// size lines, data, the last chunk and the trailer section.
+// A srcError is a failure of the side a body is read from (a malformed
+// body, or its connection failed); other errors of a relay are the
+// destination's.
+type srcError struct{ err error }
+
+func (e *srcError) Error() string { return e.err.Error() }
+func (e *srcError) Unwrap() error { return e.err }
+
+// relayChunked copies one chunked body from src to dst: chunk sizes
+// (rewritten as bare hex, extensions dropped, as a proxy that dechunks
+// and rechunks has them), data, the last chunk and the trailer section
+// (its lines as they came, with CRLF). It checks the syntax of RFC 9112,
+// 7.1 as net/http does: a line ends with CRLF (no bare LF or CR, see
+// CVE-2025-22871), sizes are hex, data ends with CRLF, trailer lines are
+// header lines. Failures of src are *srcError.
 func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 	line := func() ([]byte, error) {
 		if src.Buffered() == 0 {
@@ -467,11 +514,20 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 			}
 		}
 		l, err := src.ReadSlice('\n')
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+		switch {
+		case err == io.EOF:
+			return nil, &srcError{io.ErrUnexpectedEOF}
+		case err == bufio.ErrBufferFull:
+			return nil, &srcError{errBadChunk}
+		case err != nil:
+			return nil, &srcError{err}
 		}
-		return l, err
+		if len(l) < 2 || bytes.IndexByte(l, '\r') != len(l)-2 {
+			return nil, &srcError{errBadChunk} // a bare LF, or a CR inside
+		}
+		return l[:len(l)-2], nil
 	}
+	var excess int64
 	for {
 		l, err := line()
 		if err != nil {
@@ -479,9 +535,16 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 		}
 		size, ok := chunkSize(l)
 		if !ok {
-			return errBadChunk
+			return &srcError{errBadChunk}
 		}
-		if _, err := dst.Write(l); err != nil {
+		// As net/http: at most 16 KiB of size lines beyond 16 bytes and
+		// twice the data of each chunk.
+		if excess = max(excess+int64(len(l))+2-16-2*size, 0); excess > 16<<10 {
+			return &srcError{errBadChunk}
+		}
+		var hex [16]byte
+		dst.Write(strconv.AppendInt(hex[:0], size, 16))
+		if _, err := dst.WriteString("\r\n"); err != nil {
 			return err
 		}
 		if size == 0 {
@@ -490,10 +553,14 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 				if err != nil {
 					return err
 				}
-				if _, err := dst.Write(l); err != nil {
+				if len(l) > 0 && !validFieldLine(l) {
+					return &srcError{errBadChunk}
+				}
+				dst.Write(l)
+				if _, err := dst.WriteString("\r\n"); err != nil {
 					return err
 				}
-				if len(l) <= 2 && (len(l) == 1 || l[0] == '\r') {
+				if len(l) == 0 {
 					return nil
 				}
 			}
@@ -501,25 +568,42 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 		if err := relayN(dst, src, size); err != nil {
 			return err
 		}
-		l, err = line()
+		if src.Buffered() < 2 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+		}
+		crlf, err := src.Peek(2)
 		if err != nil {
-			return err
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return &srcError{err}
 		}
-		if !(len(l) == 2 && l[0] == '\r' || len(l) == 1) {
-			return errBadChunk
+		if crlf[0] != '\r' || crlf[1] != '\n' {
+			return &srcError{errBadChunk}
 		}
-		if _, err := dst.Write(l); err != nil {
+		src.Discard(2)
+		if _, err := dst.WriteString("\r\n"); err != nil {
 			return err
 		}
 	}
 }
 
-// chunkSize parses the hexadecimal size at the start of a chunk size line
-// (extensions after ';' allowed).
+// validFieldLine reports whether l is a header line: a token, a colon and
+// a value without control bytes (no obs-fold).
+func validFieldLine(l []byte) bool {
+	c := bytes.IndexByte(l, ':')
+	return c > 0 && isToken(l[:c]) && validValue(l[c+1:])
+}
+
+// chunkSize parses a chunk size line without its CRLF: hex digits, then
+// optional whitespace and extensions after ';' (whose bytes are those of a
+// field value), nothing else.
 func chunkSize(l []byte) (int64, bool) {
 	var n int64
 	digits := 0
-	for _, c := range l {
+	for i, c := range l {
 		var v byte
 		switch {
 		case c >= '0' && c <= '9':
@@ -528,10 +612,13 @@ func chunkSize(l []byte) (int64, bool) {
 			v = c - 'a' + 10
 		case c >= 'A' && c <= 'F':
 			v = c - 'A' + 10
-		case c == ';' || c == '\r' || c == '\n' || c == ' ' || c == '\t':
-			return n, digits > 0
 		default:
-			return 0, false
+			rest := l[i:]
+			for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+				rest = rest[1:]
+			}
+			ok := digits > 0 && (len(rest) == 0 || rest[0] == ';' && validValue(rest))
+			return n, ok
 		}
 		if digits == 15 {
 			return 0, false // ≥ 2^60: no such chunk
@@ -539,5 +626,5 @@ func chunkSize(l []byte) (int64, bool) {
 		n = n<<4 | int64(v)
 		digits++
 	}
-	return 0, false
+	return n, digits > 0
 }

@@ -60,10 +60,20 @@ type rawServer struct {
 	down  atomic.Bool // shutting down or closed; set under mu
 	wg    sync.WaitGroup
 	slow  slowCalls
+
+	idleTimeout time.Duration // the wait for a request head; rawIdleTimeout
+
+	// maxConns bounds the client connections (0: no bound), so that they
+	// and their upstream connections leave file descriptors to the
+	// control API and the rest of the process: at the bound an idle one
+	// is closed for a new one, or the new one waits to be accepted.
+	maxConns int
+	freed    chan struct{} // a connection ended
 }
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
-	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}}
+	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout,
+		maxConns: fdBudget(), freed: make(chan struct{}, 1)}
 	s.slow.init(s)
 	return s
 }
@@ -104,6 +114,10 @@ func (s *rawServer) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if !s.roomForOne() {
+			nc.Close()
+			return http.ErrServerClosed
+		}
 		c := &rconn{s: s, c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10),
 			watchDone: make(chan struct{}, 1)}
 		if sc, ok := nc.(syscall.Conn); ok {
@@ -119,6 +133,34 @@ func (s *rawServer) Serve(ln net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go c.serve()
+	}
+}
+
+// roomForOne waits, with a new connection accepted, until there are
+// fewer than maxConns others, closing an idle one if there is one (the
+// accept queue holds the clients after it meanwhile); false if the
+// server is going down.
+func (s *rawServer) roomForOne() bool {
+	for {
+		s.mu.Lock()
+		if s.maxConns <= 0 || len(s.conns) < s.maxConns {
+			s.mu.Unlock()
+			return !s.down.Load()
+		}
+		for c := range s.conns {
+			if c.idle.Load() {
+				c.c.Close() // it ends, and frees its place
+				break
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.freed:
+		case <-time.After(100 * time.Millisecond): // to see a shutdown
+		}
+		if s.down.Load() {
+			return false
+		}
 	}
 }
 
@@ -224,6 +266,10 @@ func (c *rconn) serve() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
+		select {
+		case c.s.freed <- struct{}{}:
+		default:
+		}
 		c.s.wg.Done()
 	}()
 	for {
@@ -256,6 +302,27 @@ func (c *rconn) serve() {
 		if !c.s.p.serveRaw(c) {
 			return
 		}
+		c.trimBuffers()
+	}
+}
+
+// Beyond these capacities a connection's head buffers are given back
+// after the request instead of kept for the next one, so that a
+// keep-alive connection holds a few KiB whatever heads it has seen.
+const (
+	keepHeadBytes = 16 << 10
+	keepHeaders   = 128
+)
+
+// trimBuffers drops the head buffers that an oversized head grew.
+func (c *rconn) trimBuffers() {
+	for _, h := range []*head{&c.req, &c.res} {
+		if cap(h.buf) > keepHeadBytes || cap(h.hdrs) > keepHeaders {
+			*h = head{} // every slice of the old buffer with it
+		}
+	}
+	if cap(c.out) > keepHeadBytes {
+		c.out = nil
 	}
 }
 
@@ -305,16 +372,17 @@ func (c *rconn) endWatch() {
 	c.deadline = time.Time{}
 }
 
-// idleDeadline bounds the wait for the next request by rawIdleTimeout,
-// renewing the read deadline only when it is a second old: a request
+// idleDeadline bounds the wait for the next request by the server's
+// idleTimeout, renewing the read deadline only when it is a second old
+// (1/120 of it): a request
 // without a body reads nothing more from the client, so the deadline may
 // stay set while it is served (a deadline costs a timer update).
 func (c *rconn) idleDeadline() {
-	now := time.Now()
-	if !c.deadline.IsZero() && c.deadline.Sub(now) > rawIdleTimeout-time.Second {
+	now, d := time.Now(), c.s.idleTimeout
+	if !c.deadline.IsZero() && c.deadline.Sub(now) > d-d/120 {
 		return
 	}
-	c.deadline = now.Add(rawIdleTimeout)
+	c.deadline = now.Add(d)
 	_ = c.c.SetReadDeadline(c.deadline)
 }
 

@@ -176,7 +176,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		_ = srv.Shutdown(context.Background())
 		return withCode(ExitError, fmt.Errorf("writing the announcement: %w", err))
 	}
-	errLog.Printf("forwarding %s -> %s, control on %s", srv.Addr(), u, srv.ControlAddr())
+	errLog.Printf("forwarding %s -> %s, control on %s", srv.Addr(), u.Redacted(), srv.ControlAddr()) // no password in a log
 	if pl != nil {
 		ps := servePprof(pl, errLog)
 		defer ps.Close()

@@ -90,9 +90,12 @@ func TestProxyCmdLive(t *testing.T) {
 	pr, pw := io.Pipe()
 	root := newRootCmd()
 	pprofAddr := freeLoopbackAddr(t)
-	root.SetArgs([]string{"proxy", "--upstream", up.URL, "--name", "A", "--seed", "7", "--ledger", ledger, "--pprof", pprofAddr})
+	// With credentials in the URL: the start line must not print them.
+	upURL := strings.Replace(up.URL, "http://", "http://user:s3cret@", 1)
+	root.SetArgs([]string{"proxy", "--upstream", upURL, "--name", "A", "--seed", "7", "--ledger", ledger, "--pprof", pprofAddr})
 	root.SetOut(pw)
-	root.SetErr(io.Discard)
+	var stderr syncBuffer
+	root.SetErr(&stderr)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
 
@@ -146,6 +149,9 @@ func TestProxyCmdLive(t *testing.T) {
 	b, err := os.ReadFile(ledger)
 	if err != nil || strings.Count(string(b), "\n") != len(steps) {
 		t.Errorf("ledger = %q, %v; want %d lines", b, err, len(steps))
+	}
+	if log := stderr.String(); strings.Contains(log, "s3cret") || !strings.Contains(log, "forwarding") {
+		t.Errorf("the proxy's log:\n%s\nwant its start line, without the upstream's password", log)
 	}
 }
 

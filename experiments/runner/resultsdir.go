@@ -81,7 +81,33 @@ func OpenResultsDir(path string) (*ResultsDir, error) {
 			return nil, fmt.Errorf("results: %s: runs[%d].id %q is not a run ID: refusing a path built from it", rundata.IndexFile, i, e.ID)
 		}
 	}
+	// A resume writes under runs/ and moves run folders aside: a symbolic
+	// link there would take those writes out of the folder.
+	runs := filepath.Join(path, rundata.RunsDir)
+	if err := noSymlink(runs); err != nil {
+		return nil, err
+	}
+	for _, e := range d.index.Runs {
+		if err := noSymlink(filepath.Join(runs, e.ID)); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+// noSymlink refuses path if it is a symbolic link; a path that does not
+// exist is fine.
+func noSymlink(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("results: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("results: %s is a symbolic link: refusing to write through it", path)
+	}
+	return nil
 }
 
 // matches checks that p is the plan of this folder: the same experiment

@@ -85,3 +85,25 @@ func TestOpenResultsDirRefusesPathsInIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenResultsDirRefusesSymlinks: a runs folder, or a run's folder, that
+// is a symbolic link is refused: --resume would write through it, out of
+// the results folder.
+func TestOpenResultsDirRefusesSymlinks(t *testing.T) {
+	for _, link := range []string{rundata.RunsDir, filepath.Join(rundata.RunsDir, "r1")} {
+		dir, outside := t.TempDir(), t.TempDir()
+		ix := `{"experiment":"t","runs":[{"id":"r1","status":"running"}]}`
+		if err := os.WriteFile(filepath.Join(dir, rundata.IndexFile), []byte(ix), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenResultsDir(dir); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s a symbolic link: OpenResultsDir = %v, want it refused", link, err)
+		}
+	}
+}

@@ -131,6 +131,8 @@ conditions: [slow, failing, busy]
 		strings.Replace(y, "start: [./mysvc, --pool, shared]", "start: []", 1):                      "modes[0].external.start: want the program and its arguments",
 		strings.Replace(y, `  canary: "http://127.0.0.1:8000/healthz"`+"\n", "", 1):                 "modes[0].external.ready: required with start",
 		strings.Replace(y, `env: {POOL: "20"}`, `env: {"A=B": "1"}`, 1):                             "modes[0].external.env.A=B: not an environment variable name",
+		strings.Replace(y, `env: {POOL: "20"}`, `env: {POOL: "2\0"}`, 1):                            "modes[0].external.env.POOL: must not contain a NUL byte",
+		strings.Replace(y, "start: [./mysvc, --pool, shared]", `start: [./mysvc, "--pool\0"]`, 1):   "modes[0].external.start[1]: must not contain a NUL byte",
 		strings.Replace(y, `"http://127.0.0.1:8001/b"`, `"nope"`, 1):                                `modes[1].external.targets.b: want an http(s) URL, got "nope"`,
 		"name: x\nmodes:\n  - name: shared\n    external: {targets: {a: 'http://127.0.0.1:1/a'}}\n": "modes[0].external: configures your own service, in an external spec only",
 	}

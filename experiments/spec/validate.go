@@ -288,6 +288,10 @@ func (s *Spec) validateConditions(p *problems) {
 		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
 			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
+			if ct := s.Load.ClientTimeout.D; f.Type == faultproxy.TypeLatency && ct > 0 && f.Latency.D-f.Jitter.D >= ct {
+				p.add(fmt.Sprintf("%s.faults[%d].latency", path, j), "%v (jitter %v) is never shorter than load.client_timeout (%v): every affected call times out; use a hang fault for that, or a shorter latency",
+					f.Latency.D, f.Jitter.D, ct)
+			}
 			switch {
 			case f.Type != faultproxy.TypeCapacity:
 			case capacity >= 0:
@@ -395,7 +399,9 @@ func (s *Spec) validateExpectations(p *problems) {
 		p.add("expectations.degraded_p99_factor", "must be > 1 (a window is degraded above this many times its baseline p99), got %g", e.DegradedP99Factor)
 	}
 	for i, c := range e.Check {
-		if !slices.Contains(AllPredictions(), c) {
+		if j := slices.Index(e.Check, c); j < i {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "%q is checked already (check[%d]): list each prediction once", c, j)
+		} else if !slices.Contains(AllPredictions(), c) {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(AllPredictions(), ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
@@ -563,6 +569,11 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	if x.Start != nil && (len(x.Start) == 0 || strings.TrimSpace(x.Start[0]) == "") {
 		p.add(path+".start", "want the program and its arguments, e.g. [./mysvc, --pool, shared]")
 	}
+	for i, a := range x.Start {
+		if strings.IndexByte(a, 0) >= 0 {
+			p.add(fmt.Sprintf("%s.start[%d]", path, i), "must not contain a NUL byte (no program can be given one)")
+		}
+	}
 	if x.Ready != "" {
 		checkURL(p, path+".ready", x.Ready)
 	}
@@ -572,6 +583,8 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	for _, k := range sortedKeys(x.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			p.add(path+".env."+k, "not an environment variable name")
+		} else if strings.IndexByte(x.Env[k], 0) >= 0 {
+			p.add(path+".env."+k, "must not contain a NUL byte (no environment can hold one)")
 		}
 	}
 }

@@ -1,0 +1,444 @@
+package faultproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The differential fuzz test of the raw data plane: a stream of client
+// bytes goes through the proxy and through httputil.ReverseProxy on
+// net/http's server (the oracle), each in front of an upstream of its own
+// that answers every request it can parse with the same stream of answer
+// bytes (and then closes: a stream may hold more than one answer, or
+// bytes after one). What each upstream parsed and what each client
+// received are compared, normalised where the two may differ without
+// either being wrong:
+//
+//   - a request either proxy refuses (400, 431, 501, 505, of its own) is
+//     "rejected", whatever the code; a 502 of its own is "bad gateway";
+//     an answer cut short, or none, is "cut";
+//   - an answer that one side turns into a 502 and the other into a cut
+//     connection is the same failure (see sameFailure);
+//   - an answer without a length is relayed until the upstream closes,
+//     and then the proxy closes the client connection, where net/http's
+//     server chunks it and reads on (see closedAfter);
+//   - an answer head the proxy's parser refuses is a 502 where net/http's
+//     client may be lenient (see refusedAnswer);
+//   - interim (1xx) answers, and the headers each proxy sets itself
+//     (Date, Connection, Content-Length and Transfer-Encoding as framing,
+//     the oracle's Content-Type of an error), are not compared;
+//   - a request that the proxy rejects (its own 4xx) where the oracle
+//     forwards it is tolerated, when everything before it matched: the
+//     proxy follows RFC 9112 where net/http is lenient (obs-fold, a
+//     Transfer-Encoding on HTTP/1.0, whitespace before a chunk
+//     extension), and a refused message cannot be read two ways.
+//     Anything else is a failure.
+
+// diffUpstream answers every request with answer, once per connection,
+// and records what it parsed.
+type diffUpstream struct {
+	addr   string
+	mu     sync.Mutex
+	answer []byte
+	seen   []string
+}
+
+func newDiffUpstream(t testing.TB) *diffUpstream {
+	u := &diffUpstream{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.addr = ln.Addr().String()
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+				u.serve(c)
+			}()
+		}
+	}()
+	return u
+}
+
+func (u *diffUpstream) serve(c net.Conn) {
+	br := bufio.NewReader(c)
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		if _, perr := br.Peek(1); perr == nil || err != io.EOF {
+			u.record("UNPARSABLE " + err.Error())
+		}
+		return
+	}
+	declared := map[string]bool{} // trailers not declared are forwarded or not: either is RFC 9110's
+	for k := range r.Trailer {
+		declared[k] = true
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		u.record("BODY ERROR " + r.Method + " " + r.URL.RequestURI() + " " + err.Error())
+		return
+	}
+	for k := range r.Trailer {
+		if !declared[k] {
+			delete(r.Trailer, k)
+		}
+	}
+	u.record(describeRequest(r, body))
+	u.mu.Lock()
+	a := u.answer
+	u.mu.Unlock()
+	if r.URL.Path == "/end" {
+		a = []byte("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nend")
+	}
+	_, _ = c.Write(a)
+}
+
+func (u *diffUpstream) record(s string) {
+	u.mu.Lock()
+	u.seen = append(u.seen, s)
+	u.mu.Unlock()
+}
+
+// reset starts an exchange: answer for every request, nothing seen.
+func (u *diffUpstream) reset(answer []byte) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	seen := u.seen
+	u.answer, u.seen = answer, nil
+	return seen
+}
+
+// notForwarded are the request headers that a proxy sets or drops itself.
+var notForwarded = map[string]bool{"Connection": true, "Keep-Alive": true, "Te": true,
+	"Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Host": true,
+	"Proxy-Connection": true, "Upgrade": true, "Expect": true}
+
+func describeRequest(r *http.Request, body []byte) string {
+	var hs []string
+	for k, vv := range r.Header {
+		if !notForwarded[k] {
+			hs = append(hs, k+"="+strings.Join(vv, "|"))
+		}
+	}
+	slices.Sort(hs)
+	var tr []string
+	for k, vv := range r.Trailer {
+		tr = append(tr, k+"="+strings.Join(vv, "|"))
+	}
+	slices.Sort(tr)
+	target := r.URL.RequestURI()
+	if target == "/%2A" {
+		target = "*" // OPTIONS *: ReverseProxy joins it to the upstream's path
+	}
+	return fmt.Sprintf("%s %s body=%q headers=%q trailers=%q", r.Method, target, body, hs, tr)
+}
+
+// diffEnv is the proxy and the oracle, each before its upstream.
+type diffEnv struct {
+	ours, oracle     string // data-plane addresses
+	upOurs, upOracle *diffUpstream
+	p                *Proxy
+}
+
+func newDiffEnv(t testing.TB) *diffEnv {
+	d := &diffEnv{upOurs: newDiffUpstream(t), upOracle: newDiffUpstream(t)}
+	u, _ := url.Parse("http://" + d.upOurs.addr)
+	p, err := New(Config{Upstream: u, Seed: 1, ErrorLog: log.New(io.Discard, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.p = p
+	srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ours = srv.Addr()
+	ou, _ := url.Parse("http://" + d.upOracle.addr)
+	tr := NewTransport()
+	tr.ForceAttemptHTTP2 = false
+	tr.DisableKeepAlives = true // the upstream closes after each answer: no stale connections
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(ou) },
+		Transport: tr,
+		ErrorLog:  log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			w.Header().Set("X-Faultproxy-Error", "upstream")
+			http.Error(w, "oracle: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	oracle := httptest.NewUnstartedServer(rp)
+	oracle.Config.ErrorLog = log.New(io.Discard, "", 0)
+	oracle.Start()
+	d.oracle = oracle.Listener.Addr().String()
+	t.Cleanup(func() {
+		oracle.Close()
+		tr.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return d
+}
+
+// endRequest follows every client stream, so that an exchange ends when
+// the proxy closes after its answer (a half-close would be a client gone
+// away to either server); if reqs leaves a message unfinished, it is
+// part of it, and the exchange ends at its deadline.
+const endRequest = "GET /end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+// exchange1 sends reqs and endRequest to addr and returns what came back.
+func exchange1(addr string, reqs []byte) []byte {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return []byte("DIAL " + err.Error())
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	go func() { _, _ = c.Write(append(reqs[:len(reqs):len(reqs)], endRequest...)) }()
+	got, _ := io.ReadAll(c)
+	return got
+}
+
+// describeAnswers parses what a client received (methods: of its
+// requests, in order, for HEAD answers) into normalised lines.
+func describeAnswers(got []byte, methods []string) []string {
+	br := bufio.NewReader(bytes.NewReader(got))
+	var out []string
+	for i := 0; ; {
+		if _, err := br.Peek(1); err != nil {
+			return out
+		}
+		m := "GET"
+		if i < len(methods) {
+			m = methods[i]
+		}
+		res, err := http.ReadResponse(br, &http.Request{Method: m})
+		if err != nil {
+			return append(out, "cut")
+		}
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return append(out, "cut")
+		}
+		if res.StatusCode < 200 {
+			continue
+		}
+		i++
+		switch {
+		case res.Header.Get("X-Faultproxy-Error") == "upstream":
+			out = append(out, "bad gateway")
+			continue
+		case ownRejection(res, body):
+			return append(out, "rejected")
+		}
+		var hs []string
+		for k, vv := range res.Header {
+			switch k {
+			case "Date", "Connection", "Content-Length", "Transfer-Encoding", "Keep-Alive",
+				"Content-Type": // net/http's server sniffs one if the answer has none
+				continue
+			}
+			hs = append(hs, k+"="+strings.Join(vv, "|"))
+		}
+		slices.Sort(hs)
+		var tr []string
+		for k, vv := range res.Trailer {
+			tr = append(tr, k+"="+strings.Join(vv, "|"))
+		}
+		slices.Sort(tr)
+		out = append(out, fmt.Sprintf("%d body=%q headers=%q trailers=%q", res.StatusCode, body, hs, tr))
+		if res.ContentLength < 0 && len(res.TransferEncoding) == 0 && !bodyless([]byte(m), res.StatusCode) {
+			out = append(out, "until close")
+		}
+	}
+}
+
+// ownRejection reports whether res is a proxy's own answer to a request
+// it could not read: either server's "NNN Text" bodies with Connection:
+// close.
+func ownRejection(res *http.Response, body []byte) bool {
+	switch res.StatusCode {
+	case 400, 413, 414, 431, 501, 505:
+	default:
+		return false
+	}
+	return res.Close && bytes.HasPrefix(body, fmt.Appendf(nil, "%d ", res.StatusCode)) ||
+		res.StatusCode == 501 && bytes.HasPrefix(body, []byte("Unsupported transfer encoding"))
+}
+
+// clientMethods are the methods of the requests in reqs as net/http
+// reads them (as far as it can).
+func clientMethods(reqs []byte) []string {
+	br := bufio.NewReader(bytes.NewReader(reqs))
+	var ms []string
+	for {
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			return ms
+		}
+		ms = append(ms, r.Method)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return ms
+		}
+	}
+}
+
+// diffResult is one side's transcript.
+type diffResult struct {
+	seen    []string // what the upstream parsed
+	answers []string // what the client received
+}
+
+func (d *diffEnv) run(reqs, answer []byte) (ours, oracle diffResult) {
+	methods := clientMethods(reqs)
+	d.upOurs.reset(answer)
+	ours.answers = describeAnswers(exchange1(d.ours, reqs), methods)
+	ours.seen = d.upOurs.reset(answer)
+	d.upOracle.reset(answer)
+	oracle.answers = describeAnswers(exchange1(d.oracle, reqs), methods)
+	oracle.seen = d.upOracle.reset(nil)
+	d.p.closeIdleConnections()
+	return ours, oracle
+}
+
+// trimCut drops a trailing "cut" (a connection that ends without (the
+// rest of) an answer ends the same way whether or not a head came first)
+// and "until close" (the last answer's framing, which net/http's server
+// may turn into a length).
+func trimCut(a []string) []string {
+	for len(a) > 0 && (a[len(a)-1] == "cut" || a[len(a)-1] == "until close") {
+		a = a[:len(a)-1]
+	}
+	return a
+}
+
+// lenientNetHTTP reports whether the two sides differ only in that the
+// proxy rejected, as its last answer, a request that the oracle forwarded
+// (see the top of the file).
+func lenientNetHTTP(ours, oracle diffResult) bool {
+	return len(ours.answers) > 0 && ours.answers[len(ours.answers)-1] == "rejected" &&
+		len(ours.seen) <= len(oracle.seen) && slices.Equal(ours.seen, oracle.seen[:len(ours.seen)])
+}
+
+// closedAfter reports whether the proxy's answers are the oracle's up to
+// one it relayed until its upstream closed, after which it closed the
+// client connection where net/http's server chunked the answer and went
+// on: what the upstream parsed must agree as far as the proxy went.
+func closedAfter(ours, oracle diffResult) bool {
+	a, b := ours.answers, oracle.answers
+	n := len(a)
+	if n == 0 || a[n-1] != "until close" || len(b) < n || !slices.Equal(a[:n-1], b[:n-1]) {
+		return false
+	}
+	return len(ours.seen) <= len(oracle.seen) && slices.Equal(ours.seen, oracle.seen[:len(ours.seen)])
+}
+
+// refusedAnswer reports whether the proxy answered 502 to every request
+// whose answer was a head its parser refuses (a bad header name or line,
+// a version that is not HTTP/d.d, bad framing) where net/http's client
+// is more lenient, and the upstreams parsed the same.
+func refusedAnswer(ours, oracle diffResult, answer []byte) bool {
+	var h head
+	if readHead(bufio.NewReader(bytes.NewReader(answer)), &h) == nil && h.parse(false) == nil {
+		return false
+	}
+	for _, a := range ours.answers {
+		if a != "bad gateway" && !strings.HasSuffix(a, `body="end" headers=[] trailers=[]`) {
+			return false
+		}
+	}
+	m := min(len(ours.seen), len(oracle.seen))
+	return slices.Equal(ours.seen[:m], oracle.seen[:m])
+}
+
+// sameFailure reports whether the two sides agree up to an answer that one
+// turned into a 502 and the other into a cut connection (net/http's
+// server aborts on a status it cannot write, below 100): either way the
+// client got no answer and its connection ends there for one side, so
+// nothing after it is compared.
+func sameFailure(ours, oracle diffResult) bool {
+	a, b := ours.answers, oracle.answers
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	n := len(b)
+	if !slices.Equal(a[:n], b) || a[n] != "bad gateway" {
+		return false
+	}
+	m := min(len(ours.seen), len(oracle.seen))
+	return slices.Equal(ours.seen[:m], oracle.seen[:m])
+}
+
+// FuzzDifferential compares the raw data plane with ReverseProxy on
+// net/http's server for a client stream and an answer stream; see above.
+// Run it with
+//
+//	go test -run '^$' -fuzz FuzzDifferential -parallel 1 ./faultproxy
+func FuzzDifferential(f *testing.F) {
+	seeds := []struct{ req, ans string }{
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"},
+		{"POST /p?q=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /2 HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;e=1\r\nabc\r\n0\r\nX-T: v\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n0\r\n\r\nGET /s HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\nuntil close"},
+		{"HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"},
+		{"GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
+		{"GET / HTTP/1.1\r\nHost: x\r\nConnection: X-A, close\r\nX-A: 1\r\nX-B: 2\r\n\r\n", "HTTP/1.1 103 Early Hints\r\nLink: <a>\r\n\r\nHTTP/1.1 200 OK\r\nConnection: X-C\r\nX-C: 3\r\nContent-Length: 1\r\n\r\n!"},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\rX: y\r\nContent-Length: 1\r\n\r\n!"},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n!!"},
+		{"GET /%41?a=%zz HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 500 Internal\r\nContent-Length: 1\r\n\r\n!"},
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s.req), []byte(s.ans))
+	}
+	d := newDiffEnv(f)
+	f.Fuzz(func(t *testing.T, reqs, answer []byte) {
+		if len(reqs) > 64<<10 || len(answer) > 64<<10 {
+			return
+		}
+		// Empty lines before a request line are ignored by the proxy, as
+		// RFC 9112, 2.2 asks, and by net/http's server only after a POST.
+		reqs = bytes.TrimLeft(reqs, "\r\n")
+		ours, oracle := d.run(reqs, answer)
+		if closedAfter(ours, oracle) {
+			return
+		}
+		ours.answers, oracle.answers = trimCut(ours.answers), trimCut(oracle.answers)
+		if slices.Equal(ours.seen, oracle.seen) && slices.Equal(ours.answers, oracle.answers) {
+			return
+		}
+		if lenientNetHTTP(ours, oracle) || sameFailure(ours, oracle) ||
+			refusedAnswer(ours, oracle, answer) {
+			return
+		}
+		t.Errorf("requests %q\nanswers %q\nthe upstream parsed\n  proxy  %q\n  oracle %q\nthe client received\n  proxy  %q\n  oracle %q",
+			reqs, answer, ours.seen, oracle.seen, ours.answers, oracle.answers)
+	})
+}
