@@ -32,6 +32,7 @@ func manyConnectionTokens(n int, start string) string {
 func minCPU(f func()) time.Duration {
 	best := time.Duration(1 << 62)
 	for range 5 {
+		runtime.GC() // the garbage of earlier runs is not this run's work
 		start := cpuTime()
 		f()
 		best = min(best, cpuTime()-start)
@@ -42,8 +43,11 @@ func minCPU(f func()) time.Duration {
 // TestConnectionTokensLinear: dropping the headers that Connection names
 // takes time linear in the head, on both data planes (a quadratic one
 // took seconds for one 100 KB head of 20,000 headers and as many tokens):
-// ten times the headers and tokens take well under a hundred times as
-// long, and every named header is dropped.
+// forty times the headers and tokens take well under 1,600 times as long
+// (the bound, 400, leaves room for the cache and collector effects of the
+// larger head: under the race detector, beside other tests, sixteen times
+// the headers took up to 55 times as long), and every named header is
+// dropped.
 func TestConnectionTokensLinear(t *testing.T) {
 	parse := func(n int) func() {
 		raw := manyConnectionTokens(n, "GET / HTTP/1.1\r\nHost: h\r\n")
@@ -78,11 +82,11 @@ func TestConnectionTokensLinear(t *testing.T) {
 		}
 	}
 	for name, f := range map[string]func(int) func(){"raw plane (parse)": parse, "net/http plane (outHeader)": outH} {
-		small, large := minCPU(f(2000)), minCPU(f(20000))
+		small, large := minCPU(f(500)), minCPU(f(20000))
 		ratio := float64(large) / float64(small)
-		t.Logf("%s: 2,000 headers and tokens %v of CPU, 20,000 %v (×%.0f)", name, small, large, ratio)
-		if ratio > 40 {
-			t.Errorf("%s: 2,000 headers and tokens %v, 20,000 %v (×%.0f): not linear", name, small, large, ratio)
+		t.Logf("%s: 500 headers and tokens %v of CPU, 20,000 %v (×%.0f)", name, small, large, ratio)
+		if ratio > 400 {
+			t.Errorf("%s: 500 headers and tokens %v, 20,000 %v (×%.0f): not linear", name, small, large, ratio)
 		}
 	}
 }
