@@ -92,7 +92,9 @@ func TestTimeoutStopsDataThenCloses(t *testing.T) {
 	if n != 0 || !errors.Is(err, io.EOF) {
 		t.Fatalf("read %d bytes, %v; want no data, then EOF", n, err)
 	}
-	if took < 300*time.Millisecond || took > 2*time.Second {
+	// The fault's clock starts when the proxy accepts, a little before
+	// this test's clock: a few milliseconds early is the same timeout.
+	if took < 270*time.Millisecond || took > 2*time.Second {
 		t.Errorf("closed after %v, want about 300ms", took)
 	}
 }
