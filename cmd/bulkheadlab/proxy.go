@@ -165,11 +165,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 	}
 	srv, err := faultproxy.Listen(p, o.listen, o.control, errLog)
 	if err != nil {
-		var le *faultproxy.ListenError
-		if errors.As(err, &le) && le.Plane == "control" {
-			return usageError(fmt.Errorf("--control: %w", err))
-		}
-		return usageError(fmt.Errorf("--listen: %w", err))
+		return listenUsageError(err)
 	}
 	if err := announce.Write(stdout, announce.Announcement{Component: "proxy", Name: o.name,
 		Addr: srv.Addr(), Control: srv.ControlAddr()}); err != nil {
@@ -215,4 +211,15 @@ func servePprof(l net.Listener, errLog *log.Logger) *http.Server {
 	go func() { _ = hs.Serve(l) }()
 	errLog.Printf("pprof on http://%s/debug/pprof/", l.Addr())
 	return hs
+}
+
+// listenUsageError names the flag whose address could not be listened on:
+// --control when the control listener failed, else --listen. Both data
+// planes' proxy commands report a failed Listen this way.
+func listenUsageError(err error) error {
+	var le *faultproxy.ListenError
+	if errors.As(err, &le) && le.Plane == "control" {
+		return usageError(fmt.Errorf("--control: %w", err))
+	}
+	return usageError(fmt.Errorf("--listen: %w", err))
 }

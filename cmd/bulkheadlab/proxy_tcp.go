@@ -110,11 +110,7 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 	}
 	srv, err := tcpproxy.Listen(p, o.listen, o.control, errLog)
 	if err != nil {
-		var le *faultproxy.ListenError
-		if errors.As(err, &le) && le.Plane == "control" {
-			return usageError(fmt.Errorf("--control: %w", err))
-		}
-		return usageError(fmt.Errorf("--listen: %w", err))
+		return listenUsageError(err)
 	}
 	if err := announce.Write(stdout, announce.Announcement{Component: "proxy", Name: o.name,
 		Addr: srv.Addr(), Control: srv.ControlAddr()}); err != nil {
