@@ -115,6 +115,11 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// WriteJSON writes v as a control API answer: JSON with status, never
+// cached; a value that cannot be encoded is answered 500. The TCP data
+// plane's control API answers through it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

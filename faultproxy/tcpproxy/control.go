@@ -2,7 +2,6 @@ package tcpproxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -67,13 +66,5 @@ func (p *Proxy) putFaults(w http.ResponseWriter, r *http.Request) {
 	p.getFaults(w, r)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding response"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
+// writeJSON answers as the HTTP plane's control API does.
+var writeJSON = faultproxy.WriteJSON
