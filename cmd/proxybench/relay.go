@@ -20,6 +20,13 @@ import (
 // least. It prints {"addr":"host:port"} as its first stdout line and
 // relays until SIGTERM or SIGINT.
 func runRelay(upstream string) error {
+	return serveAnnounced(func(ctx context.Context, c net.Conn) { relayConn(ctx, c, upstream) })
+}
+
+// serveAnnounced listens on 127.0.0.1:0, prints {"addr":"host:port"} as
+// its first stdout line and serves each connection with handle in a
+// goroutine of its own until SIGTERM or SIGINT, then waits for them.
+func serveAnnounced(handle func(ctx context.Context, c net.Conn)) error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -41,11 +48,7 @@ func runRelay(upstream string) error {
 			}
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			relayConn(ctx, c, upstream)
-		}()
+		wg.Go(func() { handle(ctx, c) })
 	}
 }
 

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -23,34 +19,12 @@ const tcpMsg = 64
 // writes back what it reads, announced as {"addr": ...} on stdout, until
 // SIGTERM.
 func runTCPEcho() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	context.AfterFunc(ctx, func() { l.Close() })
-	b, _ := json.Marshal(map[string]string{"addr": l.Addr().String()})
-	if _, err := fmt.Fprintf(os.Stdout, "%s\n", b); err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		wg.Go(func() {
-			defer c.Close()
-			stop := context.AfterFunc(ctx, func() { c.Close() })
-			defer stop()
-			_, _ = io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
-		})
-	}
+	return serveAnnounced(func(ctx context.Context, c net.Conn) {
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		_, _ = io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
+	})
 }
 
 // tcpCell is one target's exchanges at one rate for one stretch.
