@@ -196,6 +196,20 @@ func TestRecovery(t *testing.T) {
 			}
 			return 2 * time.Millisecond
 		}}, false, false, 0, ""},
+		{"a leaked bulkhead while the canary was slow: still the service's", amRun{win: dead, canaryMax: func(float64) time.Duration {
+			return 90 * time.Millisecond
+		}}, true, false, 0, "100 % errors"},
+		{"a relapse far beyond what the canary's delay could add: the service's", amRun{win: func(ep string, t float64) (float64, rundata.Class, float64) {
+			if ep == "b" && t >= 4.5 {
+				return 0, rundata.ClassRejected, 240
+			}
+			return drained(ep, t)
+		}, canaryMax: func(t float64) time.Duration {
+			if t >= 4.5 {
+				return 13 * time.Millisecond
+			}
+			return 2 * time.Millisecond
+		}}, true, false, 0, "/b did not recover"},
 		{"a breaker's delay beyond the bound", amRun{win: slowBack}, true, false, 0, "within the bound (back after 6 T)"},
 		{"a breaker's delay within its allowance", amRun{win: slowBack, allowance: 2 * time.Second}, true, true, 6, ""},
 		{"errors as in the baseline are the baseline", amRun{win: func(ep string, t float64) (float64, rundata.Class, float64) {

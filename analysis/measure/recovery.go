@@ -19,7 +19,7 @@ const (
 )
 
 // RecoveryRule documents how recovery is judged; the report prints it.
-const RecoveryRule = "an endpoint has recovered at the start of the first window of the recovery phase from which every span of the hold (the longest of 4 T, 4 windows and 100 of its results) to the end of the phase is back at its baseline by P2's thresholds (p99 at most p2_max_p99_rise_t × T above the baseline p99, error rate at most p2_max_error_rate above the baseline's); the time to recover runs from the fault's end and must be at most recovery_max_t × T (plus the open delay of a breaker in the mode), with at least one hold span left after it; a recovery phase too short to tell leaves the run unjudged"
+const RecoveryRule = "an endpoint has recovered at the start of the first window of the recovery phase from which every span of the hold (the longest of 4 T, 4 windows and 100 of its results) to the end of the phase is back at its baseline by P2's thresholds (p99 at most p2_max_p99_rise_t × T above the baseline p99, error rate at most p2_max_error_rate above the baseline's); the time to recover runs from the fault's end and must be at most recovery_max_t × T (plus the open delay of a breaker in the mode), with at least one hold span left after it; a recovery phase too short to tell leaves the run unjudged, as does a last miss in latency alone, no larger than 3 times the canary's worst delay in it, while the canary took over half its limit (the machine's)"
 
 // RunRecovery is how a run's endpoints came back after the fault ended.
 type RunRecovery struct {
@@ -178,9 +178,10 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 		}
 	}
 	switch {
-	case from > latest && from > 0 && r.canarySlow(ws[from-1].Start, ws[min(from-1+hold, len(ws))-1]):
+	case from > latest && from > 0 && r.machineCouldExplain(ws[from-1:min(from-1+hold, len(ws))], base, baseErr, ex):
 		// The last span that was not back is one the canary, a request that
-		// does no work, was slow in too: the machine's, not the service's.
+		// does no work, was slow in too, and it missed by no more than that
+		// delay could add: the machine's, not the service's.
 		out.Noisy = true
 		return out
 	case from > latest:
@@ -243,20 +244,42 @@ func mergedQuantile(ws []rundata.Window, q float64) time.Duration {
 	return hi
 }
 
-// canarySlow reports whether the canary's latency went over half its
-// validity limit in a window from the one starting at first to last
-// (inclusive): the machine delayed a request that does no work by a good
-// part of what a run may bear, so a slower stretch of an endpoint then is
-// not evidence about the service.
-func (r *Run) canarySlow(first time.Time, last rundata.Window) bool {
+// machineHops is how many processes an endpoint's call crosses (the
+// service, the dependency's proxy and the dependency), each of which a busy
+// machine can delay as much as it delayed the canary.
+const machineHops = 3
+
+// machineCouldExplain reports whether a stretch of an endpoint's windows
+// that was not back at its baseline may be the machine's doing: the
+// canary's latency went over half its validity limit in one of them (the
+// machine delayed a request that does no work by a good part of what a run
+// may bear), and the endpoint missed only on latency, by no more than that
+// delay at every hop of its call could add. Errors beyond the baseline's
+// are the service's whatever the canary did: a busy machine slows calls,
+// it does not make a service reject them (a pool that leaked its permits
+// answers 503 at once).
+func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, ex rundata.Expectations) bool {
 	c := r.Meta.Canary
-	if c == nil || c.MaxP99 <= 0 {
+	if c == nil || c.MaxP99 <= 0 || len(span) == 0 {
 		return false
 	}
+	first, last := span[0].Start, span[len(span)-1].Start
+	var worst time.Duration
 	for _, w := range r.EndpointWindows(rundata.CanaryEndpoint) {
-		if !w.Start.Before(first) && !w.Start.After(last.Start) && w.Latency.Count > 0 && 2*w.Latency.Max > c.MaxP99 {
-			return true
+		if !w.Start.Before(first) && !w.Start.After(last) && w.Latency.Count > 0 {
+			worst = max(worst, w.Latency.Max)
 		}
 	}
-	return false
+	if 2*worst <= c.MaxP99 {
+		return false
+	}
+	p99, errs := spanNumbers(span)
+	if errs > baseErr+ex.P2MaxErrorRate {
+		return false
+	}
+	if math.IsNaN(p99) || math.IsNaN(base) {
+		return true
+	}
+	over := p99 - base - ex.P2MaxP99RiseT*Millis(r.Meta.Timeout)
+	return over <= machineHops*Millis(worst)
 }
