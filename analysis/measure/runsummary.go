@@ -135,8 +135,13 @@ type EndpointStats struct {
 	RejectedP99Ms  Num            `json:"rejected_p99_ms"`
 	// FastRejectShare is the share of failures that were rejections faster
 	// than P2FastRejectMaxT·T (estimated from the rejected-latency
-	// quantiles); null without failures.
+	// quantiles), of the failures other than AdmittedTimeouts; null
+	// without such failures.
 	FastRejectShare Num `json:"fast_reject_share"`
+	// AdmittedTimeouts are the dependency timeouts of calls the endpoint's
+	// pool admitted (at most its limit × the phase's seconds / T): the
+	// dependency's failures, left out of FastRejectShare.
+	AdmittedTimeouts Num `json:"admitted_timeouts"`
 	// UnclassifiedShare is the share of the fault phase's results that no
 	// classification rule matched (class other); Unclassified counts them
 	// by status code.
@@ -325,7 +330,7 @@ func (r *Run) mainPhase() string {
 
 func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
 	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
-		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, UnclassifiedShare: Undefined}
+		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
 	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		st.BaselineP50Ms = Num(Millis(ps.Latency.P50))
 	}
@@ -358,12 +363,30 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 	if rq.Count > 0 {
 		st.RejectedP99Ms = Num(Millis(rq.P99))
 	}
-	if failed := ps.Counts.Failed(); failed > 0 {
+	st.AdmittedTimeouts = Num(r.admittedTimeouts(ep, ps.Counts, secs))
+	if owed := float64(ps.Counts.Failed()) - float64(st.AdmittedTimeouts); owed > 0 {
 		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
 		fast := float64(ps.Counts[rundata.ClassRejected]) * cdfAt(rq, thr)
-		st.FastRejectShare = Num(fast / float64(failed))
+		st.FastRejectShare = Num(min(fast/owed, 1))
 	}
 	return st
+}
+
+// admittedTimeouts is how many of ep's dependency timeouts over secs were
+// calls its pool admitted: a pool of L permits, each held for T by a call
+// that times out, lets through at most L·secs/T of them. Those failed at
+// the dependency, not at the pool: a slow dependency whose answers the
+// machine pushes past T times some of them out with the best bulkhead, so
+// they do not count against the pool failing fast. Every timeout beyond
+// what the pool could have admitted does; an endpoint without a declared
+// pool limit gets none (a service with no limit must not hide behind one).
+func (r *Run) admittedTimeouts(ep string, c rundata.Counts, secs float64) float64 {
+	info := r.EndpointInfo(ep)
+	limit := r.PoolInfo(info.Pool).Limit
+	if info.Pool == "" || limit <= 0 || r.Meta.Timeout <= 0 || secs <= 0 {
+		return 0
+	}
+	return math.Min(float64(c[rundata.ClassDepTimeout]), math.Floor(float64(limit)*secs/r.Meta.Timeout.Seconds()))
 }
 
 // phaseNumbers are ep's numbers over one phase (undefined when it had no
@@ -498,7 +521,7 @@ func (s RunSummary) Endpoint(name string) EndpointStats {
 		}
 	}
 	return EndpointStats{Endpoint: name, BaselineP50Ms: Undefined, BaselineP99Ms: Undefined, FaultP50Ms: Undefined, FaultP99Ms: Undefined,
-		FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, UnclassifiedShare: Undefined}
+		FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
 }
 
 // Harm is how far endpoint name is from P2's isolation in this run: the

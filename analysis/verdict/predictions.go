@@ -63,6 +63,8 @@ func failFast(cells []Cell, ex rundata.Expectations) Verdict {
 	c := b.cells[0]
 	share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FastRejectShare }))
 	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
+	b.info("/"+ex.Culprit+" calls its bulkhead admitted that timed out at the dependency (left out)", "calls",
+		measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).AdmittedTimeouts })))
 	b.info("/"+ex.Culprit+" rejection p99", "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).RejectedP99Ms })))
 	unclassified := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).UnclassifiedShare }))
 	b.info("/"+ex.Culprit+" results no rule classified", "share", unclassified)
