@@ -373,13 +373,17 @@ func (c *rconn) endWatch() {
 }
 
 // idleDeadline bounds the wait for the next request by the server's
-// idleTimeout, renewing the read deadline only when it is a second old
-// (1/120 of it): a request
-// without a body reads nothing more from the client, so the deadline may
-// stay set while it is served (a deadline costs a timer update).
-func (c *rconn) idleDeadline() {
-	now, d := time.Now(), c.s.idleTimeout
-	if !c.deadline.IsZero() && c.deadline.Sub(now) > d-d/120 {
+// idleTimeout (see readDeadline): a request without a body reads nothing
+// more from the client, so the deadline may stay set while it is served.
+func (c *rconn) idleDeadline() { c.readDeadline(c.s.idleTimeout) }
+
+// readDeadline sets c's read deadline d from now, unless the one set is
+// at most d/120 older than that (a second of the two-minute idle
+// timeout): setting a deadline costs a timer update, and one renewed
+// that late is as good.
+func (c *rconn) readDeadline(d time.Duration) {
+	now := time.Now()
+	if rem := c.deadline.Sub(now); !c.deadline.IsZero() && rem > d-d/120 && rem <= d {
 		return
 	}
 	c.deadline = now.Add(d)
