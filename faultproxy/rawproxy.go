@@ -177,15 +177,23 @@ func (p *Proxy) upstreamErrorRaw(c *rconn, err error, keep bool) bool {
 }
 
 // clientBodyErrorRaw ends a request whose body could not be read from the
-// client: 400 for a malformed one (RFC 9112, 7.1), nothing if the client
-// went away; not an upstream error either way. The connection closes.
+// client: 400 for a malformed one (RFC 9112, 7.1); 408 for one that
+// stopped coming (errBodyIdle), if no answer has begun; nothing if the
+// client went away, which alone counts as cancelled. None is an upstream
+// error. The connection closes.
 func (p *Proxy) clientBodyErrorRaw(c *rconn, err *srcError) bool {
-	if errors.Is(err, errBadChunk) {
+	switch {
+	case errors.Is(err, errBadChunk):
 		c.answering()
 		c.writeProtocolError(http.StatusBadRequest)
-		return false
+	case errors.Is(err, errBodyIdle):
+		if c.counted != nil { // no answer has begun (see answering)
+			c.answering()
+			c.writeProtocolError(http.StatusRequestTimeout)
+		}
+	default:
+		p.m.cancelled.Inc()
 	}
-	p.m.cancelled.Inc()
 	return false
 }
 
@@ -260,10 +268,8 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 			return p.upstreamErrorRaw(c, err, replayable) // a body not read: close
 		}
 		_, werr := pc.bw.Write(out)
-		if werr == nil && req.chunked {
-			werr = relayChunked(pc.bw, c.br)
-		} else if werr == nil && req.contentLength > 0 {
-			werr = relayN(pc.bw, c.br, req.contentLength)
+		if werr == nil && req.hasBody() {
+			werr = c.relayBody(pc.bw)
 		}
 		if werr == nil {
 			werr = pc.bw.Flush()

@@ -31,7 +31,8 @@ import (
 // Its data plane is the same as ServeHTTP's: the same decisions, faults,
 // ledger and metrics, 502 on upstream failures, upgrades (101 Switching
 // Protocols) tunnelled. Requests with a body get a 100 Continue if they
-// asked for one. Idle connections are closed after IdleTimeout; Shutdown
+// asked for one, and a 408 if their body stops coming for a minute (see
+// rawbody.go). Idle connections are closed after IdleTimeout; Shutdown
 // works as http.Server's.
 
 // planeServer is what Server needs of a listener's server; *http.Server
@@ -47,7 +48,12 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 const (
 	rawIdleTimeout = 2 * time.Minute
-	upstreamWatch  = 10 * time.Millisecond // when a client starts being watched during an upstream call
+	// rawBodyIdleTimeout bounds each wait for more of a request body: a
+	// client that sends nothing of its body for this long is cut (408),
+	// one that keeps sending is not, however long its body takes. As
+	// nginx's client_body_timeout (60 s, between two reads).
+	rawBodyIdleTimeout = time.Minute
+	upstreamWatch      = 10 * time.Millisecond // when a client starts being watched during an upstream call
 )
 
 type rawServer struct {
@@ -61,7 +67,8 @@ type rawServer struct {
 	wg    sync.WaitGroup
 	slow  slowCalls
 
-	idleTimeout time.Duration // the wait for a request head; rawIdleTimeout
+	idleTimeout     time.Duration // the wait for a request head; rawIdleTimeout
+	bodyIdleTimeout time.Duration // each wait for more of a request body (0: none); rawBodyIdleTimeout
 
 	// maxConns bounds the client connections (0: no bound), so that they
 	// and their upstream connections leave file descriptors to the
@@ -73,7 +80,7 @@ type rawServer struct {
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
 	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout,
-		maxConns: fdBudget(), freed: make(chan struct{}, 1)}
+		bodyIdleTimeout: rawBodyIdleTimeout, maxConns: fdBudget(), freed: make(chan struct{}, 1)}
 	s.slow.init(s)
 	return s
 }
@@ -118,8 +125,8 @@ func (s *rawServer) Serve(ln net.Listener) error {
 			nc.Close()
 			return http.ErrServerClosed
 		}
-		c := &rconn{s: s, c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10),
-			watchDone: make(chan struct{}, 1)}
+		c := &rconn{s: s, c: nc, bw: bufio.NewWriterSize(nc, 4<<10), watchDone: make(chan struct{}, 1)}
+		c.br = bufio.NewReaderSize(clientReader{c}, 4<<10)
 		if sc, ok := nc.(syscall.Conn); ok {
 			c.rc, _ = sc.SyscallConn()
 		}
@@ -236,7 +243,8 @@ type rconn struct {
 	callStart atomic.Int64 // when it began, on slowCalls' clock
 	callConn  atomic.Pointer[h1Conn]
 
-	deadline time.Time // the read deadline set on c, zero if none
+	deadline time.Time     // the read deadline set on c, zero if none
+	bodyIdle time.Duration // while a request body is read: the bound of each read (see relayBody)
 
 	// counted is the proxy's in-flight count while this connection's
 	// request is counted in it (nil otherwise): see answering.
@@ -297,7 +305,7 @@ func (c *rconn) serve() {
 			return
 		}
 		if c.req.hasBody() {
-			c.clearDeadline() // no time limit on a request body, as in net/http
+			c.clearDeadline() // the head's; relayBody bounds each read of the body instead
 		}
 		if !c.s.p.serveRaw(c) {
 			return
