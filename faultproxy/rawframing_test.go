@@ -127,7 +127,8 @@ func TestRawIdleUpstreamBytesNotAnAnswer(t *testing.T) {
 
 // upstreamSeen is a raw upstream that records the requests it could parse
 // (net/http's reader) and answers each with "for <target>"; a request
-// whose body it cannot read ends the connection.
+// whose body it cannot read is recorded with the error, and ends the
+// connection.
 type upstreamSeen struct {
 	mu   sync.Mutex
 	reqs []string
@@ -140,8 +141,12 @@ func (u *upstreamSeen) serve(conn net.Conn, br *bufio.Reader) {
 			return
 		}
 		b, err := io.ReadAll(r.Body)
+		seen := r.Method + " " + r.URL.RequestURI() + " " + string(b)
+		if err != nil {
+			seen += " (failed: " + err.Error() + ")"
+		}
 		u.mu.Lock()
-		u.reqs = append(u.reqs, r.Method+" "+r.URL.RequestURI()+" "+string(b))
+		u.reqs = append(u.reqs, seen)
 		u.mu.Unlock()
 		if err != nil {
 			return

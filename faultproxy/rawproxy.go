@@ -512,9 +512,16 @@ func (e *srcError) Unwrap() error { return e.err }
 // 7.1 as net/http does: a line ends with CRLF (no bare LF or CR, see
 // CVE-2025-22871), sizes are hex, data ends with CRLF, trailer lines are
 // header lines. Failures of src are *srcError.
+//
+// What it has for dst goes out before any read of src that may wait
+// (as relayN, and net/http's chunked reader, which returns the data it
+// has rather than wait for a size line that has not come whole): before a
+// line that src has not buffered whole, too, so that a peer that pauses
+// inside a size line holds back no chunk before it (nor, for a request,
+// its head).
 func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 	line := func() ([]byte, error) {
-		if src.Buffered() == 0 {
+		if !lineBuffered(src) {
 			if err := dst.Flush(); err != nil {
 				return nil, err
 			}
@@ -594,6 +601,13 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 			return err
 		}
 	}
+}
+
+// lineBuffered reports whether br holds a whole line, so that reading it
+// does not wait: the bytes it holds are looked at, none is read.
+func lineBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // validFieldLine reports whether l is a header line: a token, a colon and
