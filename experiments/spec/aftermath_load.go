@@ -53,6 +53,14 @@ const (
 	// pools.
 	minBurst      = 50
 	externalBurst = 100
+	// probeRounds is how many bursts each endpoint gets in a probe phase,
+	// in turn with the others': the most calls in flight over them is the
+	// limit. One burst can see fewer than the limit when the service took
+	// longer to admit the burst than the probe's latency holds a call
+	// (a Node service beside other work let 7 of its 10 overlap once); the
+	// first round also opens the service's connections to its
+	// dependencies for the next.
+	probeRounds = 2
 )
 
 // resolveAftermath makes the load shapes' durations absolute (T is t).
@@ -162,13 +170,13 @@ func (s *Spec) probeGap() time.Duration {
 	return s.Load.Probe.Latency.D + s.Service.Timeout.D + s.Service.MaxWait.D
 }
 
-// probeDuration is the length of each probe phase: one burst per endpoint
-// in turn.
+// probeDuration is the length of each probe phase: probeRounds bursts per
+// endpoint, the endpoints in turn.
 func (s *Spec) probeDuration() time.Duration {
 	if s.Load.Probe == nil {
 		return 0
 	}
-	return probeLead + time.Duration(len(s.Endpoints))*s.probeGap() + probeTail
+	return probeLead + time.Duration(probeRounds*len(s.Endpoints))*s.probeGap() + probeTail
 }
 
 // probePhase is a probe phase: every endpoint paused (the canary goes on).
@@ -189,9 +197,15 @@ func (s *Spec) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
 		switch {
 		case ph.Name == rundata.PhaseProbeBefore || ph.Name == rundata.PhaseProbeAfter:
 			n := s.burstSize(r.Mode, s.Load.Probe.Requests)
-			for i, e := range s.Endpoints {
-				out = append(out, loadgen.Burst{Label: ph.Name + "-" + e.Name, Target: e.Name, Requests: n,
-					At: at + probeLead + time.Duration(i)*s.probeGap()})
+			for k := range probeRounds {
+				for i, e := range s.Endpoints {
+					label := ph.Name + "-" + e.Name
+					if k > 0 {
+						label = fmt.Sprintf("%s-%d", label, k+1)
+					}
+					out = append(out, loadgen.Burst{Label: label, Target: e.Name, Requests: n,
+						At: at + probeLead + time.Duration(k*len(s.Endpoints)+i)*s.probeGap()})
+				}
 			}
 		case ph.Name == rundata.PhaseFault && r.Condition.Bursts != nil:
 			b := r.Condition.Bursts

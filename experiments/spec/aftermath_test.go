@@ -64,8 +64,8 @@ func TestLeakHuntPlan(t *testing.T) {
 				spikes = append(spikes, b)
 			}
 		}
-		if len(probes) != 4 {
-			t.Errorf("%s: %d probe bursts, want 2 per probe phase", r.ID, len(probes))
+		if len(probes) != 2*probeRounds*2 {
+			t.Errorf("%s: %d probe bursts, want %d rounds of one per endpoint per probe phase", r.ID, len(probes), probeRounds)
 		}
 		for _, b := range probes {
 			if b.Requests != size || b.At < start[rundata.PhaseProbeBefore] || (b.At > start[rundata.PhaseBaseline] && b.At < start[rundata.PhaseProbeAfter]) {
