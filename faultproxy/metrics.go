@@ -16,8 +16,9 @@ type metrics struct {
 	upstream       prometheus.Histogram
 	upstreamErrors prometheus.Counter
 	cancelled      prometheus.Counter
-	queueWait      prometheus.Histogram // capacity fault
-	overloaded     prometheus.Counter   // capacity fault
+	queueWait      prometheus.Histogram          // capacity fault
+	overloaded     prometheus.Counter            // capacity fault
+	clientErrors   map[string]prometheus.Counter // raw data plane, by reason (clientErrorReasons), pre-created
 }
 
 // delayBuckets cover 0.5 ms to 60 s, with extra resolution around the
@@ -71,7 +72,8 @@ func newMetrics(p *Proxy) *metrics {
 			Name: "faultproxy_capacity_overloaded_total",
 			Help: "Requests answered 503 (X-Dep-Overloaded) because the capacity fault's queue was full.",
 		}),
-		injected: map[string]prometheus.Counter{},
+		injected:     map[string]prometheus.Counter{},
+		clientErrors: map[string]prometheus.Counter{},
 	}
 	injected := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "faultproxy_faults_injected_total",
@@ -80,7 +82,14 @@ func newMetrics(p *Proxy) *metrics {
 	for _, t := range typeNames() {
 		m.injected[t] = injected.WithLabelValues(t)
 	}
-	reg.MustRegister(m.requests, injected, m.delay, m.upstream, m.upstreamErrors, m.cancelled, m.queueWait, m.overloaded,
+	clientErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "faultproxy_client_errors_total",
+		Help: "Requests the raw data plane refused for what their client sent, by reason: malformed (400: a head or a chunked body against RFC 9112), stalled_body (408: no byte of a body for the body idle timeout), head_too_large (431: a head over 1 MiB), unsupported (501 or 505: a transfer coding or an HTTP version it does not serve). The connection is closed; none is an upstream error or a cancellation, and those refused for a head that could not be parsed are not in faultproxy_requests_total.",
+	}, []string{"reason"})
+	for _, r := range clientErrorReasons {
+		m.clientErrors[r] = clientErrors.WithLabelValues(r)
+	}
+	reg.MustRegister(m.requests, injected, clientErrors, m.delay, m.upstream, m.upstreamErrors, m.cancelled, m.queueWait, m.overloaded,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "faultproxy_inflight_requests",
 			Help: "Data-plane requests in progress (delayed, hanging or forwarded).",

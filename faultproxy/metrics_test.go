@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -106,7 +107,8 @@ func TestUpstreamDuration(t *testing.T) {
 
 // TestMetricsExposition: the control API's /metrics shows the upstream
 // duration's buckets and the Go runtime's scheduling latency and GC pauses
-// (runtimestats), next to the Go and process collectors.
+// (runtimestats), next to the Go and process collectors, and every reason
+// of the client errors before any was counted.
 func TestMetricsExposition(t *testing.T) {
 	e := newEnv(t)
 	if status, _, _, err := e.get(context.Background(), "/", ""); err != nil || status != 200 {
@@ -125,6 +127,10 @@ func TestMetricsExposition(t *testing.T) {
 		runtimestats.GCPause + "_count",
 		"go_goroutines",
 		"process_cpu_seconds_total",
+		`faultproxy_client_errors_total{reason="malformed"} 0`,
+		`faultproxy_client_errors_total{reason="stalled_body"} 0`,
+		`faultproxy_client_errors_total{reason="head_too_large"} 0`,
+		`faultproxy_client_errors_total{reason="unsupported"} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -267,4 +273,41 @@ func TestInflightEndsBeforeTheAnswer(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
+}
+
+// clientErrors returns p's faultproxy_client_errors_total by reason.
+func clientErrors(p *Proxy) map[string]float64 {
+	m := map[string]float64{}
+	for _, r := range clientErrorReasons {
+		m[r] = val(p.m.clientErrors[r])
+	}
+	return m
+}
+
+// refusedOnce returns "" if p counted one client error under reason since
+// before (clientErrors then), and none under another (none at all for
+// reason ""); else what it counted.
+func refusedOnce(p *Proxy, before map[string]float64, reason string) string {
+	now := clientErrors(p)
+	var got []string
+	ok := true
+	for _, r := range clientErrorReasons {
+		d := now[r] - before[r]
+		if d != 0 {
+			got = append(got, fmt.Sprintf("%s +%v", r, d))
+		}
+		want := 0.0
+		if r == reason {
+			want = 1
+		}
+		ok = ok && d == want
+	}
+	if ok {
+		return ""
+	}
+	want := "nothing"
+	if reason != "" {
+		want = reason + " +1"
+	}
+	return fmt.Sprintf("faultproxy_client_errors_total %v, want %s", got, want)
 }

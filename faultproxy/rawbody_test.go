@@ -102,8 +102,9 @@ func finalAnswer(br *bufio.Reader) (*http.Response, error) {
 // (with Content-Length or chunked, anywhere in the body) is answered 408
 // and its connection closed once it has sent nothing for the body idle
 // timeout, not before; the upstream's read of the body ends with an error
-// (its connection is closed, not pooled); it counts as neither an upstream
-// error nor a cancellation, and no goroutine or socket is left.
+// (its connection is closed, not pooled); it counts once as a stalled_body
+// client error, and as neither an upstream error nor a cancellation, and
+// no goroutine or socket is left.
 func TestRawStalledBody(t *testing.T) {
 	const d = 300 * time.Millisecond
 	ends := make(chan bodyEnd, 64)
@@ -129,6 +130,7 @@ func TestRawStalledBody(t *testing.T) {
 			}
 			defer conn.Close()
 			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			before := clientErrors(e.p)
 			start := time.Now()
 			_, _ = io.WriteString(conn, tc.sent)
 			br := bufio.NewReader(conn)
@@ -143,6 +145,9 @@ func TestRawStalledBody(t *testing.T) {
 			}
 			if took < d-d/120 || took > 5*time.Second {
 				t.Errorf("sent %q and stalled: answered after %v, want after the body idle timeout %v (bound 5 s)", tc.sent, took, d)
+			}
+			if msg := refusedOnce(e.p, before, reasonStalledBody); msg != "" {
+				t.Errorf("sent %q and stalled: %s", tc.sent, msg)
 			}
 			select {
 			case end := <-ends:

@@ -178,7 +178,8 @@ func exchange(t *testing.T, e *fwdEnv, raw string) (*http.Response, string, stri
 
 // TestRawMalformedChunkedRequest: a chunked request body that breaks
 // RFC 9112's syntax is answered 400 at once, the connection closes, and it
-// counts as no upstream error (the upstream is not at fault); before its
+// counts as a malformed client error, once, and as no upstream error (the
+// upstream is not at fault); before its
 // syntax error, the upstream got an unfinished request it never answers.
 func TestRawMalformedChunkedRequest(t *testing.T) {
 	var up upstreamSeen
@@ -205,11 +206,15 @@ func TestRawMalformedChunkedRequest(t *testing.T) {
 		"extension with a control": "3;a\x01\r\nabc\r\n0\r\n\r\n",
 	} {
 		start := time.Now()
+		before := clientErrors(e.p)
 		resp, _, _ := exchange(t, e, head+body)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest || !resp.Close {
 			t.Errorf("%s: answer %v, want 400 and close", name, resp)
 		} else if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("%s: 400 after %v, want it at once", name, took)
+		}
+		if msg := refusedOnce(e.p, before, reasonMalformed); msg != "" {
+			t.Errorf("%s: %s", name, msg)
 		}
 	}
 	if n := val(e.p.m.upstreamErrors); n != 0 {
@@ -230,16 +235,20 @@ func TestRawMalformedChunkedRequest(t *testing.T) {
 		"trailer":             "3\r\nabc\r\n0\r\nX-T: v\r\n\r\n",
 		"last-chunk with ext": "3\r\nabc\r\n0;z\r\n\r\n",
 	} {
+		before := clientErrors(e.p)
 		resp, b, _ := exchange(t, e, strings.Replace(head, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)+body)
 		if resp == nil || resp.StatusCode != 200 || b != "for /c" {
 			t.Errorf("%s: answer %v %q, want 200", name, resp, b)
+		}
+		if msg := refusedOnce(e.p, before, ""); msg != "" {
+			t.Errorf("%s: %s", name, msg)
 		}
 	}
 }
 
 // TestRawTransferEncoding: a request framed by anything but one
-// Transfer-Encoding line of exactly "chunked" is answered 501 and reaches
-// no upstream (net/http's rule): with an empty second line, the body
+// Transfer-Encoding line of exactly "chunked" is answered 501 (counted
+// once as unsupported) and reaches no upstream (net/http's rule): with an empty second line, the body
 // would otherwise be read as a second request (smuggling).
 func TestRawTransferEncoding(t *testing.T) {
 	var up upstreamSeen
@@ -254,9 +263,13 @@ func TestRawTransferEncoding(t *testing.T) {
 		"Transfer-Encoding:\r\nTransfer-Encoding: chunked\r\n",
 		"Transfer-Encoding: \r\n",
 	} {
+		before := clientErrors(e.p)
 		resp, _, rest := exchange(t, e, "POST /te HTTP/1.1\r\nHost: x\r\nContent-Length: 24\r\n"+te+"\r\n"+smuggled)
 		if resp == nil || resp.StatusCode != http.StatusNotImplemented || !resp.Close || rest != "" {
 			t.Errorf("%q: answer %v, then %q; want 501, close, nothing more", te, resp, rest)
+		}
+		if msg := refusedOnce(e.p, before, reasonUnsupported); msg != "" {
+			t.Errorf("%q: %s", te, msg)
 		}
 	}
 	if s := up.seen(); len(s) != 0 {
@@ -274,7 +287,7 @@ func TestRawTransferEncoding(t *testing.T) {
 }
 
 // TestRawRequestHeadStrictness: what RFC 9112 answers 400 is answered
-// 400: a signed or listed Content-Length, two Host lines, a Host with
+// 400 (and counted as malformed, once): a signed or listed Content-Length, two Host lines, a Host with
 // bytes a host cannot have, a bad %-escape in the path, * but for
 // OPTIONS. A later HTTP/1.x is read as HTTP/1.1.
 func TestRawRequestHeadStrictness(t *testing.T) {
@@ -294,9 +307,13 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 		"GET /a% HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET * HTTP/1.1\r\nHost: a\r\n\r\n", // asterisk-form is for OPTIONS only
 	} {
+		before := clientErrors(e.p)
 		resp, _, _ := exchange(t, e, h)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%q: answer %v, want 400", h, resp)
+		}
+		if msg := refusedOnce(e.p, before, reasonMalformed); msg != "" {
+			t.Errorf("%q: %s", h, msg)
 		}
 	}
 	if s := up.seen(); len(s) != 0 {

@@ -178,19 +178,21 @@ func (p *Proxy) upstreamErrorRaw(c *rconn, err error, keep bool) bool {
 
 // clientBodyErrorRaw ends a request whose body could not be read from the
 // client: 400 for a malformed one (RFC 9112, 7.1); 408 for one that
-// stopped coming (errBodyIdle), if no answer has begun; nothing if the
-// client went away, which alone counts as cancelled. None is an upstream
-// error. The connection closes.
+// stopped coming (errBodyIdle), if no answer has begun; both count as
+// client errors (refuse). Nothing if the client went away, which alone
+// counts as cancelled. None is an upstream error. The connection closes.
 func (p *Proxy) clientBodyErrorRaw(c *rconn, err *srcError) bool {
 	switch {
 	case errors.Is(err, errBadChunk):
 		c.answering()
-		c.writeProtocolError(http.StatusBadRequest)
+		c.refuse(http.StatusBadRequest, reasonMalformed)
 	case errors.Is(err, errBodyIdle):
-		if c.counted != nil { // no answer has begun (see answering)
-			c.answering()
-			c.writeProtocolError(http.StatusRequestTimeout)
+		if c.counted == nil { // an answer has begun (see answering)
+			p.m.clientErrors[reasonStalledBody].Inc()
+			break
 		}
+		c.answering()
+		c.refuse(http.StatusRequestTimeout, reasonStalledBody)
 	default:
 		p.m.cancelled.Inc()
 	}
@@ -224,7 +226,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 	req := &c.req
 	target, err := p.outTarget(req.line[1])
 	if err != nil {
-		c.writeProtocolError(http.StatusBadRequest)
+		c.refuse(http.StatusBadRequest, reasonMalformed)
 		return false
 	}
 	out := append(c.out[:0], req.line[0]...)

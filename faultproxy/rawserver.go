@@ -288,7 +288,7 @@ func (c *rconn) serve() {
 		err := readHead(c.br, &c.req)
 		if err != nil {
 			if err == errHeadTooLarge {
-				c.writeProtocolError(http.StatusRequestHeaderFieldsTooLarge)
+				c.refuse(http.StatusRequestHeaderFieldsTooLarge, reasonHeadTooLarge)
 			}
 			return
 		}
@@ -296,11 +296,11 @@ func (c *rconn) serve() {
 		if err := c.req.parse(true); err != nil {
 			switch err {
 			case errVersion:
-				c.writeProtocolError(http.StatusHTTPVersionNotSupported)
+				c.refuse(http.StatusHTTPVersionNotSupported, reasonUnsupported)
 			case errEncoding:
-				c.writeProtocolError(http.StatusNotImplemented)
+				c.refuse(http.StatusNotImplemented, reasonUnsupported)
 			default:
-				c.writeProtocolError(http.StatusBadRequest)
+				c.refuse(http.StatusBadRequest, reasonMalformed)
 			}
 			return
 		}
@@ -332,6 +332,25 @@ func (c *rconn) trimBuffers() {
 	if cap(c.out) > keepHeadBytes {
 		c.out = nil
 	}
+}
+
+// Reasons of faultproxy_client_errors_total: why the raw data plane
+// refused a request for what its client sent.
+const (
+	reasonMalformed    = "malformed"      // 400: a head or a chunked body against RFC 9112
+	reasonStalledBody  = "stalled_body"   // 408: a body that stopped coming (errBodyIdle)
+	reasonHeadTooLarge = "head_too_large" // 431: errHeadTooLarge
+	reasonUnsupported  = "unsupported"    // 501, 505: errEncoding, errVersion
+)
+
+var clientErrorReasons = []string{reasonMalformed, reasonStalledBody, reasonHeadTooLarge, reasonUnsupported}
+
+// refuse counts a request refused for what its client sent under reason
+// (faultproxy_client_errors_total) and answers it code; the connection
+// is to close.
+func (c *rconn) refuse(code int, reason string) {
+	c.s.p.m.clientErrors[reason].Inc()
+	c.writeProtocolError(code)
 }
 
 // writeProtocolError answers a request that could not be read, and the

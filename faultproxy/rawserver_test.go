@@ -82,29 +82,42 @@ func TestRawHTTP10(t *testing.T) {
 }
 
 // TestRawBadRequests: requests that cannot be read are answered with the
-// status net/http gives them, and the connection closes.
+// status net/http gives them, and the connection closes; each is counted
+// once in faultproxy_client_errors_total under its reason.
 func TestRawBadRequests(t *testing.T) {
 	e := newFwdEnv(t, echoPath(), "")
-	for req, want := range map[string]int{
-		"GET / HTTP/1.1\r\n\r\n":                                                      400, // no Host
-		"GET / HTTP/1.1\r\nHost: x\r\nBad Header: v\r\n\r\n":                          400,
-		"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n":                                400,
-		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n": 400,
-		"GET / HTTP/2.0\r\nHost: x\r\n\r\n":                                           505,
-		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n":               501,
-		"GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 2<<20) + "\r\n\r\n":  431,
+	for _, tc := range []struct {
+		req    string
+		want   int
+		reason string
+	}{
+		{"GET / HTTP/1.1\r\n\r\n", 400, reasonMalformed}, // no Host
+		{"GET / HTTP/1.1\r\nHost: x\r\nBad Header: v\r\n\r\n", 400, reasonMalformed},
+		{"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400, reasonMalformed},
+		{"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, reasonMalformed},
+		{"GET http://x/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400, reasonMalformed}, // a target that cannot be forwarded
+		{"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, reasonUnsupported},
+		{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, reasonUnsupported},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", 431, reasonHeadTooLarge},
 	} {
+		before := clientErrors(e.p)
 		conn, br := rawDial(t, e)
-		go func() { _, _ = io.WriteString(conn, req) }()
+		go func() { _, _ = io.WriteString(conn, tc.req) }()
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
-			t.Errorf("%.60q: %v", req, err)
+			t.Errorf("%.60q: %v", tc.req, err)
 			continue
 		}
 		resp.Body.Close()
-		if resp.StatusCode != want || !resp.Close {
-			t.Errorf("%.60q: %d (close %v), want %d and close", req, resp.StatusCode, resp.Close, want)
+		if resp.StatusCode != tc.want || !resp.Close {
+			t.Errorf("%.60q: %d (close %v), want %d and close", tc.req, resp.StatusCode, resp.Close, tc.want)
 		}
+		if msg := refusedOnce(e.p, before, tc.reason); msg != "" {
+			t.Errorf("%.60q: %s", tc.req, msg)
+		}
+	}
+	if n := val(e.p.m.upstreamErrors); n != 0 {
+		t.Errorf("faultproxy_upstream_errors_total = %v after bad requests, want 0", n)
 	}
 }
 
