@@ -63,6 +63,12 @@ func TestUpstreamDuration(t *testing.T) {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
 		}
+		// The raw plane observes a call just after its answer went out:
+		// the client can have read the answer first.
+		waitFor(t, "the last call to be observed", func() bool {
+			c, _ := histogram(t, p, "faultproxy_upstream_duration_seconds")
+			return c >= n
+		})
 		count, sum := histogram(t, p, "faultproxy_upstream_duration_seconds")
 		mean := time.Duration(sum / float64(max(count, 1)) * float64(time.Second))
 		// The upstream's own time at least; well below the injected delay
