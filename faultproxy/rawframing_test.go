@@ -346,7 +346,8 @@ func TestRawBadGatewayKeepsClient(t *testing.T) {
 // of a chunked body passed on (the connection is cut, its answer
 // unfinished), no control byte of
 // a reason phrase, no framing on a 1xx or a 204, no chunking on a HEAD
-// answer.
+// answer; framing that a next hop may read otherwise (two
+// Transfer-Encoding lines, one in an answer below HTTP/1.1) is a 502.
 func TestRawAnswerFraming(t *testing.T) {
 	answers := map[string]string{
 		"/barelf":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
@@ -360,6 +361,8 @@ func TestRawAnswerFraming(t *testing.T) {
 		"/304":     "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n",
 		"/head":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
 		"/te2":     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n0\r\n\r\n",
+		"/te10":    "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"/te01":    "HTTP/0.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 	}
 	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
 		for {
@@ -392,8 +395,14 @@ func TestRawAnswerFraming(t *testing.T) {
 			t.Errorf("GET %s: the client got %q, want no %q (the connection cut)", path, got, bad)
 		}
 	}
-	if got := get("GET", "/te2"); !strings.HasPrefix(got, "HTTP/1.1 502 ") {
-		t.Errorf("an answer with two Transfer-Encoding lines: the client got %q, want 502", got)
+	for path, what := range map[string]string{
+		"/te2":  "two Transfer-Encoding lines",
+		"/te10": "HTTP/1.0 and Transfer-Encoding", // net/http reads it until close, chunk sizes and all (RFC 9112, 6.1: faulty framing)
+		"/te01": "HTTP/0.1 and Transfer-Encoding",
+	} {
+		if got := get("GET", path); !strings.HasPrefix(got, "HTTP/1.1 502 ") {
+			t.Errorf("an answer with %s: the client got %q, want 502", what, got)
+		}
 	}
 	for _, path := range []string{"/reason", "/reason2"} {
 		if got := get("GET", path); !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") || strings.Contains(got, "\r\nSet-Cookie") || strings.Count(got, "\r") != strings.Count(got, "\r\n") {

@@ -223,7 +223,13 @@ func (h *head) parse(req bool) error {
 		// Only one Transfer-Encoding line, and only chunked, as net/http
 		// (and nginx) have it: every other coding, list or repetition is a
 		// way of framing that a next hop may read otherwise (smuggling).
-		if teLines > 1 || !eqFold(te, "chunked") || h.minor == 0 && req {
+		// Nor in a message read as HTTP/1.0, whose framing RFC 9112, 6.1
+		// calls faulty: net/http ignores the header below HTTP/1.1 and
+		// reads the body as if it were not chunked (an answer until its
+		// connection closes, chunk sizes and all). An answer of another
+		// major version is read as HTTP/1.0 (parseVersion), so refused
+		// too.
+		if teLines > 1 || !eqFold(te, "chunked") || h.minor == 0 {
 			return errEncoding
 		}
 		if clSeen {
