@@ -472,3 +472,31 @@ func TestRawUpgradeOutlivesIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRawAnswerPassedOnUpToItsFailure: what the upstream sent of an
+// answer's body before its framing broke reaches the client, then the
+// connection is cut, as through ReverseProxy: an HTTP/1.1 client gets the
+// data and a body cut short; an HTTP/1.0 client, whose answer ends where
+// its connection closes, gets the data (and cannot tell the rest is
+// missing, whatever a proxy does). (Found by FuzzDifferential: an
+// HTTP/1.0 client got none of it.)
+func TestRawAnswerPassedOnUpToItsFailure(t *testing.T) {
+	e := newRawEnv(t, rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX") // no CRLF after the data
+		}
+	}))
+	for _, version := range []string{"HTTP/1.1", "HTTP/1.0"} {
+		conn, br := rawDial(t, e)
+		_, _ = io.WriteString(conn, "GET /broken "+version+"\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Errorf("%s: %v, want the answer's head", version, err)
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		if cut := err != nil; string(b) != "hello" || cut != (version == "HTTP/1.1") {
+			t.Errorf("%s: the client read %q, %v; want hello, cut short if it can tell", version, b, err)
+		}
+	}
+}

@@ -410,6 +410,11 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	}
 	if err == nil {
 		err = c.bw.Flush()
+	} else if se := (*srcError)(nil); errors.As(err, &se) {
+		// The upstream's answer broke off: what came of it before goes
+		// to the client all the same (as ReverseProxy passes on what it
+		// read), and the connection is cut.
+		_ = c.bw.Flush()
 	}
 	if whole {
 		c.s.slow.remove(c)
