@@ -1,15 +1,19 @@
 package faultproxy
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,26 +254,44 @@ func TestInflightPeak(t *testing.T) {
 // TestInflightEndsBeforeTheAnswer: on the raw data plane a request leaves
 // the in-flight count before its answer goes out, for every kind of
 // answer, so that the count never holds a call whose caller already has
-// its answer (and may have sent the next one in its place): once the
-// client holds the answer's head, the count is 0.
+// its answer (and may have sent the next one in its place): no byte of an
+// answer is written to the client while the count is not 0, and once the
+// client holds the answer's head, the count is 0. A case with raw sends
+// that request on a connection of its own instead of a GET.
 func TestInflightEndsBeforeTheAnswer(t *testing.T) {
+	if !rawSupported {
+		t.Skip("no raw data plane here")
+	}
 	for _, tt := range []struct {
 		name   string
 		faults []Fault
+		raw    string
+		status int
 	}{
-		{"forwarded", nil},
-		{"error", []Fault{{Type: TypeError, Percent: 100, Status: 503}}},
-		{"payload", []Fault{{Type: TypePayload, Percent: 100, Size: 64 << 10}}},
-		{"delayed then forwarded", []Fault{{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond}}},
+		{"forwarded", nil, "", 200},
+		{"error", []Fault{{Type: TypeError, Percent: 100, Status: 503}}, "", 503},
+		{"payload", []Fault{{Type: TypePayload, Percent: 100, Size: 64 << 10}}, "", 200},
+		{"delayed then forwarded", []Fault{{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond}}, "", 200},
+		{"a target that cannot be forwarded", nil, "GET http://x/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 	} {
 		e := newEnv(t)
 		if err := e.p.SetFaults(tt.faults); err != nil {
 			t.Fatal(err)
 		}
+		dataURL, atWrite := serveRawCountingWrites(t, e.p)
 		for i := range 20 {
-			resp, err := e.hc.Get(e.dataURL + "/x")
+			var resp *http.Response
+			var err error
+			if tt.raw != "" {
+				resp, err = rawRequest(dataURL, tt.raw)
+			} else {
+				resp, err = e.hc.Get(dataURL + "/x")
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if resp.StatusCode != tt.status {
+				t.Errorf("%s, request %d: %d, want %d", tt.name, i, resp.StatusCode, tt.status)
 			}
 			// The head is here; the body may still be on its way.
 			if n := e.p.Inflight(); n != 0 {
@@ -277,8 +299,97 @@ func TestInflightEndsBeforeTheAnswer(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if n := atWrite.Swap(0); n != 0 {
+				t.Errorf("%s, request %d: %d in flight as its answer was written, want 0", tt.name, i, n)
+			}
 		}
 	}
+}
+
+// serveRawCountingWrites serves p's raw data plane on a listener of its
+// own until the test ends, and returns its URL and the most requests that
+// p counted in flight as bytes were written to a client (before they went
+// out), since the caller last swapped it for 0.
+func serveRawCountingWrites(t *testing.T, p *Proxy) (string, *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &countingListener{Listener: ln, p: p}
+	s := newRawServer(p, log.New(io.Discard, "", 0))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Serve(l)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		<-done
+	})
+	return "http://" + ln.Addr().String(), &l.atWrite
+}
+
+// countingListener's connections record p's in-flight count, at its
+// highest, in atWrite before each write.
+type countingListener struct {
+	net.Listener
+	p       *Proxy
+	atWrite atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, l: l}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	l *countingListener
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n := c.l.p.Inflight()
+	for m := c.l.atWrite.Load(); n > m; m = c.l.atWrite.Load() {
+		if c.l.atWrite.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// SyscallConn is the TCP connection's, so that the raw plane watches the
+// client as it does without the wrapper.
+func (c *countingConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
+
+// rawRequest sends req as it is on a new connection to dataURL and reads
+// the answer's head; closing its body closes the connection.
+func rawRequest(dataURL, req string) (*http.Response, error) {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(dataURL, "http://"))
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{resp.Body, conn}
+	return resp, nil
 }
 
 // clientErrors returns p's faultproxy_client_errors_total by reason.

@@ -226,6 +226,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 	req := &c.req
 	target, err := p.outTarget(req.line[1])
 	if err != nil {
+		c.answering()
 		c.refuse(http.StatusBadRequest, reasonMalformed)
 		return false
 	}
