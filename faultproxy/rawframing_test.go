@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -324,20 +325,36 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 	}
 }
 
-// TestRawBadGatewayKeepsClient: a 502 for an upstream that closed without
-// an answer leaves the client connection open for its next request, as
-// net/http's server does.
+// TestRawBadGatewayKeepsClient: a 502 for a request read whole leaves the
+// client connection open for its next request, as net/http's server does:
+// for an upstream that closed without an answer, and for a 101 to a
+// request without Upgrade (ReverseProxy's 502 too).
 func TestRawBadGatewayKeepsClient(t *testing.T) {
 	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
 		r, err := http.ReadRequest(br)
-		if err == nil && r.URL.Path != "/none" {
+		switch {
+		case err != nil || r.URL.Path == "/none":
+		case r.URL.Path == "/101":
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		default:
 			okFor(conn, r)
 		}
 	})
 	e := newRawEnv(t, addr)
-	resp, _, rest := exchange(t, e, "GET /none HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-	if resp == nil || resp.StatusCode != http.StatusBadGateway || resp.Close || !strings.HasSuffix(rest, "for /next") {
-		t.Errorf("502 then the next request: %v, then %q; want a 502 without close, then for /next", resp, rest)
+	for _, first := range []string{
+		"GET /none HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /101 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /101 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+	} {
+		resp, _, rest := exchange(t, e, first+"GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if resp == nil || resp.StatusCode != http.StatusBadGateway || resp.Close || !strings.HasSuffix(rest, "for /next") {
+			got := "no answer"
+			if resp != nil {
+				got = fmt.Sprintf("%d (close %v)", resp.StatusCode, resp.Close)
+			}
+			t.Errorf("%q: %s, then %q; want a 502 without close, then for /next", first, got, rest)
+		}
 	}
 }
 

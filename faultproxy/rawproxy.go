@@ -388,7 +388,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	if res.status == http.StatusSwitchingProtocols {
 		if !req.upgrade {
 			pc.c.Close()
-			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"), false)
+			return p.upstreamErrorRaw(c, errors.New("101 Switching Protocols to a request without Upgrade"), !spent)
 		}
 		return p.tunnel(c, pc)
 	}
