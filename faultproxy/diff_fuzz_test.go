@@ -404,7 +404,7 @@ func sameFailure(ours, oracle diffResult) bool {
 		a, b = b, a
 	}
 	n := len(b)
-	if !slices.Equal(a[:n], b) || a[n] != "bad gateway" {
+	if len(a) == n || !slices.Equal(a[:n], b) || a[n] != "bad gateway" {
 		return false
 	}
 	m := min(len(ours.seen), len(oracle.seen))
