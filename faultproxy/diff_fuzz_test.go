@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -58,6 +60,7 @@ import (
 // and records what it parsed.
 type diffUpstream struct {
 	addr   string
+	served atomic.Int64 // connections served to their end
 	mu     sync.Mutex
 	answer []byte
 	seen   []string
@@ -83,6 +86,7 @@ func newDiffUpstream(t testing.TB) *diffUpstream {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer u.served.Add(1)
 				defer c.Close()
 				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 				u.serve(c)
@@ -170,6 +174,10 @@ type diffEnv struct {
 	ours, oracle     string // data-plane addresses
 	upOurs, upOracle *diffUpstream
 	p                *Proxy
+	oracleConns      atomic.Int32 // the oracle's client connections not yet closed
+	// the connections each side opened to its upstream: all of them
+	// served (see settle), nothing of an exchange is still to come
+	dialedOurs, dialedOracle atomic.Int64
 }
 
 func newDiffEnv(t testing.TB) *diffEnv {
@@ -180,6 +188,10 @@ func newDiffEnv(t testing.TB) *diffEnv {
 		t.Fatal(err)
 	}
 	d.p = p
+	p.h1.dialer.Control = func(string, string, syscall.RawConn) error {
+		d.dialedOurs.Add(1)
+		return nil
+	}
 	srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +201,14 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	tr := NewTransport()
 	tr.ForceAttemptHTTP2 = false
 	tr.DisableKeepAlives = true // the upstream closes after each answer: no stale connections
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			d.dialedOracle.Add(1)
+		}
+		return c, err
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(ou) },
 		Transport: tr,
@@ -200,6 +220,14 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	}
 	oracle := httptest.NewUnstartedServer(rp)
 	oracle.Config.ErrorLog = log.New(io.Discard, "", 0)
+	oracle.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			d.oracleConns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			d.oracleConns.Add(-1)
+		}
+	}
 	oracle.Start()
 	d.oracle = oracle.Listener.Addr().String()
 	t.Cleanup(func() {
@@ -331,16 +359,32 @@ type diffResult struct {
 	answers []string // what the client received
 }
 
+// run sends reqs through both sides in turn. What an upstream parsed is
+// taken once that side is done with the exchange, every connection it
+// opened to its upstream served to its end (see settle), so that a request
+// still on its way when the client's connection ended (a body the oracle
+// streams on until its read fails, on a connection its upstream had not
+// yet accepted) is not counted in the next run.
 func (d *diffEnv) run(reqs, answer []byte) (ours, oracle diffResult) {
 	methods := clientMethods(reqs)
 	d.upOurs.reset(answer)
 	ours.answers = describeAnswers(exchange1(d.ours, reqs), methods)
+	settle(func() bool { return d.p.Inflight() == 0 && d.upOurs.served.Load() == d.dialedOurs.Load() })
 	ours.seen = d.upOurs.reset(answer)
 	d.upOracle.reset(answer)
 	oracle.answers = describeAnswers(exchange1(d.oracle, reqs), methods)
+	settle(func() bool { return d.oracleConns.Load() == 0 && d.upOracle.served.Load() == d.dialedOracle.Load() })
 	oracle.seen = d.upOracle.reset(nil)
 	d.p.closeIdleConnections()
 	return ours, oracle
+}
+
+// settle waits until done, for at most 3 s (past the upstream's 2 s
+// deadline on a connection).
+func settle(done func() bool) {
+	for deadline := time.Now().Add(3 * time.Second); !done() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // trimCut drops a trailing "cut" (a connection that ends without (the
