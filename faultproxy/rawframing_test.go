@@ -380,6 +380,9 @@ func TestRawAnswerFraming(t *testing.T) {
 		"/te2":     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n0\r\n\r\n",
 		"/te10":    "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 		"/te01":    "HTTP/0.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"/crlf":    "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/lf":      "\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/103crlf": "HTTP/1.1 103 Early Hints\r\n\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 	}
 	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
 		for {
@@ -416,6 +419,8 @@ func TestRawAnswerFraming(t *testing.T) {
 		"/te2":  "two Transfer-Encoding lines",
 		"/te10": "HTTP/1.0 and Transfer-Encoding", // net/http reads it until close, chunk sizes and all (RFC 9112, 6.1: faulty framing)
 		"/te01": "HTTP/0.1 and Transfer-Encoding",
+		"/crlf": "an empty line before it", // RFC 9112, 2.2 allows it before a request line only; net/http refuses it
+		"/lf":   "an empty line (LF) before it",
 	} {
 		if got := get("GET", path); !strings.HasPrefix(got, "HTTP/1.1 502 ") {
 			t.Errorf("an answer with %s: the client got %q, want 502", what, got)
@@ -425,6 +430,9 @@ func TestRawAnswerFraming(t *testing.T) {
 		if got := get("GET", path); !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") || strings.Contains(got, "\r\nSet-Cookie") || strings.Count(got, "\r") != strings.Count(got, "\r\n") {
 			t.Errorf("GET %s: the client got %q, want a clean 200 OK status line", path, got)
 		}
+	}
+	if got := get("GET", "/103crlf"); !strings.HasPrefix(got, "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 502 ") {
+		t.Errorf("a 103 and an empty line before the answer: the client got %q, want the 103, then 502", got)
 	}
 	if got := get("GET", "/103"); !strings.HasPrefix(got, "HTTP/1.1 103 Early Hints\r\nLink: </s>\r\n\r\nHTTP/1.1 200 OK\r\n") || !strings.HasSuffix(got, "\r\n\r\nok") {
 		t.Errorf("a 103 with Transfer-Encoding: the client got %q, want the 103 without it, then the 200", got)

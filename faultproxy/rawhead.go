@@ -37,6 +37,8 @@ type head struct {
 	buf  []byte
 	line [3][]byte // request: method, target, version; response: version, code, reason
 	hdrs []hdr
+	// afterEmpty: readHead skipped empty lines before the start line.
+	afterEmpty bool
 	// minor is the HTTP/1 minor version (0 or 1; 1 for a later 1.x).
 	minor int
 	// oddMajor: a version other than HTTP/1.x (an answer read as 1.0).
@@ -63,9 +65,12 @@ type head struct {
 
 // readHead reads one head (start line and header lines up to the empty
 // line) from br into h, reusing h's buffers. Leading empty lines are
-// skipped, as net/http does.
+// skipped, as RFC 9112, 2.2 asks of a server before a request line, and
+// noted in h.afterEmpty: parse refuses an answer after them, as net/http
+// does (the RFC allows them before a request only).
 func readHead(br *bufio.Reader, h *head) error {
 	h.buf = h.buf[:0]
+	h.afterEmpty = false
 	lineStart := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -86,6 +91,7 @@ func readHead(br *bufio.Reader, h *head) error {
 		if len(l) == 1 || len(l) == 2 && l[0] == '\r' { // an empty line
 			if lineStart == 0 {
 				h.buf = h.buf[:0]
+				h.afterEmpty = true
 				continue
 			}
 			return nil
@@ -111,6 +117,9 @@ func (h *head) parse(req bool) error {
 	var connUpgrade, keepAlive, hasUpgrade, clSeen, hasConn bool
 	var te []byte
 	teLines := 0
+	if h.afterEmpty && !req {
+		return errBadHead
+	}
 	b := h.buf
 	for i := 0; len(b) > 0; i++ {
 		j := bytes.IndexByte(b, '\n')
