@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How often an experiment decides its verdicts beside other work:
 #
-#   bash scripts/decided.sh [-n RUNS] [-duty SHARE] [PRESET] [-- run flags...]
+#   bash scripts/decided.sh [-n RUNS] [-duty SHARE] [-keep DIR] [PRESET] [-- run flags...]
 #
 # Builds bulkheadlab, starts a process that keeps one core busy for SHARE
 # of every 10 ms (default 0.5: 5 ms busy, 5 ms asleep, at the default
@@ -9,18 +9,21 @@
 # `bulkheadlab run PRESET` RUNS times (default 10, the default experiment)
 # beside it and prints, per verdict, how many runs decided it (SUPPORTED or
 # NOT SUPPORTED) and how many gave each outcome, with every run's exit code
-# and duration. -duty 0 runs without the busy process. Needs python3 for
-# the busy process and for reading summary.json.
+# and duration. -duty 0 runs without the busy process; -keep DIR keeps each
+# run's summary.json and console output there. Needs python3 for the busy
+# process and for reading summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=10
 duty=0.5
 preset=slow-dependency
+keep=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-n) runs=$2; shift 2 ;;
 	-duty) duty=$2; shift 2 ;;
+	-keep) keep=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) echo "decided.sh: unknown flag $1" >&2; exit 2 ;;
 	*) preset=$1; shift ;;
@@ -68,6 +71,11 @@ except OSError:
 print(", ".join("%s %s" % (v["name"], v["outcome"]) for v in d["verdicts"]))' "$sum")
 	echo "| $i | $rc | $secs | $line |"
 	[ -f "$sum" ] && cp "$sum" "$work/summary-$i.json"
+	if [ -n "$keep" ]; then
+		mkdir -p "$keep"
+		cp "$work/console-$i.txt" "$keep/"
+		[ -f "$sum" ] && cp "$sum" "$keep/summary-$i.json"
+	fi
 done
 
 echo
