@@ -6,11 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/sockets"
 	"go.uber.org/goleak"
 )
 
@@ -72,22 +72,6 @@ func bodyUpstream(t *testing.T, ends chan<- bodyEnd) string {
 	})
 }
 
-// openSockets counts the process's open sockets; −1 where that cannot be
-// told (no /proc).
-func openSockets() int {
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, e := range es {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
-			n++
-		}
-	}
-	return n
-}
-
 // finalAnswer reads answers from br until one that is not interim (1xx).
 func finalAnswer(br *bufio.Reader) (*http.Response, error) {
 	for {
@@ -123,7 +107,7 @@ func TestRawStalledBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			idle := goleak.IgnoreCurrent()
-			sockets := openSockets()
+			socks := sockets.Open()
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
@@ -162,8 +146,8 @@ func TestRawStalledBody(t *testing.T) {
 			conn.Close()
 			waitFor(t, "the request to leave the in-flight count", func() bool { return e.p.Inflight() == 0 })
 			goleak.VerifyNone(t, idle)
-			if sockets >= 0 {
-				waitFor(t, "the client's and the upstream's sockets to close", func() bool { return openSockets() <= sockets })
+			if socks >= 0 {
+				waitFor(t, "the client's and the upstream's sockets to close", func() bool { return sockets.Open() <= socks })
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/sockets"
 )
 
 func TestMain(m *testing.M) {
@@ -182,37 +183,19 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// openFDs counts this process's open sockets (Linux; -1 elsewhere): the
-// descriptors a connection can leak. Other descriptors come and go with the
-// runtime and the test framework (cgroup files, timers, pipes) and made the
-// count flicker under load.
-func openFDs() int {
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, e := range es {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
-			n++
-		}
-	}
-	return n
-}
-
 // checkFDs fails t if, after the test's cleanups, more descriptors are open
 // than before it (allowing a moment for closes to land).
 func checkFDs(t *testing.T) {
 	// The process's one kernel timer (faultproxy.SleepUntil) is made on
 	// first use and kept: make it before counting.
 	faultproxy.SleepUntil(nil, nil, time.Now().Add(time.Microsecond))
-	before := openFDs()
+	before := sockets.Open()
 	t.Cleanup(func() {
 		if before < 0 {
 			return
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for openFDs() > before {
+		for sockets.Open() > before {
 			if time.Now().After(deadline) {
 				es, _ := os.ReadDir("/proc/self/fd")
 				var ls []string
@@ -220,7 +203,7 @@ func checkFDs(t *testing.T) {
 					l, _ := os.Readlink("/proc/self/fd/" + e.Name())
 					ls = append(ls, l)
 				}
-				t.Errorf("sockets: %d open after the test, %d before: %v", openFDs(), before, ls)
+				t.Errorf("sockets: %d open after the test, %d before: %v", sockets.Open(), before, ls)
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
