@@ -9,9 +9,9 @@
 # `bulkheadlab run PRESET` RUNS times (default 10, the default experiment)
 # beside it and prints, per verdict, how many runs decided it (SUPPORTED or
 # NOT SUPPORTED) and how many gave each outcome, with every run's exit code
-# and duration. -duty 0 runs without the busy process; -keep DIR keeps each
-# run's summary.json and console output there. Needs python3 for the busy
-# process and for reading summary.json.
+# and duration. -duty 0 runs without the busy process (lagsense's noise,
+# -noise-only); -keep DIR keeps each run's summary.json and console output
+# there. Needs python3 to read summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,16 +40,8 @@ trap cleanup EXIT
 go build -o "$work/bulkheadlab" ./cmd/bulkheadlab
 
 if [ "$duty" != 0 ]; then
-	python3 - "$duty" <<'EOF' &
-import sys, time
-duty = float(sys.argv[1])
-period = 0.010
-while True:
-    end = time.perf_counter() + duty * period
-    while time.perf_counter() < end:
-        pass
-    time.sleep((1 - duty) * period)
-EOF
+	go build -o "$work/lagsense" ./cmd/lagsense
+	"$work/lagsense" -noise "$duty" -noise-only &
 	busy=$!
 fi
 

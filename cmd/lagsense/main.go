@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -36,7 +37,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "lagsense:", err)
@@ -49,6 +50,9 @@ type options struct {
 	lags             []time.Duration
 	repeats          int
 	noise            float64
+	// noiseOnly: keep the noise up until interrupted and run nothing (for
+	// a script's runs beside it, scripts/decided.sh).
+	noiseOnly bool
 	// variants, if set, are sets of extra run arguments compared side by
 	// side at no injected lag, the lag rule on (see runVariants).
 	variants [][]string
@@ -63,6 +67,7 @@ func parse(args []string) (options, error) {
 	lags := fs.String("lags", "0,6.25ms,12.5ms,25ms,50ms", "the injected lags, comma-separated")
 	fs.IntVar(&o.repeats, "repeats", 3, "repeats of the matrix per lag")
 	fs.Float64Var(&o.noise, "noise", 0, "keep this share of one core busy beside the runs (0–1)")
+	fs.BoolVar(&o.noiseOnly, "noise-only", false, "only keep the -noise share of one core busy, until interrupted")
 	variants := fs.String("variants", "", "compare these sets of extra run arguments side by side instead of lags, '|'-separated (e.g. '--nice 0|--nice -5'); -repeats rounds, interleaved")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -92,6 +97,10 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	o, err := parse(args)
 	if err != nil {
 		return err
+	}
+	if o.noiseOnly {
+		busy(ctx, o.noise)
+		return nil
 	}
 	out := o.out
 	if out == "" {
