@@ -84,6 +84,7 @@ type phaseAgg struct {
 	sent      int64 // sends whose actual time falls in the phase
 	harness   int64
 	cancelled int64
+	overran   Counts // results answered after the phase ended
 	retry     rundata.RetryCounts
 	h         *winHists
 	byClass   [NumClasses]*hist
@@ -159,6 +160,8 @@ func (a *aggregator) add(s sample) {
 		}
 		if s.cancelled {
 			p.cancelled++
+		} else if s.actual+s.latency > a.cfg.phases[pi].end {
+			p.overran[s.class]++
 		}
 		if s.class == ClassOther {
 			if p.other == nil {

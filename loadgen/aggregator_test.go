@@ -140,3 +140,50 @@ func TestAggregatorForcedClose(t *testing.T) {
 		t.Errorf("phase ok = %d, want 400 (late result kept)", ps.Counts[ClassOK])
 	}
 }
+
+// TestAggregatorOverranBaseline: a request sent in the baseline's last
+// moment and answered after it ended may have met the fault switched on at
+// the boundary; its failure does not make the baseline unhealthy. The same
+// failure answered within the baseline does, and so does a target whose
+// every answer comes after the phase (it hangs: nothing to leave out).
+func TestAggregatorOverranBaseline(t *testing.T) {
+	const sec = int64(time.Second)
+	phases := []phaseSpan{{"baseline", 0, 2 * sec}, {"fault", 2 * sec, 3 * sec}}
+	cfg := Config{Health: &Health{Phases: []string{"baseline"}, MinSuccess: 0.99, MaxUnreachable: 0.01}}
+	for _, tt := range []struct {
+		name           string
+		lastLatency    int64 // of the baseline's last request, a 502
+		allLatency     int64 // of every other request, a 200
+		valid          bool
+		overran, count int64
+	}{
+		{"answered after the boundary", int64(2 * time.Millisecond), int64(time.Millisecond), true, 1, 80},
+		{"answered within the baseline", int64(100 * time.Microsecond), int64(time.Millisecond), false, 0, 80},
+		{"every answer after the phase", int64(5 * time.Second), int64(5 * time.Second), false, 80, 80},
+	} {
+		a := testAgg(3*time.Second, 250*time.Millisecond, phases, 40)
+		s := a.eps[0].sched
+		n := s.countBefore(2 * sec)
+		for i := range s.countBefore(3 * sec) {
+			c, lat := ClassOK, tt.allLatency
+			if i == n-1 {
+				c, lat = ClassDepError, tt.lastLatency
+			}
+			if tt.allLatency > sec && i != n-1 {
+				c = ClassClientTimeout
+			}
+			// The last request is sent 0.2 ms before the boundary.
+			at := s.at(i)
+			if i == n-1 {
+				at = 2*sec - int64(200*time.Microsecond)
+			}
+			a.add(sample{intended: at, actual: at, latency: lat, class: c})
+		}
+		a.flush(3 * sec)
+		ps := a.phaseStats(3*sec, []int64{s.countBefore(3 * sec)}, cfg)[0]
+		if ps.Valid != tt.valid || ps.Overran.Total() != tt.overran || ps.Counts.Total() != tt.count {
+			t.Errorf("%s: valid %v (want %v), overran %d (want %d), counted %d (want %d); reasons %q",
+				tt.name, ps.Valid, tt.valid, ps.Overran.Total(), tt.overran, ps.Counts.Total(), tt.count, ps.Reasons)
+		}
+	}
+}

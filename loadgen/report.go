@@ -55,6 +55,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 				Sent:            p.sent,
 				HarnessErrors:   p.harness,
 				Cancelled:       p.cancelled,
+				Overran:         p.overran,
 				RetryCounts:     p.retry,
 				Excluded:        slices.Contains(cfg.ExcludeFromValidity, sp.name),
 			}

@@ -77,23 +77,33 @@ func invalidReasons(ps *PhaseStats, in validityInput) []string {
 // unhealthy returns the reasons ps breaks the health rule h, each naming
 // the failure classes that dominate, e.g. "baseline unhealthy: 100 %
 // transport_error on /a". Requests the client gave up on on purpose
-// (Cancelled) are left out of both shares.
+// (Cancelled) and requests answered after the phase ended (Overran: the
+// next phase's fault may have answered them) are left out of both shares.
 func unhealthy(ps *PhaseStats, h Health) []string {
-	tot := ps.Counts.Total() - ps.Cancelled
+	var counts Counts
+	for c := range counts {
+		counts[c] = ps.Counts[c] - ps.Overran[c]
+	}
+	if counts.Total() <= ps.Cancelled {
+		// Every answer came after the phase (a target that hangs): they
+		// are the phase's own, to be judged.
+		counts = ps.Counts
+	}
+	tot := counts.Total() - ps.Cancelled
 	if tot <= 0 && ps.Cancelled > 0 {
 		return nil // the client gave up on every request: nothing to judge
 	}
 	if tot <= 0 {
 		return []string{fmt.Sprintf("%s unhealthy: no results from /%s", ps.Phase, ps.Endpoint)}
 	}
-	ok := float64(ps.Counts[ClassOK]) / float64(tot)
-	unreachable := float64(ps.Counts[ClassTransportError]+ps.Counts[ClassClientTimeout]-ps.Cancelled) / float64(tot)
+	ok := float64(counts[ClassOK]) / float64(tot)
+	unreachable := float64(counts[ClassTransportError]+counts[ClassClientTimeout]-ps.Cancelled) / float64(tot)
 	if ok >= h.MinSuccess && unreachable <= h.MaxUnreachable {
 		return nil
 	}
 	var parts []string
 	for c := ClassRejected; c < NumClasses; c++ {
-		if n := ps.Counts[c]; n > 0 {
+		if n := counts[c]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%.3g %% %s", 100*float64(n)/float64(tot), c))
 		}
 	}

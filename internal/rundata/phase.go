@@ -36,6 +36,12 @@ type PhaseStats struct {
 	// load generator's Phase.Cancel); they are also in Counts, as
 	// client_timeout, but not judged unhealthy.
 	Cancelled int64 `json:"cancelled,omitempty"`
+	// Overran counts, per class, the requests of the phase (other than
+	// Cancelled) answered after the phase had ended; they are also in
+	// Counts. The next phase's fault is switched on at the boundary, so a
+	// request sent in the phase's last moment may meet it: the health rule
+	// leaves them out, on either side.
+	Overran Counts `json:"overran,omitzero"`
 	// RetryCounts are the client's attempts for the phase's requests, when
 	// it retries.
 	RetryCounts
