@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -44,8 +45,25 @@ func runSpec(t *testing.T, name, text string, args ...string) (int, string, stri
 	// The figures are drawn and tested in analysis/render; here they would
 	// only cost time.
 	r := startRunner(t, tmp, append([]string{"run", file, "--out", tmp, "--check", "--no-images"}, args...)...)
-	code := r.wait(t, 90*time.Second)
+	code := r.wait(t, runBound(file))
 	return code, r.out.String(), resultsDir(tmp, name)
+}
+
+// runBound is how long a run of the spec in file may take before the test
+// gives up on it: the matrix's estimated time, two runs more for each
+// retry of an INVALID run the spec allows, and a margin; at least 90 s (a
+// spec that does not load fails at once).
+func runBound(file string) time.Duration {
+	sp, err := spec.Load(file)
+	if err != nil {
+		return 90 * time.Second
+	}
+	retries := 0
+	if r := sp.Validity.Retries; r != nil {
+		retries = *r
+	}
+	run := sp.RunDuration() + spec.RunOverhead
+	return max(90*time.Second, sp.EstimatedDuration()+time.Duration(2*retries)*run+30*time.Second)
 }
 
 // runSpecJudged is runSpec for a test that needs valid runs to judge (see
