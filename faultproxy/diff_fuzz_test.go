@@ -43,9 +43,10 @@ import (
 //     server chunks it and reads on (see closedAfter);
 //   - an answer head the proxy's parser refuses is a 502 where net/http's
 //     client may be lenient (see refusedAnswer);
-//   - a chunked answer to an HTTP/1.0 client that breaks off before its
-//     first body byte: the proxy passes its head on, ReverseProxy does or
-//     does not, as its own goroutines race (see headBeforeCut);
+//   - a chunked answer to an HTTP/1.0 client that breaks off or turns
+//     malformed before its first body byte: the proxy answers 502,
+//     ReverseProxy passes the head on or sends nothing, as its own
+//     goroutines race (see headBeforeCut);
 //   - interim (1xx) answers, and the headers each proxy sets itself
 //     (Date, Connection, Content-Length and Transfer-Encoding as framing,
 //     the oracle's Content-Type of an error), are not compared;
@@ -456,10 +457,11 @@ func sameFailure(ours, oracle diffResult) bool {
 }
 
 // headBeforeCut reports whether the two sides differ only in that the
-// proxy's last answer is the head of one that broke off before its first
-// body byte, an answer ReverseProxy did not deliver at all: everything
-// before it the same, the upstreams parsed the same, the client's request
-// HTTP/1.0 and the answer chunked (see chunkedCutBeforeBody).
+// oracle's last answer is the bare head of one whose body broke off or
+// turned malformed before its first byte, where the proxy answered 502:
+// everything before it the same, the upstreams parsed the same, the
+// client's request HTTP/1.0 and the answer chunked (see
+// chunkedNoBodyByte).
 //
 // ReverseProxy writes the head of an answer without a length from a timer
 // of its own (copyResponse's first flush, in another goroutine); if the
@@ -467,36 +469,36 @@ func sameFailure(ours, oracle diffResult) bool {
 // closes with the head unsent. Which comes first varies from run to run
 // (measured alone: nothing in 56 of 60 runs, the head in 4). To an HTTP/1.1
 // client both read as an answer cut short (see trimCut); to an HTTP/1.0
-// one, which gets the answer dechunked until close, the head alone is an
-// answer. The proxy always sends the head, ReverseProxy's outcome when its
-// timer wins; an oracle that sent it too is equal to it.
+// one, which gets the answer dechunked until close, the head alone is a
+// whole empty answer. The proxy holds such a head until the body's first
+// byte and answers 502 if it fails before (as sameFailure allows against
+// the oracle's usual nothing).
 func headBeforeCut(ours, oracle diffResult, reqs, answer []byte) bool {
-	n := len(oracle.answers)
-	if len(ours.answers) != n+1 || !slices.Equal(ours.answers[:n], oracle.answers) ||
-		!slices.Equal(ours.seen, oracle.seen) {
+	n := len(ours.answers) - 1
+	if n < 0 || ours.answers[n] != "bad gateway" || len(oracle.answers) != n+1 ||
+		!slices.Equal(ours.answers[:n], oracle.answers[:n]) || !slices.Equal(ours.seen, oracle.seen) {
 		return false
 	}
-	if _, rest, _ := strings.Cut(ours.answers[n], " "); !strings.HasPrefix(rest, `body="" `) {
+	if _, rest, _ := strings.Cut(oracle.answers[n], " "); !strings.HasPrefix(rest, `body="" `) {
 		return false
 	}
 	rs := clientRequests(reqs)
 	if n >= len(rs) || rs[n].ProtoMajor != 1 || rs[n].ProtoMinor != 0 {
 		return false
 	}
-	return chunkedCutBeforeBody(answer, rs[n].Method)
+	return chunkedNoBodyByte(answer, rs[n].Method)
 }
 
-// errMore is what chunkedCutBeforeBody's reader returns once the answer
-// has run out: a parser that gets it wanted more bytes.
+// errMore is what chunkedNoBodyByte's reader returns once the answer has
+// run out: a parser that gets it wanted more bytes.
 var errMore = errors.New("diff: the answer has no more bytes")
 
-// chunkedCutBeforeBody reports whether answer, as net/http reads it for a
+// chunkedNoBodyByte reports whether answer, as net/http reads it for a
 // request with method (after at most 5 interim answers, as its Transport),
-// is chunked and ends, well-formed as far as it goes, before the first
-// byte of its body: within a chunk size line, before a chunk's data, or
-// within the trailer section of an empty body. An upstream that broke
-// off, that is, not one that sent a malformed answer.
-func chunkedCutBeforeBody(answer []byte, method string) bool {
+// is chunked and fails before the first byte of its body: it ends within
+// a chunk size line, before a chunk's data or within the trailer section
+// of an empty body, or a size line or the trailer is malformed.
+func chunkedNoBodyByte(answer []byte, method string) bool {
 	br := bufio.NewReader(io.MultiReader(bytes.NewReader(answer), iotest.ErrReader(errMore)))
 	for range 6 {
 		res, err := http.ReadResponse(br, &http.Request{Method: method})
@@ -518,14 +520,14 @@ func chunkedCutBeforeBody(answer []byte, method string) bool {
 		case err == io.EOF: // the last chunk
 			_, err = textproto.NewReader(br).ReadMIMEHeader()
 		}
-		return err == errMore
+		return err != nil
 	}
 	return false
 }
 
-// TestChunkedCutBeforeBody: the answers that headBeforeCut allows for are
-// chunked ones cut short before a body byte, and no others.
-func TestChunkedCutBeforeBody(t *testing.T) {
+// TestChunkedNoBodyByte: the answers that headBeforeCut allows for are
+// chunked ones that fail before a body byte, and no others.
+func TestChunkedNoBodyByte(t *testing.T) {
 	const chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 	for _, tc := range []struct {
 		answer, method string
@@ -538,31 +540,34 @@ func TestChunkedCutBeforeBody(t *testing.T) {
 		{chunked + "0\r\nX-T: 1", "GET", true},
 		{chunked + "0\r\nX-T: 1\r\n", "GET", true},
 		{"HTTP/1.1 103 Early Hints\r\n\r\n" + chunked + "5;e", "GET", true},
+		{chunked + "zz\r\n", "GET", true}, // malformed before a byte
+		{chunked + "0\r\nno colon\r\n", "GET", true},
 		{chunked + "0\r\n\r\n", "GET", false}, // whole, and empty
 		{chunked + "0\r\nX-T: 1\r\n\r\n", "GET", false},
-		{chunked + "0\r\nno colon\r\n", "GET", false},
 		{chunked + "1\r\nx", "GET", false}, // a body byte came
-		{chunked + "zz\r\n", "GET", false}, // malformed, not cut
-		{chunked, "HEAD", false},           // no body
+		{chunked + "1\r\nxzz\r\n", "GET", false},
+		{chunked, "HEAD", false}, // no body
 		{"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", false},
 		{"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", false}, // until close
 		{"HTTP/1.1 200 OK\r\n\r\n", "GET", false},                               // until close: ends cleanly
 		{"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "GET", false},
 		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", "GET", false}, // no head
 	} {
-		if got := chunkedCutBeforeBody([]byte(tc.answer), tc.method); got != tc.want {
+		if got := chunkedNoBodyByte([]byte(tc.answer), tc.method); got != tc.want {
 			t.Errorf("%q to %s: %v, want %v", tc.answer, tc.method, got, tc.want)
 		}
 	}
 }
 
-// TestHeadBeforeCut: headBeforeCut allows the proxy one more answer than
-// the oracle only if it is the empty head of a chunked answer cut short,
-// to an HTTP/1.0 request, everything before it the same.
+// TestHeadBeforeCut: headBeforeCut allows the oracle the bare head of a
+// chunked answer that fails before its first body byte, to an HTTP/1.0
+// request, only where the proxy answered 502, everything before it the
+// same.
 func TestHeadBeforeCut(t *testing.T) {
 	const (
 		cut  = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n"
 		head = `200 body="" headers=[] trailers=[]`
+		bad  = "bad gateway"
 		seen = "GET / body=\"\" headers=[] trailers=[]"
 	)
 	for _, tc := range []struct {
@@ -570,13 +575,14 @@ func TestHeadBeforeCut(t *testing.T) {
 		ours, oracle, seen []string
 		want               bool
 	}{
-		{"GET / HTTP/1.0\r\n\r\n", cut, []string{head}, nil, []string{seen}, true},
-		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", cut, []string{head}, nil, []string{seen}, false},
-		{"GET / HTTP/1.0\r\n\r\n", cut + "abcde\r\n0\r\n\r\n", []string{head}, nil, []string{seen}, false},
-		{"GET / HTTP/1.0\r\n\r\n", cut, []string{`200 body="a" headers=[] trailers=[]`}, nil, []string{seen}, false},
-		{"GET / HTTP/1.0\r\n\r\n", cut, []string{"bad gateway"}, nil, []string{seen}, false},
-		{"GET / HTTP/1.0\r\n\r\n", cut, []string{head, head}, nil, []string{seen}, false},
-		{"GET / HTTP/1.0\r\n\r\n", cut, []string{head}, []string{"rejected"}, []string{seen}, false},
+		{"GET / HTTP/1.0\r\n\r\n", cut, []string{bad}, []string{head}, []string{seen}, true},
+		{"GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", []string{bad}, []string{head}, []string{seen}, true},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", cut, []string{bad}, []string{head}, []string{seen}, false},
+		{"GET / HTTP/1.0\r\n\r\n", cut + "abcde\r\n0\r\n\r\n", []string{bad}, []string{head}, []string{seen}, false},
+		{"GET / HTTP/1.0\r\n\r\n", cut, []string{bad}, []string{`200 body="a" headers=[] trailers=[]`}, []string{seen}, false},
+		{"GET / HTTP/1.0\r\n\r\n", cut, []string{head}, nil, []string{seen}, false}, // the proxy never sends the head alone
+		{"GET / HTTP/1.0\r\n\r\n", cut, []string{bad, bad}, []string{head}, []string{seen}, false},
+		{"GET / HTTP/1.0\r\n\r\n", cut, []string{bad}, []string{"rejected"}, []string{seen}, false},
 	} {
 		ours := diffResult{seen: tc.seen, answers: tc.ours}
 		oracle := diffResult{seen: tc.seen, answers: tc.oracle}
@@ -584,8 +590,8 @@ func TestHeadBeforeCut(t *testing.T) {
 			t.Errorf("%q, answer %q: proxy %q, oracle %q: %v, want %v", tc.req, tc.answer, tc.ours, tc.oracle, got, tc.want)
 		}
 	}
-	ours := diffResult{seen: []string{seen}, answers: []string{head}}
-	oracle := diffResult{seen: []string{seen, seen}}
+	ours := diffResult{seen: []string{seen}, answers: []string{bad}}
+	oracle := diffResult{seen: []string{seen, seen}, answers: []string{head}}
 	if headBeforeCut(ours, oracle, []byte("GET / HTTP/1.0\r\n\r\n"), []byte(cut)) {
 		t.Errorf("allowed with the upstreams parsing %q and %q", ours.seen, oracle.seen)
 	}

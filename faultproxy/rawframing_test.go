@@ -525,3 +525,51 @@ func TestRawAnswerPassedOnUpToItsFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestRawDechunkedHeadWaitsForBody: an HTTP/1.0 client reads a chunked
+// answer dechunked until its connection closes, so the head of one whose
+// body breaks off or turns malformed before its first byte, passed on
+// alone, would read as a whole empty answer. The proxy holds the head
+// until the first body byte and answers 502 if the body fails first; an
+// empty body that ends cleanly, and one with data, pass. An HTTP/1.1
+// client gets the head and the cut as before. (Found by FuzzDifferential:
+// a malformed first size line.)
+func TestRawDechunkedHeadWaitsForBody(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	bodies := map[string]string{
+		"/malformed": "zz\r\n",
+		"/cut":       "5\r\n",
+		"/bare-lf":   "5\nhello\r\n0\r\n\r\n",
+		"/empty":     "0\r\n\r\n",
+		"/data":      "5\r\nhello\r\n0\r\n\r\n",
+	}
+	e := newRawEnv(t, rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		if req, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(conn, head+bodies[req.URL.Path])
+		}
+	}))
+	for _, tc := range []struct {
+		path, version string
+		status        int
+		body          string
+	}{
+		{"/malformed", "HTTP/1.0", http.StatusBadGateway, ""},
+		{"/cut", "HTTP/1.0", http.StatusBadGateway, ""},
+		{"/bare-lf", "HTTP/1.0", http.StatusBadGateway, ""},
+		{"/empty", "HTTP/1.0", http.StatusOK, ""},
+		{"/data", "HTTP/1.0", http.StatusOK, "hello"},
+		{"/malformed", "HTTP/1.1", http.StatusOK, ""},
+	} {
+		conn, br := rawDial(t, e)
+		_, _ = io.WriteString(conn, "GET "+tc.path+" "+tc.version+"\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Errorf("%s %s: %v, want %d", tc.version, tc.path, err, tc.status)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tc.status || tc.status == http.StatusOK && string(b) != tc.body {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.version, tc.path, resp.StatusCode, b, tc.status, tc.body)
+		}
+	}
+}

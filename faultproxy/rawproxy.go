@@ -393,6 +393,18 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 		return p.tunnel(c, pc)
 	}
 	dechunk := !noBody && res.chunked && req.minor == 0
+	var dechunked *bufio.Reader
+	if dechunk {
+		// An HTTP/1.0 client reads the answer until the connection
+		// closes, so a head cut off alone reads as a whole empty answer:
+		// the head waits for the body's first byte (or its end), and a
+		// body that breaks off or is malformed before it is a 502.
+		dechunked = bufio.NewReader(httputil.NewChunkedReader(pc.br))
+		if _, err := dechunked.Peek(1); err != nil && err != io.EOF {
+			p.h1.put(pc, false)
+			return p.upstreamErrorRaw(c, err, false)
+		}
+	}
 	untilClose := !noBody && !res.chunked && res.contentLength < 0
 	closing := req.close || untilClose || dechunk || spent
 	c.answering()
@@ -401,7 +413,7 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	switch {
 	case noBody:
 	case dechunk:
-		err = relayAll(c.bw, bufio.NewReader(httputil.NewChunkedReader(pc.br)))
+		err = relayAll(c.bw, dechunked)
 	case res.chunked:
 		err = relayChunked(c.bw, pc.br)
 	case res.contentLength >= 0:
