@@ -245,6 +245,12 @@ func (noCloseBody) Close() error { return nil }
 // forward sends r to the upstream within ctx (r's context) and streams the
 // answer to w; an upstream failure answers 502.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Context) {
+	if !forwardableTarget(r.URL) {
+		p.m.clientErrors[reasonMalformed].Inc()
+		w.Header().Set("Connection", "close")
+		http.Error(w, errTargetForm.Error(), http.StatusBadRequest)
+		return
+	}
 	if isUpgrade(r.Header) {
 		p.rp.ServeHTTP(w, r)
 		return
@@ -255,10 +261,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 	out.RequestURI = ""
 	out.Close = false
 	out.Header = outHeader(r.Header)
+	var body *idleBody
 	if r.ContentLength == 0 {
 		out.Body = nil // lets the transport retry on a stale connection
 	} else if r.Body != nil {
-		out.Body = noCloseBody{r.Body}
+		body = p.bodyIdle(w, r)
+		out.Body = noCloseBody{body}
 	}
 	var res *http.Response
 	var pc *h1Conn
@@ -270,6 +278,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ctx context.Cont
 		res, err = p.transport.RoundTrip(out)
 	}
 	if err != nil {
+		if body != nil && body.stalled.Load() {
+			p.stalledBody(w)
+			return
+		}
 		p.upstreamError(w, r, err)
 		return
 	}

@@ -52,8 +52,11 @@ type Proxy struct {
 	rp        *httputil.ReverseProxy // for protocol upgrades only
 	ledger    *Ledger
 	m         *metrics
-	stop      chan struct{}
-	stopOnce  sync.Once
+	// bodyIdleTimeout bounds each wait for more of a request body on the
+	// net/http data plane (idleBody), as the raw plane's bodyIdleTimeout.
+	bodyIdleTimeout time.Duration
+	stop            chan struct{}
+	stopOnce        sync.Once
 }
 
 // NewTransport returns the transport a Proxy uses by default: tuned to keep
@@ -89,7 +92,8 @@ func New(cfg Config) (*Proxy, error) {
 	if tr == nil {
 		tr = NewTransport()
 	}
-	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr}
+	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr,
+		bodyIdleTimeout: rawBodyIdleTimeout}
 	if cfg.Transport == nil && target.Scheme == "http" {
 		p.h1 = newH1Client(&target)
 	}
