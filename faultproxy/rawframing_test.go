@@ -290,7 +290,9 @@ func TestRawTransferEncoding(t *testing.T) {
 // TestRawRequestHeadStrictness: what RFC 9112 answers 400 is answered
 // 400 (and counted as malformed, once): a signed or listed Content-Length, two Host lines, a Host with
 // bytes a host cannot have, a bad %-escape in the path, * but for
-// OPTIONS. A later HTTP/1.x is read as HTTP/1.1.
+// OPTIONS, a target that is neither a path nor an http(s) URI. A later
+// HTTP/1.x is read as HTTP/1.1, and an http absolute-form target is sent
+// on as its path.
 func TestRawRequestHeadStrictness(t *testing.T) {
 	var up upstreamSeen
 	e := newRawEnv(t, rawUpstream(t, up.serve))
@@ -306,7 +308,10 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
 		"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET /a% HTTP/1.1\r\nHost: a\r\n\r\n",
-		"GET * HTTP/1.1\r\nHost: a\r\n\r\n", // asterisk-form is for OPTIONS only
+		"GET * HTTP/1.1\r\nHost: a\r\n\r\n",         // asterisk-form is for OPTIONS only
+		"GET a:0 HTTP/1.1\r\nHost: a\r\n\r\n",       // an opaque URI, not a path (found by FuzzDifferential)
+		"GET ftp://a/b HTTP/1.1\r\nHost: a\r\n\r\n", // absolute-form of another scheme
+		"GET mailto:x@y HTTP/1.1\r\nHost: a\r\n\r\n",
 	} {
 		before := clientErrors(e.p)
 		resp, _, _ := exchange(t, e, h)
@@ -322,6 +327,9 @@ func TestRawRequestHeadStrictness(t *testing.T) {
 	}
 	if resp, b, _ := exchange(t, e, "GET /v HTTP/1.2\r\nHost: a\r\nConnection: close\r\n\r\n"); resp == nil || b != "for /v" {
 		t.Errorf("an HTTP/1.2 request: %v %q, want it forwarded", resp, b)
+	}
+	if resp, b, _ := exchange(t, e, "GET HTTP://a/w?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp == nil || b != "for /w?x=1" {
+		t.Errorf("an absolute-form request: %v %q, want it forwarded as /w?x=1", resp, b)
 	}
 }
 

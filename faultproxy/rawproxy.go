@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -217,7 +218,31 @@ func (p *Proxy) outTarget(target []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !forwardableTarget(u) {
+		return nil, errTargetForm
+	}
 	return []byte(outURL(t, u).RequestURI()), nil
+}
+
+// errTargetForm is the failure of a request target that is neither
+// origin-form, an http(s) absolute-form nor "*".
+var errTargetForm = errors.New("faultproxy: a request target must be a path, an http or https URI, or *")
+
+// forwardableTarget reports whether a parsed request target can be sent
+// on as a path (RFC 9112, 3.2): origin-form, or absolute-form with the
+// http or https scheme and a hierarchical part. An opaque URI ("a:0") or
+// another scheme cannot, and is refused (400) rather than guessed at;
+// net/http's server takes it and ReverseProxy sends the opaque part on as
+// the target, which the upstream cannot parse.
+func forwardableTarget(u *url.URL) bool {
+	if u.Opaque != "" {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "", "http", "https":
+		return true
+	}
+	return false
 }
 
 // forwardRaw forwards the request read on c to the upstream and relays the
