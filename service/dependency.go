@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,11 @@ type dependency struct {
 	url       string
 	transport *http.Transport
 	client    *http.Client
+
+	// db and query are set for a database dependency (dbdependency.go):
+	// a call runs query on db instead of a GET of url.
+	db    *sql.DB
+	query string
 
 	conns        *connPool
 	connWait     prometheus.Observer
@@ -95,6 +101,9 @@ func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) 
 }
 
 func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) callResult {
+	if d.db != nil {
+		return d.doQuery(ctx, maxBody)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ type ServeFlags struct {
 	connsLayout             string
 	depA, depB              string
 	endpoints               []string
+	queries                 []string
 	policies                []string
 	defects                 []string
 	// origin maps an endpoint name to the flag that gave it.
@@ -65,6 +67,7 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.Conns, "conns", DefaultConns, "connections per dependency, or in all with --conns-layout shared")
 	fs.StringVar(&f.connsLayout, "conns-layout", "", "connection pools: per-dependency (one pool of --conns per dependency; the default) or shared (one pool of --conns for all dependencies)")
 	fs.StringArrayVar(&f.endpoints, "endpoint", nil, "an endpoint and its dependency's URL, NAME=URL (repeatable; GET /NAME calls URL)")
+	fs.StringArrayVar(&f.queries, "query", nil, "an endpoint's query, NAME=SQL (repeatable): GET /NAME runs SQL on the PostgreSQL at its URL (postgres://...) instead of a GET")
 	fs.StringVar(&f.depA, "dep-a", "", "URL of dependency A: shorthand for --endpoint a=URL")
 	fs.StringVar(&f.depB, "dep-b", "", "URL of dependency B: shorthand for --endpoint b=URL")
 	fs.StringArrayVar(&f.policies, "policy", nil, `an endpoint's policy stack, NAME=JSON (repeatable), e.g. a={"breaker":{"failures":5,"delay":"1s"}}`)
@@ -113,6 +116,20 @@ func (f *ServeFlags) Config() (Config, error) {
 			return Config{}, &FlagError{Flag: "--endpoint", Msg: fmt.Sprintf("%q is not NAME=URL (example: a=http://127.0.0.1:9001)", e)}
 		}
 		c.Endpoints = append(c.Endpoints, Endpoint{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)})
+	}
+	for _, q := range f.queries {
+		name, sql, ok := strings.Cut(q, "=")
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(c.Endpoints, func(e Endpoint) bool { return e.Name == name })
+		switch {
+		case !ok || name == "" || strings.TrimSpace(sql) == "":
+			return Config{}, &FlagError{Flag: "--query", Msg: fmt.Sprintf("%q is not NAME=SQL (example: a='SELECT 1')", q)}
+		case i < 0:
+			return Config{}, &FlagError{Flag: "--query", Msg: fmt.Sprintf("%q: no endpoint %q (give it with --endpoint %s=postgres://...)", q, name, name)}
+		case c.Endpoints[i].Query != "":
+			return Config{}, &FlagError{Flag: "--query", Msg: fmt.Sprintf("endpoint %q has two queries", name)}
+		}
+		c.Endpoints[i].Query = sql
 	}
 	if c.Policies, err = ParsePolicies(f.policies); err != nil {
 		return Config{}, &FlagError{Flag: "--policy", Msg: err.Error()}
@@ -188,6 +205,11 @@ func ServeArgs(c Config) []string {
 	}
 	for _, e := range c.Endpoints {
 		args = append(args, "--endpoint", e.Name+"="+e.URL)
+	}
+	for _, e := range c.Endpoints {
+		if e.Query != "" {
+			args = append(args, "--query", e.Name+"="+e.Query)
+		}
 	}
 	args = append(args, PolicyArgs(c.Policies, names)...)
 	if l.BrokenSharedBulkhead {

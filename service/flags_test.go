@@ -57,11 +57,12 @@ func FuzzParseSizes(f *testing.F) {
 func TestServeArgsRoundTrip(t *testing.T) {
 	want := Config{
 		Layout: LayoutConfig{Mode: ModeBulkhead, PoolSize: 9, Queue: 3, MaxWait: 40 * time.Millisecond,
-			PoolSizes: map[string]int{"a": 2, "b": 3, "c": 4}, Queues: map[string]int{"a": 0, "b": 1, "c": 2},
+			PoolSizes: map[string]int{"a": 2, "b": 3, "c": 4, "db": 1}, Queues: map[string]int{"a": 0, "b": 1, "c": 2, "db": 0},
 			BrokenSharedBulkhead: true},
 		Timeout: 120 * time.Millisecond, Conns: 7, MaxBodyBytes: 4 << 20, GOMAXPROCS: 1,
-		Defects:   []Defect{DefectLeakOnTimeout, DefectRacyCounter},
-		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"}},
+		Defects: []Defect{DefectLeakOnTimeout, DefectRacyCounter},
+		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"},
+			{Name: "db", URL: "postgres://u@127.0.0.1:5/d?sslmode=disable", Query: "SELECT a = 1, 'x=y' FROM t"}},
 	}
 	var f ServeFlags
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -130,6 +131,33 @@ func TestServeFlagsDefects(t *testing.T) {
 			t.Errorf("serve %v: defects %v, %v; want %v", tt.args, c.Defects, err, tt.want)
 		case tt.wantErr != "" && (!errors.As(err, &fe) || err.Error() != tt.wantErr):
 			t.Errorf("serve %v: error %v, want a *FlagError %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+// TestServeFlagsQuery: --query gives an endpoint its query; one for an
+// endpoint that does not exist, one without SQL, two for one endpoint,
+// and a query on an http URL are errors naming the flag.
+func TestServeFlagsQuery(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--endpoint", "a=postgres://h:1/d", "--query", "b=SELECT 1"}, "--query"},
+		{[]string{"--endpoint", "a=postgres://h:1/d", "--query", "a="}, "--query"},
+		{[]string{"--endpoint", "a=postgres://h:1/d", "--query", "a=SELECT 1", "--query", "a=SELECT 2"}, "--query"},
+		{[]string{"--endpoint", "a=http://h:1/d", "--query", "a=SELECT 1"}, "--endpoint"},
+	} {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.Config()
+		var fe *FlagError
+		if !errors.As(err, &fe) || fe.Flag != tc.flag {
+			t.Errorf("%q: %v, want an error naming %s", tc.args, err, tc.flag)
 		}
 	}
 }

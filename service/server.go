@@ -38,8 +38,13 @@ const (
 type Endpoint struct {
 	// Name is the path segment and, in bulkhead mode, the pool name.
 	Name string
-	// URL is the absolute http(s) URL of the dependency, called with GET.
+	// URL is the absolute http(s) URL of the dependency, called with GET;
+	// with Query, a PostgreSQL connection URL (postgres://...).
 	URL string
+	// Query, when set, makes the dependency a database: each call runs it
+	// at URL through database/sql with the pgx driver and reads every row
+	// (see dbdependency.go).
+	Query string
 }
 
 // TwoEndpoints returns the default endpoints: /a calls depA and /b calls depB.
@@ -157,7 +162,11 @@ func (c Config) Validate() error {
 			return fieldErrorf(field, "duplicate endpoint")
 		}
 		seen[e.Name] = true
-		if err := ValidateURL(e.URL); err != nil {
+		validate := ValidateURL
+		if e.Query != "" {
+			validate = ValidateDatabaseURL
+		}
+		if err := validate(e.URL); err != nil {
 			return fieldErrorf(field, "%v", err)
 		}
 	}
@@ -236,7 +245,16 @@ func New(cfg Config) (*Service, error) {
 	connWait, decode := newConnWaitMetrics(), newDecodeMetrics()
 	s.deps = map[string]*dependency{}
 	for _, e := range cfg.Endpoints {
-		s.deps[e.Name] = newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait, decode)
+		d := newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait, decode)
+		if e.Query != "" {
+			if d.db, err = openDB(e.URL, cfg.Conns); err != nil {
+				s.Shutdown()
+				return nil, fieldErrorf("endpoints."+e.Name, "%v", err)
+			}
+			d.query = e.Query
+			s.registry.MustRegister(collectors.NewDBStatsCollector(d.db, e.Name))
+		}
+		s.deps[e.Name] = d
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), runtimestats.NewCollector())
 	s.metrics.register(s.registry, cfg.EndpointNames())
@@ -296,6 +314,22 @@ func burn(ctx context.Context) {
 func (s *Service) Close() {
 	for _, d := range s.deps {
 		d.transport.CloseIdleConnections()
+		if d.db != nil {
+			// database/sql closes the idle connections beyond the new
+			// limit; the old one is put back.
+			d.db.SetMaxIdleConns(0)
+			d.db.SetMaxIdleConns(s.cfg.Conns)
+		}
+	}
+}
+
+// Shutdown closes the databases of the database dependencies: the service
+// cannot call them after it. Idempotent.
+func (s *Service) Shutdown() {
+	for _, d := range s.deps {
+		if d.db != nil {
+			d.db.Close()
+		}
 	}
 }
 
