@@ -1,6 +1,7 @@
 // Package pgtest starts a real PostgreSQL server for tests: Debian's
 // postgresql, initialised into a temporary folder, listening on a free
-// 127.0.0.1 port only, with trust authentication for one user and no
+// 127.0.0.1 port only, with trust authentication for one user, TLS with a
+// self-signed certificate (for clients that ask: sslmode=require) and no
 // durability (fsync off), stopped when the test ends.
 package pgtest
 
@@ -36,8 +37,8 @@ type Server struct {
 	pid  int // the postmaster's
 }
 
-// DSN is a connection URL for the server, without TLS (the server has
-// none).
+// DSN is a connection URL for the server, without TLS (sslmode=disable;
+// the server accepts TLS too).
 func (s *Server) DSN() string { return DSNAt(s.Addr) }
 
 // DSNAt is the DSN of a server (or a proxy in front of one) at addr,
@@ -99,6 +100,9 @@ func Start(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
+	if err := writeCert(dir, cred); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", User, "--auth=trust",
 		"--no-sync", "--encoding=UTF8", "--locale=C")
@@ -136,6 +140,7 @@ func launch(t testing.TB, bin, dir, data string, cred *syscall.Credential) *Serv
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
+		"-c", "ssl=on", "-c", "ssl_cert_file="+filepath.Join(dir, "server.crt"), "-c", "ssl_key_file="+filepath.Join(dir, "server.key"),
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=60", "-c", "shared_buffers=16MB", "-c", "log_min_messages=warning")
 	cmd.Dir = dir

@@ -13,6 +13,7 @@ import (
 )
 
 // TestStartServesAndStops: a started server runs SQL that Exec set up,
+// serves TLS to a client that requires it,
 // and no process of it (the postmaster and its children) is left once its
 // test has ended.
 func TestStartServesAndStops(t *testing.T) {
@@ -31,6 +32,15 @@ func TestStartServesAndStops(t *testing.T) {
 		var v int
 		if err := c.QueryRow(ctx, "SELECT v FROM kv WHERE k = $1", "a").Scan(&v); err != nil || v != 1 {
 			t.Fatalf("SELECT v = %d, %v; want 1", v, err)
+		}
+		tc, err := pgx.Connect(ctx, strings.Replace(s.DSN(), "sslmode=disable", "sslmode=require", 1))
+		if err != nil {
+			t.Fatalf("connect with sslmode=require: %v", err)
+		}
+		defer tc.Close(ctx)
+		var ssl bool
+		if err := tc.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
+			t.Errorf("pg_stat_ssl.ssl = %v, %v; want a TLS session", ssl, err)
 		}
 		if n := len(family(pid)); n < 2 {
 			t.Fatalf("%d processes of the postmaster's family while it serves, want it and its backends", n)
