@@ -1,0 +1,5 @@
+//go:build race
+
+package pgproxy
+
+const raceEnabled = true
