@@ -139,3 +139,26 @@ func TestLedgerRecordsEachQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestPut: Put sets faults through the control API; a refused set is an
+// error wrapping ErrInvalidFault that names the field.
+func TestPut(t *testing.T) {
+	checkFDs(t)
+	e := newEnv(t, "127.0.0.1:1", Config{})
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	want := []Fault{{Type: TypeHang, Percent: 20, Match: "^UPDATE"}}
+	if err := Put(t.Context(), hc, e.srv.ControlAddr(), want); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.p.Faults(); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("faults after Put %+v, want %+v", got, want)
+	}
+	err := Put(t.Context(), hc, "http://"+e.srv.ControlAddr(), []Fault{{Type: TypeError, Percent: 1, Code: "x"}})
+	if !errors.Is(err, ErrInvalidFault) || !strings.Contains(err.Error(), "faults[0].code") {
+		t.Errorf("Put of a bad code: %v; want ErrInvalidFault naming faults[0].code", err)
+	}
+	if err := Put(t.Context(), hc, e.srv.ControlAddr(), nil); err != nil || len(e.p.Faults()) != 0 {
+		t.Errorf("Put(nil): %v, faults %+v; want none", err, e.p.Faults())
+	}
+}
