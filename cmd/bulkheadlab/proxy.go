@@ -32,14 +32,15 @@ type proxyOptions struct {
 	pprof                     string
 	allowRemote               bool
 	tuneRuntime               bool
-	protocol                  string // "", "http" or "tcp" (proxy_tcp.go)
+	protocol                  string // "", "http", "tcp" (proxy_tcp.go) or "postgres" (proxy_pg.go)
+	tlsPassthrough            bool   // postgres: relay a client's TLS as plain TCP
 }
 
 // newProxyCmd builds the `proxy` command.
 func newProxyCmd() *cobra.Command {
 	var o proxyOptions
 	cmd := &cobra.Command{
-		Use:   "proxy --upstream URL | --protocol tcp --upstream HOST:PORT",
+		Use:   "proxy --upstream URL | --protocol tcp|postgres --upstream HOST:PORT",
 		Short: "Run the fault-injection proxy",
 		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
 error, abort, hang, capacity, payload) per request with a seeded probability. Faults
@@ -55,6 +56,15 @@ protocol (a database, a cache, a broker) and injects faults per connection
 instead: latency, bandwidth, timeout, reset, slow_close, limit_data,
 slicer and down (Toxiproxy's names; see the README's "TCP dependencies").
 
+With --protocol postgres (or a postgres:// upstream) it relays PostgreSQL
+connections, reads the wire protocol's framing and injects faults per
+query: latency (the answer held), error (an ErrorResponse with a chosen
+SQLSTATE, without reaching the server) and hang (never answered until the
+client's cancel request), each with an optional "match", a regular
+expression on the statement text. It answers a client's SSLRequest 'N', so a
+client with sslmode=require fails; --tls-passthrough relays TLS sessions to
+the server instead, with faults per connection there.
+
 Every listener, and the upstream, must be on loopback unless --allow-remote.
 
 The first line on stdout is a JSON announcement with the bound addresses.`,
@@ -62,7 +72,9 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
   curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'
   curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'
   bulkheadlab proxy --protocol tcp --upstream 127.0.0.1:6379 --listen 127.0.0.1:6380 --control 127.0.0.1:8083
-  curl -X PUT 127.0.0.1:8083/faults -d '{"faults":[{"type":"latency","stream":"downstream","latency":"100ms"}]}'`,
+  curl -X PUT 127.0.0.1:8083/faults -d '{"faults":[{"type":"latency","stream":"downstream","latency":"100ms"}]}'
+  bulkheadlab proxy --protocol postgres --upstream 127.0.0.1:5432 --listen 127.0.0.1:6432 --control 127.0.0.1:8084
+  curl -X PUT 127.0.0.1:8084/faults -d '{"faults":[{"type":"latency","latency":"50ms","match":"pg_sleep|analytics"},{"type":"error","percent":5,"code":"57014"}]}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -71,7 +83,7 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "data-plane listen address (host:port, port 0 = any); loopback unless --allow-remote")
 	f.StringVar(&o.control, "control", "127.0.0.1:0", "control API listen address (host:port, port 0 = any); loopback unless --allow-remote")
-	f.StringVar(&o.upstream, "upstream", "", "upstream base URL, http(s)://host:port (required); loopback unless --allow-remote")
+	f.StringVar(&o.upstream, "upstream", "", "upstream base URL, http(s)://host:port (required); tcp://host:port or postgres://host:port for those planes; loopback unless --allow-remote")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the per-request fault decisions")
 	f.StringVar(&o.name, "name", "", "instance name for the announcement, e.g. A")
 	f.StringVar(&o.ledger, "ledger", "", "write one JSON line per request (time, request id, decision, delay) to this file")
@@ -79,7 +91,8 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f.DurationVar(&o.grace, "shutdown-timeout", 4*time.Second, "bound on graceful shutdown; hanging requests are cut at once")
 	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty; loopback unless --allow-remote")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
-	f.StringVar(&o.protocol, "protocol", "", "data-plane protocol: http (faults per request) or tcp (any TCP protocol, faults per connection); empty: tcp for a tcp:// upstream, else http")
+	f.StringVar(&o.protocol, "protocol", "", "data-plane protocol: http (faults per request), tcp (any TCP protocol, faults per connection) or postgres (PostgreSQL's wire protocol, faults per query); empty: tcp for a tcp:// upstream, postgres for a postgres:// one, else http")
+	f.BoolVar(&o.tlsPassthrough, "tls-passthrough", false, "postgres: pass a client's SSLRequest on to the server and relay the TLS session as plain TCP (faults per connection there) instead of answering it 'N'")
 	f.BoolVar(&o.tuneRuntime, "tune-runtime", true, "keep the Go runtime's monitor thread awake rather than woken on every request: the proxy executes itself once more at start with GODEBUG="+sysmon.Setting+" (unless GODEBUG sets schedtrace), which cuts its CPU per request by about a third; false: the runtime's defaults")
 	return cmd
 }
@@ -120,6 +133,12 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 // runProxy serves until ctx is done or a listener fails, then shuts down
 // within o.grace.
 func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (err error) {
+	if o.isPostgres() {
+		return runPGProxy(ctx, stdout, stderr, o)
+	}
+	if o.tlsPassthrough {
+		return usageError(errors.New("--tls-passthrough: only with --protocol postgres"))
+	}
 	if tcp, err := o.isTCP(); err != nil {
 		return err
 	} else if tcp {

@@ -20,7 +20,8 @@ import (
 )
 
 // isTCP reports whether the proxy serves the TCP data plane: --protocol
-// tcp, or no --protocol and a tcp:// upstream.
+// tcp, or no --protocol and a tcp:// upstream (runProxy has sent the
+// PostgreSQL plane's to runPGProxy before).
 func (o proxyOptions) isTCP() (bool, error) {
 	switch o.protocol {
 	case "tcp":
@@ -28,12 +29,12 @@ func (o proxyOptions) isTCP() (bool, error) {
 	case "":
 		return strings.HasPrefix(o.upstream, "tcp://"), nil
 	case "http":
-		if strings.HasPrefix(o.upstream, "tcp://") {
-			return false, usageError(fmt.Errorf("--upstream: %q is a TCP address; use --protocol tcp (or leave --protocol out)", o.upstream))
+		if strings.HasPrefix(o.upstream, "tcp://") || hasPostgresScheme(o.upstream) {
+			return false, usageError(fmt.Errorf("--upstream: %q is not an HTTP URL; use --protocol tcp or postgres (or leave --protocol out)", o.upstream))
 		}
 		return false, nil
 	}
-	return false, usageError(fmt.Errorf("--protocol: want http or tcp, got %q", o.protocol))
+	return false, usageError(fmt.Errorf("--protocol: want http or tcp or postgres, got %q", o.protocol))
 }
 
 // parseTCP checks the flags of the TCP data plane; errors name the flag
