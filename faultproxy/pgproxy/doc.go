@@ -35,7 +35,10 @@
 // its ReadyForQuery goes to the client: faultproxy_inflight_requests
 // counts them, so that a flat count of queries in flight while callers
 // fail reads as a limit, as for an HTTP dependency. A batch of no
-// statement (a lone Sync) is a query that no fault acts on.
+// statement (a lone Sync) is a query that no fault acts on. A COPY FROM
+// STDIN sent with the extended protocol has its batch's Sync ignored by
+// the server during the copy (libpq sends one anyway): the proxy follows,
+// and the client's Sync after CopyDone ends that query.
 //
 // # Faults
 //
