@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -214,6 +215,10 @@ type Faults struct {
 	// TCP, when set, are the faults of a TCP proxy (a tcp:// upstream):
 	// Faults mapped onto the TCP plane; they are what is put.
 	TCP []tcpproxy.Fault
+	// Postgres, when set, are the faults of a PostgreSQL proxy (a
+	// postgres:// upstream): Faults mapped onto that plane, per query;
+	// they are what is put.
+	Postgres []pgproxy.Fault
 }
 
 // Resolve returns a copy of c with every Address turned into a URL, given

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -51,6 +52,9 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 		if addr, ok := strings.CutPrefix(c.Proxy.Upstream.URL, "tcp://"); ok {
 			return startTCPProxy(c, addr)
 		}
+		if addr, ok := strings.CutPrefix(c.Proxy.Upstream.URL, "postgres://"); ok {
+			return startPostgresProxy(c, addr)
+		}
 		u, err := url.Parse(c.Proxy.Upstream.URL)
 		if err != nil {
 			return started{}, err
@@ -88,6 +92,25 @@ func startTCPProxy(c plan.Component, addr string) (started, error) {
 		return started{}, err
 	}
 	return started{url: "tcp://" + srv.Addr(), control: "http://" + srv.ControlAddr(), stop: func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}}, nil
+}
+
+// startPostgresProxy starts the PostgreSQL data plane of the fault proxy
+// for a postgres:// upstream.
+func startPostgresProxy(c plan.Component, addr string) (started, error) {
+	quiet := log.New(io.Discard, "", 0)
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet})
+	if err != nil {
+		return started{}, err
+	}
+	srv, err := pgproxy.Listen(p, c.Listen, c.Proxy.Control, quiet)
+	if err != nil {
+		return started{}, err
+	}
+	return started{url: "postgres://" + srv.Addr(), control: "http://" + srv.ControlAddr(), stop: func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
 		return srv.Shutdown(ctx)

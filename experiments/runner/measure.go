@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
@@ -253,10 +254,14 @@ func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
 	var err error
 	var body []byte
-	if fs.TCP != nil {
+	switch {
+	case fs.TCP != nil:
 		err = tcpproxy.Put(ctx, nil, f.controls[fs.Component], fs.TCP)
 		body, _ = json.Marshal(fs.TCP)
-	} else {
+	case fs.Postgres != nil:
+		err = pgproxy.Put(ctx, nil, f.controls[fs.Component], fs.Postgres)
+		body, _ = json.Marshal(fs.Postgres)
+	default:
 		err = faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
 		body, _ = json.Marshal(fs.Faults)
 	}

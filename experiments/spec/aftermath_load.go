@@ -243,8 +243,8 @@ func (s *Spec) probeFaults() []plan.Faults {
 	}
 	var out []plan.Faults
 	for _, d := range s.dependencyNames() {
-		out = append(out, s.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
-			Faults: []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: p.Latency.D, Distribution: "uniform"}}}))
+		out = append(out, s.withPostgres(s.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
+			Faults: []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: p.Latency.D, Distribution: "uniform"}}}), nil))
 	}
 	return out
 }

@@ -307,7 +307,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		for i, f := range c.Faults {
 			fs[i] = f.proxyFault()
 		}
-		pr.Faults = []plan.Faults{s.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs})}
+		pr.Faults = []plan.Faults{s.withPostgres(s.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}), c.Faults)}
 	}
 	pr.Meta = s.meta(r)
 	fleetMeta(&pr.Meta, instances)

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,15 @@ func TestProxyFaultCarriesEveryField(t *testing.T) {
 	}
 	var f Fault
 	fields.Fill(&f, fillSpec())
-	if bad := fields.Carried(f, f.proxyFault(), normSpec); len(bad) > 0 {
+	var bad []string
+	for _, b := range fields.Carried(f, f.proxyFault(), normSpec) {
+		// A PostgreSQL dependency's own fields, which pgFault carries
+		// (TestPostgresUpstreamPlan).
+		if !strings.HasPrefix(b, "Fault.Match ") && !strings.HasPrefix(b, "Fault.Code ") {
+			bad = append(bad, b)
+		}
+	}
+	if len(bad) > 0 {
 		t.Errorf("proxyFault does not carry: %v", bad)
 	}
 }

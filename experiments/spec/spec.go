@@ -141,9 +141,10 @@ type Dependency struct {
 	// many bytes (an array of small records, seeded) instead of Size bytes
 	// of text; the service decodes it (default 0: off).
 	Payload ByteSize `yaml:"payload,omitempty"`
-	// Protocol is how the dependency is reached: "http" (the default) or
+	// Protocol is how the dependency is reached: "http" (the default),
 	// "tcp" (any TCP protocol, through the fault proxy's TCP plane; an
-	// external upstream only, see tcp.go).
+	// external upstream only, see tcp.go) or "postgres" (a PostgreSQL
+	// server, faults per query; an external upstream only, postgres.go).
 	Protocol string `yaml:"protocol,omitempty"`
 }
 
@@ -234,6 +235,11 @@ type Fault struct {
 	Queue    int `yaml:"queue,omitempty"`
 	// Size is a payload fault's JSON document, in bytes ("256KiB").
 	Size ByteSize `yaml:"size,omitempty"`
+	// Match, on a PostgreSQL dependency, is a regular expression the
+	// statement's text must match for the fault to act on a query (empty:
+	// every query); Code an error fault's SQLSTATE (postgres.go).
+	Match string `yaml:"match,omitempty"`
+	Code  string `yaml:"code,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a

@@ -18,14 +18,18 @@ import (
 // tcpDependency reports whether dependency d is reached over TCP: an
 // external upstream tcp://host:port, or the dependency's protocol: tcp.
 func (s *Spec) tcpDependency(d string) bool {
-	return s.External != nil && (strings.HasPrefix(s.External.Upstreams[d], "tcp://") || s.Dependencies[d].Protocol == "tcp")
+	return s.External != nil && (strings.HasPrefix(s.External.Upstreams[d], "tcp://") || s.Dependencies[d].Protocol == ProtocolTCP)
 }
 
 // upstreamURL is the external upstream of d as the proxy takes it:
-// tcp://host:port for a TCP dependency.
+// tcp://host:port for a TCP dependency, postgres://host:port for a
+// PostgreSQL one.
 func (s *Spec) upstreamURL(d string) string {
 	u := s.External.Upstreams[d]
-	if s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://") {
+	switch {
+	case s.pgDependency(d):
+		return s.postgresUpstream(d)
+	case s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://"):
 		return "tcp://" + u
 	}
 	return u
@@ -34,19 +38,28 @@ func (s *Spec) upstreamURL(d string) string {
 // validateProtocol checks dependencies.<d>.protocol.
 func (s *Spec) validateProtocol(p *problems, d, path string) {
 	switch proto := s.Dependencies[d].Protocol; {
-	case proto == "" || proto == "http":
-	case proto != "tcp":
-		p.add(path+".protocol", "want http or tcp, got %q", proto)
+	case proto == "" || proto == ProtocolHTTP:
+	case proto != ProtocolTCP && proto != ProtocolPostgres:
+		p.add(path+".protocol", "want http, tcp or postgres, got %q", proto)
 	case s.External == nil:
-		p.add(path+".protocol", "tcp needs your own service and dependency (external mode, external.upstreams.%s: tcp://host:port): the built-in dependency stubs speak HTTP", d)
+		p.add(path+".protocol", "%s needs your own service and dependency (external mode, external.upstreams.%s: %s://host:port): the built-in dependency stubs speak HTTP", proto, d, proto)
 	}
 }
 
-// checkUpstream checks external.upstreams.<d>: an http(s) URL, or for a
-// TCP dependency tcp://host:port (host:port with protocol: tcp).
+// checkUpstream checks external.upstreams.<d>: an http(s) URL, for a TCP
+// dependency tcp://host:port (host:port with protocol: tcp), for a
+// PostgreSQL one postgres://host:port.
 func (s *Spec) checkUpstream(p *problems, d string) {
 	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
 	proto := s.Dependencies[d].Protocol
+	if _, isPG := hasPostgresScheme(raw); isPG || proto == ProtocolPostgres {
+		if isPG && proto != "" && proto != ProtocolPostgres {
+			p.add(path, "%q is a PostgreSQL address, but dependencies.%s.protocol is %s", raw, d, proto)
+			return
+		}
+		s.checkPostgresUpstream(p, d)
+		return
+	}
 	addr, isTCP := strings.CutPrefix(raw, "tcp://")
 	switch {
 	case isTCP && proto == "http":

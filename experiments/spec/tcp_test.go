@@ -82,7 +82,7 @@ func TestTCPUpstreamErrors(t *testing.T) {
 	base := strings.Replace(tcpSpec, "%s", "", 1)
 	for _, tt := range []struct{ from, to, want string }{
 		{"tcp://127.0.0.1:6379", "tcp://127.0.0.1", "tcp.yaml:4: external.upstreams.A: want tcp://host:port"},
-		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {protocol: udp}, B: {}}", "tcp.yaml:7: dependencies.A.protocol: want http or tcp"},
+		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {protocol: udp}, B: {}}", "tcp.yaml:7: dependencies.A.protocol: want http, tcp or postgres"},
 		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {protocol: http}, B: {}}", "external.upstreams.A: \"tcp://127.0.0.1:6379\" is a TCP address"},
 		{"modes: [shared]", "modes: [shared]\ndependencies: {A: {}, B: {protocol: tcp}}", "external.upstreams.B: dependencies.B.protocol is tcp: want host:port"},
 	} {

@@ -51,6 +51,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateLoad(p)
 	s.validatePhases(p)
 	s.validateConditions(p)
+	s.validatePostgresConditions(p) // postgres.go
 	s.validateAftermath(p)
 	s.validateModes(p)
 	s.validateInstances(p)
