@@ -1,0 +1,141 @@
+//go:build e2e
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// TestRunExternalPostgres plays a user whose slow dependency is a real
+// PostgreSQL: their service (the built-in serve stands in for it) runs an
+// analytical query for /a and an interactive one for /b, each endpoint
+// through database/sql to its own fault proxy in front of the same
+// server, the proxies in their PostgreSQL mode. The slow condition slows
+// only the statements that match the analytical query, per query, by
+// 0.9 T; the failing one answers them with SQLSTATE 53300. With one
+// database pool shared by both endpoints (mode shared) the analytical
+// query's held connections starve /b (P1); with a pool per endpoint
+// (mode bulkhead) /b stays at its baseline (P2). Run with the pools
+// swapped, the same verdicts are NOT SUPPORTED: the layout breaks them.
+func TestRunExternalPostgres(t *testing.T) {
+	bin := binary(t)
+	pg := pgtest.Start(t)
+	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	spec := func(sharedLayout, bulkheadLayout string) string {
+		addrS, addrB := freeAddr(t), freeAddr(t)
+		start := func(addr, layout string) string {
+			return fmt.Sprintf(`[%q, serve, --listen, %q, --mode, bulkhead, --pool-size, "80", --queue, "0", --timeout, 250ms, --max-wait, 250ms, --conns, "8", --conns-layout, %s, --endpoint, "a=%s", --query, "a=SELECT 1 AS analytics", --endpoint, "b=%s", --query, "b=SELECT 2 AS lookup"]`,
+				bin, addr, layout, pgtest.DSNAt(proxyA), pgtest.DSNAt(proxyB))
+		}
+		return fmt.Sprintf(`name: ext-pg
+seed: 7
+external:
+  upstreams: {A: "postgres://%[1]s", B: "postgres://%[1]s"}
+  proxies:   {A: "%[2]s", B: "%[3]s"}
+  rules:
+    - {status: 503, header: X-Bulkhead-Reject, class: rejected}
+    - {status: 504, header: X-Dependency-Error, class: dep_timeout}
+    - {status: 502, header: X-Dependency-Error, class: dep_error}
+modes:
+  - name: shared
+    external:
+      start: %[4]s
+      targets: {a: "http://%[5]s/a", b: "http://%[5]s/b"}
+      canary: "http://%[5]s/healthz"
+  - name: bulkhead
+    external:
+      start: %[6]s
+      targets: {a: "http://%[7]s/a", b: "http://%[7]s/b"}
+      canary: "http://%[7]s/healthz"
+service: {timeout: 250ms, max_wait: 250ms, pool_size: 80, queue: 0}
+load: {rates: {a: 100, b: 100}}
+phases: {warmup: 800ms, baseline: 1500ms, fault: 2500ms, recovery: 500ms}
+conditions:
+  - {name: slow, dependency: A, faults: [{type: latency, latency: 225ms, match: "analytics"}]}
+  - {name: failing, dependency: A, faults: [{type: error, code: "53300"}]}
+expectations: {check: [P1, P2]}
+`, pg.Addr, proxyA, proxyB, start(addrS, sharedLayout), addrS, start(addrB, bulkheadLayout), addrB)
+	}
+	run := func(name, text string) (int, string, string) {
+		tmp := t.TempDir()
+		file := filepath.Join(tmp, "ext-pg.yaml")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var code int
+		var out, dir string
+		untilJudged(t, func(i int) string {
+			outDir := filepath.Join(tmp, fmt.Sprintf("attempt%d", i))
+			r := startRunner(t, tmp, "run", file, "--out", outDir, "--check", "--no-images")
+			code, out, dir = r.wait(t, runBound(file)), r.out.String(), resultsDir(outDir, "ext-pg")
+			return dir
+		})
+		return code, out, dir
+	}
+	code, out, dir := run("layouts as named", spec("shared", "per-dependency"))
+	if code != ExitOK {
+		t.Fatalf("run --check: exit %d, want 0 (P1, P2 supported); output:\n%s", code, out)
+	}
+	sum := readSummary(t, dir)
+	for _, p := range []string{"P1", "P2"} {
+		if o := outcomeOf(sum, p); o != analysis.Supported {
+			t.Errorf("%s: %s, want SUPPORTED; output:\n%s", p, o, out)
+		}
+	}
+	// The failing condition reached the service as the SQLSTATE's error
+	// (502), not a timeout or a dropped connection, and only on /a.
+	for _, id := range []string{"failing-shared-r1", "failing-bulkhead-r1"} {
+		b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, id, rundata.PhasesFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var phases []rundata.PhaseStats
+		if err := json.Unmarshal(b, &phases); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range phases {
+			if v.Phase != rundata.PhaseFault {
+				continue
+			}
+			switch v.Endpoint {
+			case "a":
+				if n, tot := v.Counts[loadgen.ClassDepError], v.Counts.Total(); n < tot*9/10 {
+					t.Errorf("%s: /a in the fault phase %v, want dep_error (SQLSTATE 53300) for nearly all", id, v.Counts)
+				}
+			case "b":
+				if n, tot := v.Counts[loadgen.ClassOK], v.Counts.Total(); n < tot*99/100 {
+					t.Errorf("%s: /b in the fault phase %v, want ok (its statements do not match)", id, v.Counts)
+				}
+			}
+		}
+		m, err := readMeta(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Faults) == 0 || !strings.Contains(string(m.Faults[0].Faults), `"53300"`) {
+			t.Errorf("%s: fault events %+v, want the error fault with SQLSTATE 53300", id, m.Faults)
+		}
+	}
+	// The pools swapped: the shared mode now has a pool per endpoint, and
+	// the bulkhead mode one for both.
+	code, out, dir = run("layouts swapped", spec("per-dependency", "shared"))
+	if code != ExitFailed {
+		t.Fatalf("pools swapped: exit %d, want %d; output:\n%s", code, ExitFailed, out)
+	}
+	sum = readSummary(t, dir)
+	for _, p := range []string{"P1", "P2"} {
+		if o := outcomeOf(sum, p); o != analysis.NotSupported {
+			t.Errorf("pools swapped: %s %s, want NOT SUPPORTED", p, o)
+		}
+	}
+}
