@@ -1,4 +1,4 @@
-package pgtest
+package pgserver
 
 import (
 	"crypto/ecdsa"
@@ -25,7 +25,7 @@ func writeCert(dir string, cred *syscall.Credential) error {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "pgtest"},
+		Subject:      pkix.Name{CommonName: "bulkheadlab"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
