@@ -755,7 +755,7 @@ func (r *sessionRunner) bulkheadlab(ex example, args []string, parseOnly bool) b
 		}
 		r.note("refused as it should with --max-duration 1ns")
 		return true
-	case name == "serve" || name == "dep" || name == "proxy":
+	case name == "serve" || name == "dep" || name == "proxy" || name == "postgres":
 		return r.startDaemon(ex, root, name, args)
 	}
 	if f := c.Flags().Lookup("no-images"); f != nil {
@@ -894,7 +894,7 @@ func (r *sessionRunner) startDaemon(ex example, root *cobra.Command, name string
 		r.fail(ex, "its first stdout line is no announcement: %v", err)
 		return false
 	}
-	if want := map[string]string{"serve": "service", "dep": "dep", "proxy": "proxy"}[name]; a.Component != want {
+	if want := map[string]string{"serve": "service", "dep": "dep", "proxy": "proxy", "postgres": "postgres"}[name]; a.Component != want {
 		r.fail(ex, "announced component %q, want %q", a.Component, want)
 	}
 	r.note("%s announced %s %s", name, a.Addr, a.Control)
