@@ -10,6 +10,8 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
@@ -123,6 +125,10 @@ type Address struct {
 	URL       string
 	Component string
 	Path      string
+	// Scheme, if set, replaces the component's base URL's scheme (a
+	// PostgreSQL server's or proxy's data plane is postgres://, not the
+	// http:// a child's address is announced as).
+	Scheme string
 }
 
 // Of is the address of component's data plane plus path.
@@ -141,6 +147,11 @@ func (a Address) Resolve(urls map[string]string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("plan: address refers to component %q, which is not running (yet)", a.Component)
 	}
+	if a.Scheme != "" {
+		if _, host, ok := strings.Cut(base, "://"); ok {
+			base = a.Scheme + "://" + host
+		}
+	}
 	return base + a.Path, nil
 }
 
@@ -155,10 +166,13 @@ const (
 	// KindCommand is a user's program: an external service started by its
 	// own command.
 	KindCommand Kind = "command"
+	// KindPostgres is a real PostgreSQL server (the postgres subcommand)
+	// for a dependency that is a database.
+	KindPostgres Kind = "postgres"
 )
 
 // Component is one process (or, in process, one server) of a run. Exactly
-// one of Dep, Proxy, Service and Command is set, matching Kind.
+// one of Dep, Proxy, Service, Command and Postgres is set, matching Kind.
 type Component struct {
 	// Name is unique in the run ("dep-A", "proxy-A", "service", or
 	// "service-1" … "service-N" for a fleet): it labels the component's
@@ -171,6 +185,18 @@ type Component struct {
 	Proxy   *Proxy
 	Service *Service
 	Command *Command
+	// Postgres is set for KindPostgres.
+	Postgres *Postgres
+}
+
+// Postgres is a PostgreSQL server a run starts for a database dependency.
+type Postgres struct {
+	// Name is the dependency's name, e.g. "DB".
+	Name string
+	// Setup is SQL run once the server accepts connections.
+	Setup string
+	// MaxConnections is the server's max_connections.
+	MaxConnections int
 }
 
 // Command is a user's service started by its own command line (no shell),
@@ -269,6 +295,9 @@ func (c Component) Args() []string {
 		return args
 	case KindService:
 		return append([]string{"serve", "--listen", c.Listen}, service.ServeArgs(c.Service.Config)...)
+	case KindPostgres:
+		return []string{"postgres", "--listen", c.Listen, "--setup", c.Postgres.Setup,
+			"--max-connections", strconv.Itoa(c.Postgres.MaxConnections)}
 	}
 	return nil
 }

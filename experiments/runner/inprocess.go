@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/pgserver"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -42,6 +44,8 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 			return started{}, err
 		}
 		return serveInProcess(c.Listen, d.Serve)
+	case plan.KindPostgres:
+		return startPostgres(c)
 	case plan.KindService:
 		svc, err := service.New(c.Service.Config)
 		if err != nil {
@@ -115,6 +119,33 @@ func startPostgresProxy(c plan.Component, addr string) (started, error) {
 		defer cancel()
 		return srv.Shutdown(ctx)
 	}}, nil
+}
+
+// startPostgres starts a PostgreSQL server (a process of its own, as
+// PostgreSQL is) and runs its setup SQL.
+func startPostgres(c plan.Component) (started, error) {
+	_, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return started{}, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return started{}, err
+	}
+	s, err := pgserver.Start(pgserver.Options{Port: port, MaxConnections: c.Postgres.MaxConnections})
+	if err != nil {
+		return started{}, err
+	}
+	if c.Postgres.Setup != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := s.Exec(ctx, c.Postgres.Setup)
+		cancel()
+		if err != nil {
+			s.Stop()
+			return started{}, fmt.Errorf("setup: %w", err)
+		}
+	}
+	return started{url: "postgres://" + s.Addr, pid: s.PID, stop: func() error { s.Stop(); return nil }}, nil
 }
 
 // serveInProcess runs fn on a new listener until stopped.

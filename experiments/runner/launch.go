@@ -105,7 +105,9 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 		metrics := ""
 		if s.url != "" { // a user's command has no data plane of ours
 			st.URLs[c.Name] = s.url
-			metrics = s.url + "/metrics"
+			if c.Kind != plan.KindPostgres { // a database has no /metrics
+				metrics = s.url + "/metrics"
+			}
 		}
 		if s.control != "" {
 			st.Controls[c.Name] = s.control
@@ -159,7 +161,9 @@ func (l *ProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(s
 			}
 			return started{pid: ch.PID(), stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
 		}
-		ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log})
+		// A PostgreSQL server has no /healthz: it announces itself once it
+		// accepts connections and its setup has run.
+		ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log, NoHealth: c.Kind == plan.KindPostgres})
 		if err != nil {
 			return started{}, err
 		}

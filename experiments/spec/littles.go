@@ -42,6 +42,13 @@ func PoolSize(rate float64, latency time.Duration, headroom float64) (demand flo
 // latency fault's delay for its share of calls, ~0 for errors and aborts, T
 // for hangs; capped at T, where the service gives up.
 func (s *Spec) HoldingTime(dep string, c *Condition) time.Duration {
+	return s.holdingTime(dep, c, "")
+}
+
+// holdingTime is HoldingTime for the calls of endpoint ep ("": any): a
+// fault with a match acts on the endpoint's calls only if its query
+// matches (faultActsOn).
+func (s *Spec) holdingTime(dep string, c *Condition, ep string) time.Duration {
 	t := s.Service.Timeout.D
 	base := s.Dependencies[dep].Latency.D
 	if c == nil || c.Dependency != dep || len(c.Faults) == 0 {
@@ -49,6 +56,9 @@ func (s *Spec) HoldingTime(dep string, c *Condition) time.Duration {
 	}
 	var w, share float64
 	for _, f := range c.Faults {
+		if !s.faultActsOn(f, ep) {
+			continue
+		}
 		p := min(f.Percent/100, 1-share)
 		share += p
 		switch f.Type {
@@ -116,7 +126,7 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 		var flows []flow
 		for _, e := range pl.Endpoints {
 			dep := s.DependencyOf(e)
-			wb, wf := s.HoldingTime(dep, nil), s.HoldingTime(dep, c)
+			wb, wf := s.holdingTime(dep, nil, e), s.holdingTime(dep, c, e)
 			r0, r1 := s.Load.Rates[e], fr[e]
 			f := flow{rate0: r0, w0: wb.Seconds(), rate1: r1, w1: wf.Seconds(), cap: math.Inf(1)}
 			if l, ok := nested[e]; ok && !pl.Nested {

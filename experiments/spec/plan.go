@@ -119,7 +119,7 @@ func (s *Spec) serviceConfig(m *Mode) service.Config {
 		c.Conns = m.Conns
 	}
 	for _, e := range s.Endpoints {
-		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name})
+		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name, Query: e.Query})
 	}
 	return c
 }
@@ -227,6 +227,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			upstream[d] = plan.At(s.upstreamURL(d)) // tcp.go
 			continue
 		}
+		if s.pgDependency(d) { // postgres.go
+			pr.Components = append(pr.Components, s.postgresComponent(d))
+			upstream[d] = plan.Address{Component: depComponent(d), Scheme: "postgres"}
+			continue
+		}
 		dc := s.Dependencies[d]
 		cfg := service.DepConfig{Name: d, Latency: dc.Latency.D, Jitter: dc.Jitter.D,
 			Seed: uint64(r.ComponentSeed(depComponent(d))), Size: dc.Size, Capacity: dc.Capacity, Queue: dc.Queue,
@@ -251,6 +256,9 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
 		for _, e := range s.Endpoints {
 			svc.Upstreams[e.Name] = plan.Of(proxyComponent(e.Dependency), "")
+			if s.pgDependency(e.Dependency) {
+				svc.Upstreams[e.Name] = postgresDSN(proxyComponent(e.Dependency))
+			}
 		}
 		pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/pgserver"
 )
 
 // A dependency of an external spec whose upstream is postgres://host:port
@@ -43,13 +44,60 @@ func hasPostgresScheme(raw string) (string, bool) {
 
 // pgDependency reports whether dependency d is a PostgreSQL server reached
 // through the PostgreSQL plane: an external upstream postgres://host:port,
-// or the dependency's protocol: postgres.
+// or the dependency's protocol: postgres (without external mode, a server
+// the run starts: postgresComponent).
 func (s *Spec) pgDependency(d string) bool {
+	if s.Dependencies[d].Protocol == ProtocolPostgres {
+		return true
+	}
 	if s.External == nil {
 		return false
 	}
 	_, ok := hasPostgresScheme(s.External.Upstreams[d])
-	return ok || s.Dependencies[d].Protocol == ProtocolPostgres
+	return ok
+}
+
+// pgMaxConnections is the max_connections of a PostgreSQL server a run
+// starts: room for every connection the service's pools may open, and the
+// harness's own.
+const pgMaxConnections = 300
+
+// postgresComponent is the PostgreSQL server a run starts for dependency
+// d of the built-in service, with the dependency's setup SQL.
+func (s *Spec) postgresComponent(d string) plan.Component {
+	return plan.Component{Name: depComponent(d), Kind: plan.KindPostgres, Listen: anyLoopback,
+		Postgres: &plan.Postgres{Name: d, Setup: s.Dependencies[d].Setup, MaxConnections: pgMaxConnections}}
+}
+
+// postgresDSN is the address the built-in service's database calls go to:
+// the PostgreSQL proxy component, as the started server's user and
+// database, without TLS.
+func postgresDSN(proxy string) plan.Address {
+	return plan.Address{Component: proxy, Scheme: "postgres",
+		Path: "/" + pgserver.Database + "?user=" + pgserver.User + "&sslmode=disable&connect_timeout=10"}
+}
+
+// validatePostgresEndpoints checks that an endpoint of the built-in
+// service whose dependency is PostgreSQL has a query, and that no other
+// endpoint has one.
+func (s *Spec) validatePostgresEndpoints(p *problems) {
+	for i, e := range s.Endpoints {
+		path := fmt.Sprintf("endpoints[%d].query", i)
+		pg := s.Dependencies[e.Dependency].Protocol == ProtocolPostgres
+		switch {
+		case pg && s.External == nil && strings.TrimSpace(e.Query) == "":
+			p.add(path, "required: dependency %s is a PostgreSQL server (protocol: postgres), and each call of /%s runs this SQL there", e.Dependency, e.Name)
+		case !pg && e.Query != "":
+			p.add(path, "only an endpoint whose dependency is a PostgreSQL server (protocol: postgres) runs a query; %s is not one", e.Dependency)
+		case pg && s.External != nil && e.Query != "":
+			p.add(path, "your own service runs its own queries (external mode); leave it out")
+		}
+	}
+	for _, d := range s.dependencyNames() {
+		if s.Dependencies[d].Setup != "" && (s.Dependencies[d].Protocol != ProtocolPostgres || s.External != nil) {
+			p.add("dependencies."+d+".setup", "only a PostgreSQL server the run starts (protocol: postgres, without external mode) has setup SQL")
+		}
+	}
 }
 
 // checkPostgresUpstream checks external.upstreams.<d> of a PostgreSQL
@@ -148,4 +196,22 @@ func (s *Spec) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
 		fs.Postgres[i] = pgFault(f, match, code)
 	}
 	return fs
+}
+
+// faultActsOn reports whether fault f of a condition acts on the calls of
+// endpoint ep ("": any endpoint): a fault with a match acts on the calls
+// of an endpoint whose query (the built-in service's) it matches; without
+// a match, or where the query is not known (your own service), on all.
+func (s *Spec) faultActsOn(f Fault, ep string) bool {
+	if f.Match == "" || ep == "" {
+		return true
+	}
+	for _, e := range s.Endpoints {
+		if e.Name != ep || e.Query == "" {
+			continue
+		}
+		re, err := regexp.Compile(f.Match)
+		return err != nil || re.MatchString(e.Query)
+	}
+	return true
 }

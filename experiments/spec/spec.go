@@ -123,6 +123,10 @@ type Service struct {
 type Endpoint struct {
 	Name       string `yaml:"name"`
 	Dependency string `yaml:"dependency"`
+	// Query, for an endpoint whose dependency is a PostgreSQL server of
+	// the run's own (protocol: postgres), is the SQL each call runs
+	// (postgres.go).
+	Query string `yaml:"query,omitempty"`
 }
 
 // Dependency is one stub's normal behaviour.
@@ -146,6 +150,10 @@ type Dependency struct {
 	// external upstream only, see tcp.go) or "postgres" (a PostgreSQL
 	// server, faults per query; an external upstream only, postgres.go).
 	Protocol string `yaml:"protocol,omitempty"`
+	// Setup, for a PostgreSQL dependency of the built-in service
+	// (protocol: postgres without external mode), is SQL run once the
+	// server the run starts accepts connections: its tables and rows.
+	Setup string `yaml:"setup,omitempty"`
 }
 
 // Rates are requests per second, keyed by endpoint name.

@@ -41,7 +41,7 @@ func (s *Spec) validateProtocol(p *problems, d, path string) {
 	case proto == "" || proto == ProtocolHTTP:
 	case proto != ProtocolTCP && proto != ProtocolPostgres:
 		p.add(path+".protocol", "want http, tcp or postgres, got %q", proto)
-	case s.External == nil:
+	case s.External == nil && proto == ProtocolTCP:
 		p.add(path+".protocol", "%s needs your own service and dependency (external mode, external.upstreams.%s: %s://host:port): the built-in dependency stubs speak HTTP", proto, d, proto)
 	}
 }

@@ -52,6 +52,7 @@ func (s *Spec) validate(p *problems) {
 	s.validatePhases(p)
 	s.validateConditions(p)
 	s.validatePostgresConditions(p) // postgres.go
+	s.validatePostgresEndpoints(p)
 	s.validateAftermath(p)
 	s.validateModes(p)
 	s.validateInstances(p)
@@ -130,6 +131,9 @@ func (s *Spec) validateService(p *problems) {
 		c := s.serviceConfig(&s.Modes[i])
 		for j := range c.Endpoints {
 			c.Endpoints[j].URL = "http://127.0.0.1:1"
+			if c.Endpoints[j].Query != "" {
+				c.Endpoints[j].URL = "postgres://127.0.0.1:1"
+			}
 		}
 		var ce *service.ConfigError
 		if err := c.Validate(); errors.As(err, &ce) {
