@@ -44,6 +44,7 @@ const (
 	ResourceCPU          = measure.ResourceCPU
 	ResourceGC           = measure.ResourceGC
 	ResourcePoolInferred = measure.ResourcePoolInferred
+	ResourceConnections  = measure.ResourceConnections
 )
 
 // FormatEstimate renders e as "mean [lo, hi]", 3 significant digits.

@@ -47,3 +47,31 @@ func TestConnectionPoolNoWallPreset(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowQueryPreset: on a real PostgreSQL the run starts, the analytical
+// statement slowed per query to 0.9 T starves the interactive endpoint of
+// database connections when both share one database pool, which the
+// ranking names as the exhausted resource, and does not with a pool per
+// class (CONNS-NO-WALL): exit 0. Judged with the modes' roles swapped, the
+// verdict is NOT SUPPORTED.
+func TestSlowQueryPreset(t *testing.T) {
+	text := shortPreset(t, "slow-query",
+		"phases: {warmup: 1500ms, baseline: 3s, fault: 5s, recovery: 2s}", "phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 2s}",
+		"repeats: 2", "repeats: 1")
+	code, out, dir := runSpecJudged(t, "slow-query", text)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
+	}
+	s := readSummary(t, dir)
+	for _, r := range s.Runs {
+		t.Logf("%s: exhausted first %s after %v s (then %s)", r.ID, r.Exhausted.Resource, r.Exhausted.AfterFaultS, r.Exhausted.Then())
+		if strings.Contains(r.ID, "shared-db") && r.Exhausted.Resource != analysis.ResourceConnections {
+			t.Errorf("%s: exhausted first %q, want %q (the shared database pool)", r.ID, r.Exhausted.Resource, analysis.ResourceConnections)
+		}
+	}
+	t.Logf("/b harm without a wall %.2f", measure(s, "CONNS-NO-WALL", "/b harm"))
+	roles := rundata.ConnsRoles{Condition: "slow", NoWall: "db-per-class", Walled: "shared-db"}
+	if o := rejudge(t, dir, "CONNS-NO-WALL", func(ex *analysis.Expectations) { ex.Conns = &roles }); o != analysis.NotSupported {
+		t.Errorf("CONNS-NO-WALL with the roles swapped: %s, want NOT SUPPORTED", o)
+	}
+}
