@@ -245,6 +245,11 @@ func ready(s *Server, exited <-chan struct{}) bool {
 	return false
 }
 
+// BinDir is the folder of PostgreSQL's programs (initdb, postgres, and the
+// client programs installed beside them, psql and pgbench): PATH, then
+// Debian's /usr/lib/postgresql/VERSION/bin, the highest version.
+func BinDir() (string, error) { return binDir() }
+
 // binDir finds the folder of initdb and postgres: PATH, then Debian's
 // /usr/lib/postgresql/VERSION/bin, the highest version.
 func binDir() (string, error) {
