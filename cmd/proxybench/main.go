@@ -78,6 +78,8 @@ type options struct {
 	oursArgs               string
 	tcpConns               int           // tcp phase (tcp.go)
 	tcpDur                 time.Duration // tcp phase: one cell
+	pgRates                []int         // pg phase (pg.go), from pgRatesFlag
+	pgRatesFlag            string
 }
 
 func main() {
@@ -106,10 +108,11 @@ func main() {
 	fs := flag.NewFlagSet("proxybench", flag.ExitOnError)
 	fs.StringVar(&o.bulkheadlab, "bulkheadlab", "", "path of the bulkheadlab binary (required)")
 	fs.StringVar(&o.toxiproxy, "toxiproxy", "", "path of the Toxiproxy server binary (required)")
-	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile, tcp (the TCP data planes: pass-through at -rates, a -delay latency fault, the highest rate held)")
+	fs.StringVar(&o.phases, "phases", "latency,max,delay", "phases to run, in this order: latency, max, delay, profile, tcp (the TCP data planes: pass-through at -rates, a -delay latency fault, the highest rate held), pg (a real PostgreSQL behind ours in its PostgreSQL mode and Toxiproxy: pass-through at -pg-rates, a -delay latency per query)")
 	fs.IntVar(&o.tcpConns, "tcp-conns", 32, "tcp phase: kept connections per attack")
 	fs.DurationVar(&o.tcpDur, "tcp-duration", 2*time.Second, "tcp phase: length of one pass-through cell")
 	fs.StringVar(&o.rates, "rates", "1000,3000", "pass-through rates, requests/s")
+	fs.StringVar(&o.pgRatesFlag, "pg-rates", "500,1500", "pg phase: pass-through rates, queries/s")
 	fs.DurationVar(&o.dur, "duration", 5*time.Second, "length of one pass-through cell (one target, one round)")
 	fs.DurationVar(&o.slice, "slice", 500*time.Millisecond, "pass-through: cut each cell into slices this long that alternate between the targets within the round (0: whole cells one after another)")
 	fs.IntVar(&o.rounds, "rounds", 6, "rounds per rate (and of the delay phase); odd rounds reverse the order of the targets")
@@ -217,13 +220,16 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	if o.pgRates, err = parseRates(o.pgRatesFlag); err != nil {
+		return fmt.Errorf("-pg-rates: %w", err)
+	}
 	ord, err := parseOrder(o.order)
 	if err != nil {
 		return err
 	}
 	phases := strings.Split(o.phases, ",")
 	for _, p := range phases {
-		if !slices.Contains([]string{"latency", "max", "delay", "profile", "tcp"}, p) {
+		if !slices.Contains([]string{"latency", "max", "delay", "profile", "tcp", "pg"}, p) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -259,6 +265,8 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			err = b.profilePhase(ctx)
 		case "tcp":
 			err = b.tcpPhase(ctx, rates)
+		case "pg":
+			err = b.pgPhase(ctx)
 		}
 		if err != nil {
 			return err
