@@ -67,15 +67,10 @@ func openDB(dsn string, limit int) (*sql.DB, error) {
 // result of more than maxBody bytes is an error (ErrBodyTooLarge), as for
 // an HTTP body.
 func (d *dependency) doQuery(ctx context.Context, maxBody int64) callResult {
-	waited, err := d.conns.acquire(ctx)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			d.connTimeouts.Inc()
-		}
-		return callResult{err: fmt.Errorf("dependency %s: waiting %v for a connection of pool %s: %w", d.name, waited.Round(time.Microsecond), d.conns.name, err)}
+	if err := d.acquireConn(ctx); err != nil {
+		return callResult{err: err}
 	}
 	defer d.conns.release()
-	d.connWait.Observe(waited.Seconds())
 	rows, err := d.db.QueryContext(ctx, d.query)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: query: %w", d.name, err)}

@@ -109,15 +109,10 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
 	}
 	req.Header.Set(rundata.HeaderRequestID, requestID)
-	waited, err := d.conns.acquire(ctx)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			d.connTimeouts.Inc()
-		}
-		return callResult{err: fmt.Errorf("dependency %s: waiting %v for a connection of pool %s: %w", d.name, waited.Round(time.Microsecond), d.conns.name, err)}
+	if err := d.acquireConn(ctx); err != nil {
+		return callResult{err: err}
 	}
 	defer d.conns.release() // deferred first, so it runs after the body is closed
-	d.connWait.Observe(waited.Seconds())
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
@@ -134,6 +129,21 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 		return callResult{err: fmt.Errorf("dependency %s answered %s", d.name, resp.Status)}
 	}
 	return callResult{outcome: outcomeOK, body: body, contentType: resp.Header.Get("Content-Type")}
+}
+
+// acquireConn takes a slot of the dependency's connection pool within ctx
+// and records the wait; the caller releases it. A deadline that passes
+// while it waits is counted as a connection timeout.
+func (d *dependency) acquireConn(ctx context.Context) error {
+	waited, err := d.conns.acquire(ctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			d.connTimeouts.Inc()
+		}
+		return fmt.Errorf("dependency %s: waiting %v for a connection of pool %s: %w", d.name, waited.Round(time.Microsecond), d.conns.name, err)
+	}
+	d.connWait.Observe(waited.Seconds())
+	return nil
 }
 
 // serviceMetrics are the service's own metrics (the pools collect theirs).
