@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgserver"
 )
-
-// setupTimeout bounds the setup SQL of a started PostgreSQL.
-const setupTimeout = 2 * time.Minute
 
 // newPostgresCmd builds the `postgres` command: a real PostgreSQL server
 // for an experiment whose dependency is a database.
@@ -50,22 +45,17 @@ connect with postgres://` + pgserver.User + `@ADDR/` + pgserver.Database + `?ssl
 			if maxConns < 1 || maxConns > 10000 {
 				return usageError(fmt.Errorf("--max-connections: want 1–10000, got %d", maxConns))
 			}
-			s, err := pgserver.Start(pgserver.Options{Port: port, MaxConnections: maxConns})
-			if errors.Is(err, pgserver.ErrNotInstalled) {
+			s, err := pgserver.Start(pgserver.Options{Port: port, MaxConnections: maxConns, Setup: setup})
+			switch {
+			case errors.Is(err, pgserver.ErrNotInstalled):
 				return usageError(err)
+			case errors.Is(err, pgserver.ErrSetup):
+				return usageError(fmt.Errorf("--setup: %w", err))
 			}
 			if err != nil {
 				return err
 			}
 			defer s.Stop()
-			if setup != "" {
-				ctx, cancel := context.WithTimeout(cmd.Context(), setupTimeout)
-				err := s.Exec(ctx, setup)
-				cancel()
-				if err != nil {
-					return usageError(fmt.Errorf("--setup: %w", err))
-				}
-			}
 			if err := announce.Write(cmd.OutOrStdout(), announce.Announcement{Component: "postgres", Addr: s.Addr}); err != nil {
 				return err
 			}

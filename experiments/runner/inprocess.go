@@ -132,18 +132,9 @@ func startPostgres(c plan.Component) (started, error) {
 	if err != nil {
 		return started{}, err
 	}
-	s, err := pgserver.Start(pgserver.Options{Port: port, MaxConnections: c.Postgres.MaxConnections})
+	s, err := pgserver.Start(pgserver.Options{Port: port, MaxConnections: c.Postgres.MaxConnections, Setup: c.Postgres.Setup})
 	if err != nil {
 		return started{}, err
-	}
-	if c.Postgres.Setup != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := s.Exec(ctx, c.Postgres.Setup)
-		cancel()
-		if err != nil {
-			s.Stop()
-			return started{}, fmt.Errorf("setup: %w", err)
-		}
 	}
 	return started{url: "postgres://" + s.Addr, pid: s.PID, stop: func() error { s.Stop(); return nil }}, nil
 }

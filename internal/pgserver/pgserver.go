@@ -34,6 +34,9 @@ const (
 // are not found; the error names the Debian package.
 var ErrNotInstalled = errors.New("PostgreSQL is not installed (Debian: apt-get install postgresql)")
 
+// ErrSetup is wrapped by Start's error when Options.Setup failed.
+var ErrSetup = errors.New("setup SQL failed")
+
 // Options configure Start. The zero value is a plain-text server on a free
 // port.
 type Options struct {
@@ -46,7 +49,14 @@ type Options struct {
 	MaxConnections int
 	// Log, if set, gets the server's own output.
 	Log *os.File
+	// Setup, if set, is SQL Start runs once the server accepts
+	// connections (tables, rows), within SetupTimeout; if it fails, the
+	// server is stopped and Start returns its error.
+	Setup string
 }
+
+// SetupTimeout bounds Options.Setup.
+const SetupTimeout = 2 * time.Minute
 
 // Server is a running PostgreSQL server. Its methods are safe for
 // concurrent use.
@@ -146,10 +156,20 @@ func Start(o Options) (*Server, error) {
 	var last error
 	for range attempts {
 		s, err := launch(bin, dir, data, cred, o)
-		if err == nil {
-			return s, nil
+		if err != nil {
+			last = err
+			continue
 		}
-		last = err
+		if o.Setup != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), SetupTimeout)
+			err := s.Exec(ctx, o.Setup)
+			cancel()
+			if err != nil {
+				s.Stop()
+				return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+		}
+		return s, nil
 	}
 	return fail(last)
 }
