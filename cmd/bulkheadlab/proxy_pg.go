@@ -33,8 +33,11 @@ func (o proxyOptions) isPostgres() bool {
 	return false
 }
 
+// hasPostgresScheme reports whether upstream is a postgres:// or
+// postgresql:// URL.
 func hasPostgresScheme(upstream string) bool {
-	return strings.HasPrefix(upstream, "postgres://") || strings.HasPrefix(upstream, "postgresql://")
+	_, ok := pgproxy.CutScheme(upstream)
+	return ok
 }
 
 // parsePG checks the flags of the PostgreSQL data plane; errors name the

@@ -28,20 +28,6 @@ const (
 	ProtocolPostgres = "postgres"
 )
 
-// postgresSchemes are the URL schemes of a PostgreSQL upstream.
-var postgresSchemes = []string{"postgres://", "postgresql://"}
-
-// hasPostgresScheme reports whether raw starts with a PostgreSQL scheme,
-// and returns the rest.
-func hasPostgresScheme(raw string) (string, bool) {
-	for _, p := range postgresSchemes {
-		if rest, ok := strings.CutPrefix(raw, p); ok {
-			return rest, true
-		}
-	}
-	return raw, false
-}
-
 // pgDependency reports whether dependency d is a PostgreSQL server reached
 // through the PostgreSQL plane: an external upstream postgres://host:port,
 // or the dependency's protocol: postgres (without external mode, a server
@@ -53,7 +39,7 @@ func (s *Spec) pgDependency(d string) bool {
 	if s.External == nil {
 		return false
 	}
-	_, ok := hasPostgresScheme(s.External.Upstreams[d])
+	_, ok := pgproxy.CutScheme(s.External.Upstreams[d])
 	return ok
 }
 
@@ -105,7 +91,7 @@ func (s *Spec) validatePostgresEndpoints(p *problems) {
 // are the service's to give), or host:port.
 func (s *Spec) checkPostgresUpstream(p *problems, d string) {
 	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
-	addr, _ := hasPostgresScheme(raw)
+	addr, _ := pgproxy.CutScheme(raw)
 	if strings.Contains(addr, "://") {
 		p.add(path, "dependencies.%s.protocol is postgres: want postgres://host:port or host:port, got %q", d, raw)
 		return
@@ -118,7 +104,7 @@ func (s *Spec) checkPostgresUpstream(p *problems, d string) {
 // postgresUpstream is the upstream of PostgreSQL dependency d as the proxy
 // takes it: postgres://host:port.
 func (s *Spec) postgresUpstream(d string) string {
-	addr, _ := hasPostgresScheme(s.External.Upstreams[d])
+	addr, _ := pgproxy.CutScheme(s.External.Upstreams[d])
 	return "postgres://" + addr
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 )
 
@@ -52,7 +53,7 @@ func (s *Spec) validateProtocol(p *problems, d, path string) {
 func (s *Spec) checkUpstream(p *problems, d string) {
 	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
 	proto := s.Dependencies[d].Protocol
-	if _, isPG := hasPostgresScheme(raw); isPG || proto == ProtocolPostgres {
+	if _, isPG := pgproxy.CutScheme(raw); isPG || proto == ProtocolPostgres {
 		if isPG && proto != "" && proto != ProtocolPostgres {
 			p.add(path, "%q is a PostgreSQL address, but dependencies.%s.protocol is %s", raw, d, proto)
 			return

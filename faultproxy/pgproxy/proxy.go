@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,4 +202,15 @@ func (p *Proxy) ledgerDropped() uint64 {
 		return 0
 	}
 	return p.ledger.Dropped()
+}
+
+// CutScheme reports whether raw is a PostgreSQL URL (postgres:// or
+// postgresql://), and returns what follows the scheme.
+func CutScheme(raw string) (rest string, ok bool) {
+	for _, p := range []string{"postgres://", "postgresql://"} {
+		if rest, ok := strings.CutPrefix(raw, p); ok {
+			return rest, true
+		}
+	}
+	return raw, false
 }
