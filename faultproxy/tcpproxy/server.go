@@ -1,123 +1,24 @@
 package tcpproxy
 
 import (
-	"context"
-	"errors"
 	"log"
-	"net"
-	"net/http"
-	"sync"
-	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/internal/connserver"
 )
 
 // Server serves a Proxy's data plane and its control API on two
-// listeners. Safe for concurrent use.
-type Server struct {
-	proxy        *Proxy
-	data         net.Listener
-	control      *http.Server
-	controlAddr  string
-	conns        sync.WaitGroup // serveConn goroutines, added to by the accept loop only
-	accepting    chan struct{}  // closed when the accept loop has ended
-	wg           sync.WaitGroup // control server
-	errc         chan error
-	shutdownOnce sync.Once
-	shutdownErr  error
-}
+// listeners (see connserver). Safe for concurrent use.
+type Server = connserver.Server
 
 // Listen binds dataAddr and controlAddr (":0" ports allowed) and starts
 // serving p on them; a bind error is a *faultproxy.ListenError naming the
-// plane. Stop it with Shutdown.
+// plane. Stop it with Shutdown, which closes p and every connection
+// without waiting for idle ones.
 func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Server, error) {
-	dl, err := net.Listen("tcp", dataAddr)
-	if err != nil {
-		return nil, &faultproxy.ListenError{Plane: "data", Err: err}
-	}
-	cl, err := net.Listen("tcp", controlAddr)
-	if err != nil {
-		dl.Close()
-		return nil, &faultproxy.ListenError{Plane: "control", Err: err}
-	}
-	s := &Server{proxy: p, data: dl, controlAddr: cl.Addr().String(), errc: make(chan error, 2), accepting: make(chan struct{}),
-		control: &http.Server{Handler: p.ControlHandler(), ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-			IdleTimeout: time.Minute, ErrorLog: errorLog}}
-	s.wg.Go(func() {
-		if err := s.control.Serve(cl); !errors.Is(err, http.ErrServerClosed) {
-			s.errc <- err
-		}
-	})
-	go func() {
-		defer close(s.accepting)
-		if err := s.accept(dl); err != nil {
-			s.errc <- err
-		}
-	}()
-	return s, nil
-}
-
-// accept serves connections until l is closed; temporary errors (out of
-// file descriptors) back off up to a second, as net/http does.
-func (s *Server) accept(l net.Listener) error {
-	var backoff time.Duration
-	for {
-		nc, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.proxy.errLog.Printf("tcpproxy: accept: %v; retrying in %v", err, backoff)
-				select {
-				case <-time.After(backoff):
-				case <-s.proxy.ctx.Done():
-					return nil
-				}
-				continue
-			}
-			return err
-		}
-		backoff = 0
-		s.conns.Go(func() { s.proxy.serveConn(nc.(*net.TCPConn)) })
-	}
-}
-
-func isTemporary(err error) bool {
-	t, ok := err.(interface{ Temporary() bool })
-	return ok && t.Temporary()
-}
-
-// Addr is the bound data-plane address, host:port.
-func (s *Server) Addr() string { return s.data.Addr().String() }
-
-// ControlAddr is the bound control-plane address, host:port.
-func (s *Server) ControlAddr() string { return s.controlAddr }
-
-// Err delivers an error if a listener fails while serving.
-func (s *Server) Err() <-chan error { return s.errc }
-
-// Shutdown stops accepting, closes the Proxy (connections waiting in a
-// fault end at once) and closes every connection: a relay cannot tell a
-// kept idle connection (a client's pool holds them for ever) from one
-// waiting for an answer, so it does not wait for them. The control server
-// is shut down within ctx. It returns when every goroutine of the server
-// has ended. Idempotent.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.shutdownOnce.Do(func() {
-		_ = s.data.Close()
-		<-s.accepting // no conns.Go after this
-		s.proxy.Close()
-		s.proxy.closeAll() // a connection that registers later sees the proxy closed
-		s.conns.Wait()
-		if err := s.control.Shutdown(ctx); err != nil {
-			s.shutdownErr = err
-			_ = s.control.Close()
-		}
-		s.wg.Wait()
-	})
-	return s.shutdownErr
+	return connserver.Listen(connserver.Plane{Name: "tcpproxy", Control: p.ControlHandler(),
+		Serve: p.serveConn, Done: p.ctx.Done(), Logf: p.errLog.Printf,
+		Close: func() {
+			p.Close()
+			p.closeAll() // a connection that registers later sees the proxy closed
+		}}, dataAddr, controlAddr, errorLog)
 }
