@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
 // pump relays the upstream's messages to the client, each in turn with
@@ -50,16 +52,19 @@ func (c *conn) pump() error {
 }
 
 // hold waits until u's answer may go out, the first time one of its
-// messages comes.
+// messages comes. A cancel request for u ends the wait (see cancelHead):
+// u is dropped.
 func (c *conn) hold(u *unit) error {
 	if u.dec.delay > 0 {
 		if time.Now().Before(u.release) {
 			if err := c.cw.Flush(); err != nil {
 				return err
 			}
-			if err := c.sleepUntil(u.release); err != nil {
+			ok, err := c.holdUntil(u)
+			if err != nil {
 				return err
 			}
+			u.dropped = !ok
 		}
 		u.held = time.Since(u.arrived)
 		c.p.m.delay.Observe(u.held.Seconds())
@@ -68,12 +73,37 @@ func (c *conn) hold(u *unit) error {
 	return nil
 }
 
+// holdUntil waits until u's release; false if a cancel request for u
+// came first.
+func (c *conn) holdUntil(u *unit) (bool, error) {
+	for {
+		c.mu.Lock()
+		cut := u.cancelled
+		c.mu.Unlock()
+		if cut {
+			return false, nil
+		}
+		if faultproxy.SleepUntil(c.kickCh, c.done, u.release) {
+			return true, nil
+		}
+		select {
+		case <-c.done:
+			if c.p.ctx.Err() != nil {
+				return false, errStopped
+			}
+			return false, errDone
+		default: // kicked: look at u again
+		}
+	}
+}
+
 // relay passes the upstream's message whose header is next (body n
 // bytes) to the client, and acts on the few the proxy reads: a
 // ReadyForQuery ends the head query u (its status is kept for the
 // answers of error faults), a BackendKeyData keys the connection for
 // cancel requests.
 func (c *conn) relay(typ byte, n int, u *unit) error {
+	drop := u != nil && u.dropped
 	total := 5 + n
 	if total > bufSize {
 		for total > 0 {
@@ -84,7 +114,9 @@ func (c *conn) relay(typ byte, n int, u *unit) error {
 				}
 				return err
 			}
-			if _, err := c.cw.Write(b); err != nil {
+			if drop {
+				// not the client's: its statement was cancelled
+			} else if _, err := c.cw.Write(b); err != nil {
 				return err
 			}
 			c.urd.skip(len(b))
@@ -110,6 +142,20 @@ func (c *conn) relay(typ byte, n int, u *unit) error {
 		c.key = string(b[5:])
 		c.p.keys[c.key] = c
 		c.p.mu.Unlock()
+	}
+	if drop {
+		c.urd.skip(total)
+		if typ != 'Z' {
+			return nil
+		}
+		// The end of the cancelled query's answer: the client gets what
+		// the server sends for a cancelled statement.
+		if _, err := c.cw.Write(appendReadyForQuery(appendErrorResponse(nil, DefaultCode, DefaultMessage), c.status)); err != nil {
+			return err
+		}
+		c.p.m.cancelled.Inc()
+		c.pop(u, outcomeCancelled)
+		return c.cw.Flush()
 	}
 	if _, err := c.cw.Write(b); err != nil {
 		return err
@@ -172,9 +218,11 @@ func (c *conn) service() error {
 		if !u.errSent {
 			code, msg := DefaultCode, DefaultMessage
 			if !u.dec.hang {
-				code, msg = u.dec.err.Code, u.dec.err.Message
 				if err := c.hold(u); err != nil {
 					return err
+				}
+				if !u.dropped {
+					code, msg = u.dec.err.Code, u.dec.err.Message
 				}
 			}
 			if _, err := c.cw.Write(appendErrorResponse(nil, code, msg)); err != nil {
@@ -221,18 +269,25 @@ func (c *conn) waitKick() error {
 	}
 }
 
-// cancelHang ends the first hang in the queue, if no query the upstream
-// is running comes before it (the cancel request, passed on, is that
-// one's): the pump answers it 57014.
-func (c *conn) cancelHang() {
+// cancelHead ends the query a cancel request for this connection meant:
+// the first in the queue, if the proxy holds it — a hang not yet
+// cancelled, or a query whose answer a delay holds (the proxy's slow
+// statement; one whose hold is over is left to the upstream, which got
+// the request too). The pump then answers it 57014, as the server answers
+// a cancelled statement. A query the upstream is running without a hold
+// is the upstream's to cancel.
+func (c *conn) cancelHead() {
 	hit := false
 	c.mu.Lock()
 	for _, u := range c.queue {
-		if !u.dec.synthetic() {
+		if u.cancelled {
+			continue // answered 57014 already, or about to be
+		}
+		if u.dec.hang || u.dec.delay > 0 && time.Now().Before(u.release) {
+			u.cancelled, hit = true, true
 			break
 		}
-		if u.dec.hang && !u.cancelled {
-			u.cancelled, hit = true, true
+		if !u.dec.synthetic() {
 			break
 		}
 	}

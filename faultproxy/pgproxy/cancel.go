@@ -11,8 +11,9 @@ const cancelTimeout = 5 * time.Second
 // passCancel passes a CancelRequest on to the upstream on a connection of
 // its own and waits (at most cancelTimeout) until the upstream has closed
 // it, as a client of the server would; then, if the request's key is a
-// connection of this proxy whose first query in flight is a hang, that
-// hang ends as the server ends a cancelled statement (see cancelHang).
+// connection of this proxy whose first query in flight the proxy holds (a
+// hang, or a delayed answer), that query ends as the server ends a
+// cancelled statement (see cancelHead).
 // The client's connection is closed without an answer, as the server
 // closes it.
 func (c *conn) passCancel(pkt []byte) {
@@ -27,6 +28,6 @@ func (c *conn) passCancel(pkt []byte) {
 	target := c.p.keys[string(pkt[8:])]
 	c.p.mu.Unlock()
 	if target != nil {
-		target.cancelHang()
+		target.cancelHead()
 	}
 }

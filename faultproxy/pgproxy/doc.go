@@ -51,7 +51,12 @@
 //   - latency: the query's answer reaches the client no sooner than
 //     Latency ± Jitter after the proxy received the query; the statement
 //     runs on the server at once, and an answer that comes later than
-//     that passes at once. Fired latencies add up.
+//     that passes at once. Fired latencies add up. The held query is
+//     the proxy's slow statement: a cancel request for its connection
+//     ends the hold at once, and the client gets 57014 (the server's
+//     answer is dropped), as from the server's cancelled statement, so a
+//     client that gives up on a slow query frees it at once, also in the
+//     count of queries in flight.
 //   - error: the proxy answers the query itself, without the server seeing
 //     it: an ErrorResponse with Code (a SQLSTATE, 57014 by default) and
 //     Message, then, at its Sync, a ReadyForQuery with the transaction

@@ -2,6 +2,7 @@ package pgproxy
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's pgx driver
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
 )
 
 // timed runs f and returns how long it took.
@@ -169,6 +172,73 @@ func TestHangFault(t *testing.T) {
 	}
 	if got := gather(t, e.p, "faultproxy_pg_queries_total", "outcome", outcomeCancelled); got != 1 {
 		t.Errorf("cancelled outcomes %v, want 1", got)
+	}
+}
+
+// TestCancelEndsHeldQuery: a query whose answer a latency fault holds is
+// the proxy's slow statement, and a cancel request ends it as the server
+// ends a cancelled one: at once, with 57014, the connection going on, and
+// no longer counted in flight. Without this, a service whose time-out
+// cancels slow queries would seem, from the proxy's in-flight count, to
+// hold more queries than it has connections (the held answers of the ones
+// it gave up on), and the limit inferred from that count would be wrong.
+// Two clients: pgx with its cancel-request watcher (the connection stays),
+// and database/sql with pgx's default, which cancels and then closes the
+// connection, waiting for the server's end.
+func TestCancelEndsHeldQuery(t *testing.T) {
+	checkFDs(t)
+	const hold = 3 * time.Second
+	_, e := pgEnv(t, Config{}, Fault{Type: TypeLatency, Percent: 100, Latency: hold, Match: "slow"})
+	c := connect(t, e.srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	d, err := timed(func() error {
+		_, err := c.Exec(ctx, "SELECT 1 AS slow")
+		return err
+	})
+	cancel()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" || d > hold/2 {
+		t.Fatalf("held query with a 200ms deadline: %v (%T) after %v; want PgError 57014 well before the %v hold", err, err, d, hold)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	var one int
+	if err := c.QueryRow(ctx2, "SELECT 1 AS fast").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT after the cancelled hold: %d, %v", one, err)
+	}
+	if got := gather(t, e.p, "faultproxy_pg_queries_total", "outcome", outcomeCancelled); got != 1 {
+		t.Errorf("cancelled outcomes %v, want 1", got)
+	}
+
+	db, err := sql.Open("pgx", pgtest.DSNAt(e.srv.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 6
+	db.SetMaxOpenConns(n)
+	errs := make(chan error, n)
+	start := time.Now()
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			var one int
+			errs <- db.QueryRowContext(ctx, "SELECT 1 AS slow").Scan(&one)
+		}()
+	}
+	for range n {
+		if err := <-errs; err == nil {
+			t.Fatalf("a held query under a 100ms deadline passed")
+		}
+	}
+	for e.p.Inflight() > 0 && time.Since(start) < hold/2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got, after := e.p.Inflight(), time.Since(start); got != 0 {
+		t.Fatalf("queries in flight %v after %v, want 0 once the clients gave up (before the %v hold ended)", got, after, hold)
+	} else {
+		t.Logf("%d queries given up at 100ms: none in flight at the proxy after %v", n, after)
 	}
 }
 

@@ -22,12 +22,15 @@ type unit struct {
 
 	// Guarded by conn.mu.
 	closed    bool // its Query or Sync was received: it may end
-	cancelled bool // a cancel request ended its hang
+	cancelled bool // a cancel request ended its hang or its hold
 
 	// The pump's.
 	errSent  bool          // its ErrorResponse went out (synthetic units)
 	released bool          // its first answer went out
 	held     time.Duration // from arrived until its first answer went out, when it had a delay
+	// dropped: a cancel request ended its hold; the upstream's answer is
+	// dropped and the client gets 57014, as from a cancelled statement.
+	dropped bool
 }
 
 // enqueue starts query u: it is in flight from now, answered in turn.
