@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +125,28 @@ expectations: {check: [P1, P2]}
 		}
 		if len(m.Faults) == 0 || !strings.Contains(string(m.Faults[0].Faults), `"53300"`) {
 			t.Errorf("%s: fault events %+v, want the error fault with SQLSTATE 53300", id, m.Faults)
+		}
+	}
+	// The limit of queries in flight, inferred from the proxies alone: the
+	// service's 8 connections (shared: A's calls, with B's or alone;
+	// bulkhead: A's own 8). The slow queries the service gave up on are
+	// cancelled, and the proxy ends their held answers at once, so they do
+	// not count beyond the connections.
+	for _, run := range sum.Runs {
+		if run.ID != "slow-shared-r1" && run.ID != "slow-bulkhead-r1" {
+			continue
+		}
+		var got []string
+		ok := false
+		for _, l := range run.Inferred {
+			got = append(got, fmt.Sprintf("%s=%d", strings.Join(l.Dependencies, "+"), l.Limit))
+			ok = ok || slices.Contains(l.Dependencies, "A") && l.Limit >= 7 && l.Limit <= 8 &&
+				(run.ID == "slow-shared-r1" || len(l.Dependencies) == 1)
+		}
+		if !ok {
+			t.Errorf("%s: inferred limits %v, want A's queries capped at the service's 8 connections", run.ID, got)
+		} else {
+			t.Logf("%s: inferred %v", run.ID, got)
 		}
 	}
 	// The pools swapped: the bulkhead mode now has one pool for both
