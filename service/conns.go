@@ -175,6 +175,7 @@ func newConnPools(layout ConnsLayout, conns int, endpoints []string) ([]*connPoo
 // connWaitMetrics are the per-dependency series of connection waits.
 type connWaitMetrics struct {
 	wait     *prometheus.HistogramVec
+	hold     *prometheus.HistogramVec
 	timeouts *prometheus.CounterVec
 }
 
@@ -186,6 +187,11 @@ func newConnWaitMetrics() connWaitMetrics {
 			Help:    "Time dependency calls waited for a connection slot of their pool (zero when one was free); calls that never got one are in " + rundata.MetricConnWaitTimeouts + ".",
 			Buckets: append([]float64{0}, WaitBuckets...),
 		}, dep),
+		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    rundata.MetricConnHold,
+			Help:    "Time dependency calls held their connection slot, from getting it to its release: a query's time, an HTTP call's round trip, without the wait for the slot.",
+			Buckets: WaitBuckets,
+		}, dep),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: rundata.MetricConnWaitTimeouts,
 			Help: "Dependency calls whose deadline passed while they waited for a connection slot.",
@@ -194,9 +200,10 @@ func newConnWaitMetrics() connWaitMetrics {
 }
 
 func (m connWaitMetrics) register(r prometheus.Registerer, endpoints []string) {
-	r.MustRegister(m.wait, m.timeouts)
+	r.MustRegister(m.wait, m.hold, m.timeouts)
 	for _, e := range endpoints { // export zeros from the start
 		m.wait.WithLabelValues(e)
+		m.hold.WithLabelValues(e)
 		m.timeouts.WithLabelValues(e)
 	}
 }

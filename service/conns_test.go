@@ -91,6 +91,25 @@ func connWait(t *testing.T, s *Service, dep string) (count uint64, sum, timeouts
 	return count, sum, timeouts
 }
 
+// connHold returns the count and sum of dependency dep's connection-hold
+// histogram, read from the registry.
+func connHold(t *testing.T, s *Service, dep string) (count uint64, sum float64) {
+	t.Helper()
+	fams, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == rundata.MetricConnHold && labelOf(m, "dependency") == dep {
+				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	t.Fatalf("registry lacks %s for dependency %s", rundata.MetricConnHold, dep)
+	return 0, 0
+}
+
 func labelOf(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -181,6 +200,17 @@ func TestConnsLayout(t *testing.T) {
 			}
 			if tt.bWaits {
 				t.Logf("layout %q: B waited %.1f ms for a connection held by A", tt.layout, sum*1000)
+			}
+			// The hold is the call's own time, not its wait: B's stays at
+			// its dependency's 1 ms however long it waited; A's calls held
+			// theirs while B waited.
+			hn, hsum := connHold(t, svc, EndpointB)
+			if hn != 1 || hsum < 0.001 || hsum > 0.5 {
+				t.Errorf("layout %q: B's connection hold: %d calls, %.6f s; want 1 call of ≥ 1 ms (its dependency's latency), not its wait", tt.layout, hn, hsum)
+			}
+			an, asum := connHold(t, svc, EndpointA)
+			if an != k || asum/float64(k) < sum {
+				t.Errorf("layout %q: A's connection hold: %d calls, mean %.6f s; want %d calls holding at least B's wait %.6f s", tt.layout, an, asum/float64(k), k, sum)
 			}
 		})
 	}

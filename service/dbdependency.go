@@ -70,7 +70,7 @@ func (d *dependency) doQuery(ctx context.Context, maxBody int64) callResult {
 	if err := d.acquireConn(ctx); err != nil {
 		return callResult{err: err}
 	}
-	defer d.conns.release()
+	defer d.releaseConn(time.Now())
 	rows, err := d.db.QueryContext(ctx, d.query)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: query: %w", d.name, err)}

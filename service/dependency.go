@@ -41,6 +41,7 @@ type dependency struct {
 
 	conns        *connPool
 	connWait     prometheus.Observer
+	connHold     prometheus.Observer
 	connTimeouts prometheus.Counter
 	decodeTime   prometheus.Observer
 	decodedBytes prometheus.Counter
@@ -59,7 +60,7 @@ func newDependency(name, url string, limit int, conns *connPool, m connWaitMetri
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t},
-		conns: conns, connWait: m.wait.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name),
+		conns: conns, connWait: m.wait.WithLabelValues(name), connHold: m.hold.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name),
 		decodeTime: dm.seconds.WithLabelValues(name), decodedBytes: dm.bytes.WithLabelValues(name)}
 }
 
@@ -112,7 +113,7 @@ func (d *dependency) do(ctx context.Context, requestID string, maxBody int64) ca
 	if err := d.acquireConn(ctx); err != nil {
 		return callResult{err: err}
 	}
-	defer d.conns.release() // deferred first, so it runs after the body is closed
+	defer d.releaseConn(time.Now()) // deferred first, so it runs after the body is closed
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return callResult{err: fmt.Errorf("dependency %s: %w", d.name, err)}
@@ -144,6 +145,13 @@ func (d *dependency) acquireConn(ctx context.Context) error {
 	}
 	d.connWait.Observe(waited.Seconds())
 	return nil
+}
+
+// releaseConn gives back the connection slot taken at got and records
+// how long the call held it.
+func (d *dependency) releaseConn(got time.Time) {
+	d.conns.release()
+	d.connHold.Observe(time.Since(got).Seconds())
 }
 
 // serviceMetrics are the service's own metrics (the pools collect theirs).

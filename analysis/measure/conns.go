@@ -154,6 +154,13 @@ type ConnWait struct {
 	MeanWaitMs Num `json:"mean_wait_ms"`
 	// Timeouts are calls whose deadline passed while they waited.
 	Timeouts Num `json:"timeouts"`
+	// MeanHoldMs is the calls' mean time holding the connection (a
+	// query's time, an HTTP call's round trip), BaselineHoldMs the same in
+	// the baseline phase: next to the wait, it tells a slow dependency
+	// (hold up) from a pool that ran out (wait up, hold flat). NaN for a
+	// service that does not export it.
+	MeanHoldMs     Num `json:"mean_hold_ms"`
+	BaselineHoldMs Num `json:"baseline_hold_ms"`
 }
 
 // connsFamily adds the endpoints' waits for a connection.
@@ -182,9 +189,13 @@ func (r *Run) connWaitStats() []ConnWait {
 		if !ok1 || !ok2 {
 			continue
 		}
-		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: Undefined, Timeouts: Undefined}
+		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: Undefined, Timeouts: Undefined,
+			MeanHoldMs: r.meanHoldMs(l, from, to), BaselineHoldMs: Undefined}
 		if n > 0 {
 			w.MeanWaitMs = Num(1000 * sum / n)
+		}
+		if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+			w.BaselineHoldMs = r.meanHoldMs(l, b.Start, b.End)
 		}
 		if ok3 {
 			w.Timeouts = Num(timeouts)
@@ -203,6 +214,17 @@ func (r *Run) connWaitStats() []ConnWait {
 	return out
 }
 
+// meanHoldMs is the mean time the calls of dependency series l ended in
+// [from, to] held their connection, NaN without calls or the metric.
+func (r *Run) meanHoldMs(l rundata.Label, from, to time.Time) Num {
+	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldSum, l)), from, to)
+	n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldCount, l)), from, to)
+	if !ok1 || !ok2 || n <= 0 {
+		return Undefined
+	}
+	return Num(1000 * sum / n)
+}
+
 // ConnWait returns endpoint ep's connection waits in the run (NaN fields
 // when the run has none).
 func (s RunSummary) ConnWait(ep string) ConnWait {
@@ -211,7 +233,7 @@ func (s RunSummary) ConnWait(ep string) ConnWait {
 			return w
 		}
 	}
-	return ConnWait{Endpoint: ep, Calls: Undefined, MeanWaitMs: Undefined, Timeouts: Undefined}
+	return ConnWait{Endpoint: ep, Calls: Undefined, MeanWaitMs: Undefined, Timeouts: Undefined, MeanHoldMs: Undefined, BaselineHoldMs: Undefined}
 }
 
 // ConnPoolNear reports a connection pool's peak in use and limit over the

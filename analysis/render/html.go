@@ -102,9 +102,9 @@ func renderHTML(s *verdict.Summary) []byte {
 }
 
 var connsTmpl = template.Must(template.New("conns").Funcs(template.FuncMap{"num": measure.FmtNum}).Parse(`<h2>Connection waits</h2>
-<p>Fault phase (the run after warmup without one). Calls = dependency calls that got a connection; mean wait = their mean wait for it (0 when one was free); timed out = calls whose deadline passed while they waited (they never reached the dependency).</p>
-<table><tr><th>run</th><th>endpoint</th><th>calls</th><th>mean wait ms</th><th>timed out waiting</th></tr>
-{{range .}}{{$id := .ID}}{{range .ConnWaits}}<tr><td>{{$id}}</td><td>/{{.Endpoint}}</td><td>{{num .Calls}}</td><td>{{num .MeanWaitMs}}</td><td>{{num .Timeouts}}</td></tr>
+<p>Fault phase (the run after warmup without one). Calls = dependency calls that got a connection; mean wait = their mean wait for it (0 when one was free); mean hold = their mean time holding it (a query's time, an HTTP call's round trip), in the baseline → the fault phase: a slow dependency raises the hold, a pool run dry the wait with the hold flat; timed out = calls whose deadline passed while they waited (they never reached the dependency).</p>
+<table><tr><th>run</th><th>endpoint</th><th>calls</th><th>mean wait ms</th><th>mean hold ms (baseline → fault)</th><th>timed out waiting</th></tr>
+{{range .}}{{$id := .ID}}{{range .ConnWaits}}<tr><td>{{$id}}</td><td>/{{.Endpoint}}</td><td>{{num .Calls}}</td><td>{{num .MeanWaitMs}}</td><td>{{num .BaselineHoldMs}} → {{num .MeanHoldMs}}</td><td>{{num .Timeouts}}</td></tr>
 {{end}}{{end}}</table>
 `))
 

@@ -41,6 +41,12 @@ func connsNoWall(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) V
 	for _, c := range []*Cell{noWall, walled} {
 		b.info("/"+ex.Victim+" mean connection wait in "+c.Mode, "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.ConnWait(ex.Victim).MeanWaitMs })))
 	}
+	for _, c := range []*Cell{noWall, walled} {
+		b.info("/"+ex.Victim+" mean connection hold (its calls' own time) in "+c.Mode+", fault − baseline", "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
+			w := r.ConnWait(ex.Victim)
+			return w.MeanHoldMs - w.BaselineHoldMs
+		})))
+	}
 	b.info("/"+ex.Victim+" fault error rate in "+cr.NoWall, "share", noWall.VictimErrorRate)
 	return b.decide()
 }

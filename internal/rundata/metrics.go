@@ -61,6 +61,10 @@ const (
 	MetricConnWaitSum      = "bulkheadlab_conn_wait_seconds_sum"
 	MetricConnWaitCount    = "bulkheadlab_conn_wait_seconds_count"
 	MetricConnWaitTimeouts = "bulkheadlab_conn_wait_timeouts_total"
+	// The time calls held their connection slot (the histogram's _sum and
+	// _count), labelled dependency.
+	MetricConnHoldSum   = "bulkheadlab_conn_hold_seconds_sum"
+	MetricConnHoldCount = "bulkheadlab_conn_hold_seconds_count"
 	// MetricProxyInflight is a fault proxy's count of requests in flight:
 	// seen from outside the service, its concurrent calls to the dependency.
 	MetricProxyInflight = "faultproxy_inflight_requests"

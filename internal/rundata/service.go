@@ -24,6 +24,14 @@ const (
 // MetricConnWaitSum and MetricConnWaitCount.
 const MetricConnWait = "bulkheadlab_conn_wait_seconds"
 
+// MetricConnHold is the histogram of the time the service's calls held
+// their connection slot, from getting it to its release: the query time
+// of a database call, the round trip of an HTTP one, without the wait for
+// a slot. Next to MetricConnWait it tells a slow dependency (hold time
+// up) from a pool run dry (wait time up, hold time flat). Its series are
+// MetricConnHoldSum and MetricConnHoldCount.
+const MetricConnHold = "bulkheadlab_conn_hold_seconds"
+
 // LimitPoolName is the name of an endpoint's bulkhead nested in its
 // layout's pool (a policy's limit): a pool like any other in the service's
 // metrics and in a run's meta.
