@@ -68,6 +68,21 @@ func TestSlowQueryPreset(t *testing.T) {
 		if strings.Contains(r.ID, "shared-db") && r.Exhausted.Resource != analysis.ResourceConnections {
 			t.Errorf("%s: exhausted first %q, want %q (the shared database pool)", r.ID, r.Exhausted.Resource, analysis.ResourceConnections)
 		}
+		// Wait next to query time: the analytical query's own time rises
+		// by most of T; in the shared pool /b waits for a connection while
+		// its own query time stays flat ("we ran out of connections", not
+		// "the database is slow").
+		a, b := r.ConnWait("a"), r.ConnWait("b")
+		t.Logf("%s: /a hold %.1f → %.1f ms; /b wait %.1f ms, hold %.2f → %.2f ms", r.ID, a.BaselineHoldMs, a.MeanHoldMs, b.MeanWaitMs, b.BaselineHoldMs, b.MeanHoldMs)
+		if rise := float64(a.MeanHoldMs - a.BaselineHoldMs); !(rise > 0.5*float64(r.TimeoutMs)) {
+			t.Errorf("%s: /a's query time rose %.1f ms, want > 0.5 T (its statement slowed by 0.9 T)", r.ID, rise)
+		}
+		if rise := float64(b.MeanHoldMs - b.BaselineHoldMs); !(rise < 0.05*float64(r.TimeoutMs)) {
+			t.Errorf("%s: /b's query time rose %.1f ms, want < 0.05 T (its statement is not slowed)", r.ID, rise)
+		}
+		if w := float64(b.MeanWaitMs); strings.Contains(r.ID, "shared-db") != (w > 0.05*float64(r.TimeoutMs)) {
+			t.Errorf("%s: /b waited %.1f ms for a connection; want > 0.05 T exactly in the shared pool", r.ID, w)
+		}
 	}
 	t.Logf("/b harm without a wall %.2f", measure(s, "CONNS-NO-WALL", "/b harm"))
 	roles := rundata.ConnsRoles{Condition: "slow", NoWall: "db-per-class", Walled: "shared-db"}
