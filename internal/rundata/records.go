@@ -83,6 +83,10 @@ type RunMeta struct {
 	Startup time.Duration `json:"startup_ns,omitempty"`
 	// Error is the harness error that ended the run, if any.
 	Error string `json:"error,omitempty"`
+	// Abort is set when a stop condition fired during the fault phase:
+	// the faults were removed at once and the run's fault measures only
+	// until then.
+	Abort *Abort `json:"abort,omitempty"`
 	// Attempts are the earlier attempts of this run that were INVALID and
 	// were run again, oldest first.
 	Attempts []Attempt `json:"attempts,omitempty"`
@@ -152,6 +156,9 @@ const (
 	FaultClear      = "clear"
 	FaultProbeSet   = "probe-set"
 	FaultProbeClear = "probe-clear"
+	// FaultAbort: a stop condition removed the faults (FaultEvent.Reason
+	// says which).
+	FaultAbort = "abort"
 )
 
 // FaultEvent is a fault switch on a proxy, with the time the proxy acknowledged it.
@@ -161,6 +168,8 @@ type FaultEvent struct {
 	Action     string    `json:"action"`     // FaultSet, FaultClear, FaultProbeSet or FaultProbeClear
 	// Faults is the fault list as sent to the proxy (its JSON form), empty on clear.
 	Faults json.RawMessage `json:"faults,omitempty"`
+	// Reason, for FaultAbort, is what triggered it.
+	Reason string `json:"reason,omitempty"`
 }
 
 // PhaseValidity is the load generator's validity verdict for one endpoint and phase.

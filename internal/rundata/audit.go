@@ -1,0 +1,175 @@
+package rundata
+
+import "time"
+
+// Audit is a blast-radius audit's configuration as the analysis reads it:
+// the spec's `audit:` block. An audit runs a control run and then every
+// dependency × fault in turn against one service, and maps which
+// endpoints each one took down. Zero fields take DefaultAudit's values.
+type Audit struct {
+	// Faults are the faults each dependency gets in turn: "slow" (a delay
+	// of SlowT × T), "failing" (an error answer), "ladder" (a delay of
+	// each of Ladder × T, a condition each).
+	Faults []string `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// SlowT is the slow fault's delay in units of T (default 0.9).
+	SlowT float64 `yaml:"slow_t,omitempty" json:"slow_t,omitempty"`
+	// Ladder are the delays, in units of T, of the "ladder" fault.
+	Ladder []float64 `yaml:"ladder,omitempty" json:"ladder,omitempty"`
+	// Critical endpoints must be ISOLATED from every dependency they do
+	// not call; `audit --check` fails naming the cell otherwise.
+	Critical []string `yaml:"critical,omitempty" json:"critical,omitempty"`
+	// Calls is the call graph as declared (endpoint → the dependencies it
+	// calls); the calibration measures it, and a difference is reported.
+	Calls map[string][]string `yaml:"calls,omitempty" json:"calls,omitempty"`
+	// DegradedP99RiseT and DegradedErrorRate: a cell is degraded when its
+	// endpoint's fault-phase p99 rose above its baseline by at least this
+	// many T, or its fault-phase error rate reached this share (defaults:
+	// the expectations' P2 limits, 0.25 T and 1 %), beyond what the control
+	// run shows of the same endpoint.
+	DegradedP99RiseT  float64 `yaml:"degraded_p99_rise_t,omitempty" json:"degraded_p99_rise_t,omitempty"`
+	DegradedErrorRate float64 `yaml:"degraded_error_rate,omitempty" json:"degraded_error_rate,omitempty"`
+	// Calibration sends each endpoint's traffic alone, before the matrix,
+	// to measure the call graph.
+	Calibration Calibration `yaml:"calibration,omitempty" json:"calibration,omitzero"`
+	// Abort are the stop conditions: any of them, met while a fault is in
+	// place, removes it at once and marks the cell ABORTED.
+	Abort []AbortRule `yaml:"abort,omitempty" json:"abort,omitempty"`
+	// OnAbort is what the audit does after a cell is aborted: "continue"
+	// (the default: the next cell) or "stop" (the rest are skipped).
+	OnAbort string `yaml:"on_abort,omitempty" json:"on_abort,omitempty"`
+}
+
+// Fault kinds of an audit.
+const (
+	AuditSlow    = "slow"
+	AuditFailing = "failing"
+	AuditLadder  = "ladder"
+	// AuditControl is the condition of the control run: no fault.
+	AuditControl = "control"
+)
+
+// OnAbort values.
+const (
+	OnAbortContinue = "continue"
+	OnAbortStop     = "stop"
+)
+
+// Calibration is how the call graph is measured: Requests requests to
+// each endpoint alone, at Rate per second, with the proxies' request
+// counts read before and after.
+type Calibration struct {
+	Requests int     `yaml:"requests,omitempty" json:"requests,omitempty"`
+	Rate     float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+}
+
+// AbortRule is one stop condition. Exactly one of ErrorRate, P99 and
+// Probe is set. ErrorRate and P99 watch Endpoint's results ("*": each
+// endpoint's) completed over the last For, once the fault has been in
+// place that long: the condition is met when their error rate reaches
+// ErrorRate, or their p99 latency reaches P99. Probe is a URL the audit
+// GETs every ProbeInterval while a fault is in place: the condition is met
+// when it has answered no 2xx for For.
+type AbortRule struct {
+	Endpoint  string        `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
+	ErrorRate float64       `yaml:"error_rate,omitempty" json:"error_rate,omitempty"`
+	P99       time.Duration `yaml:"p99,omitempty" json:"p99_ns,omitempty"`
+	Probe     string        `yaml:"probe,omitempty" json:"probe,omitempty"`
+	For       time.Duration `yaml:"for,omitempty" json:"for_ns,omitempty"`
+	// ProbeInterval is how often Probe is asked (default 100 ms); each
+	// request's time-out is the interval.
+	ProbeInterval time.Duration `yaml:"probe_interval,omitempty" json:"probe_interval_ns,omitempty"`
+}
+
+// Abort is a stop condition that fired in a run: what triggered it, when,
+// and when the faults were gone.
+type Abort struct {
+	// Rule is the condition as written, e.g. "/checkout error rate ≥ 0.5
+	// for 500ms".
+	Rule string `json:"rule"`
+	// Trigger is what was seen, e.g. "/checkout error rate 0.82 over the
+	// last 500ms (41 of 50)".
+	Trigger string `json:"trigger"`
+	// At is when the condition was found met; Cleared when every fault had
+	// been removed (zero if removing one failed).
+	At      time.Time `json:"at"`
+	Cleared time.Time `json:"cleared,omitzero"`
+}
+
+// CallGraphFile is the results folder's measured call graph (CallGraph).
+const CallGraphFile = "callgraph.json"
+
+// CallGraph is the call graph an audit's calibration measured: which
+// dependencies' proxies saw calls while each endpoint's traffic ran alone.
+type CallGraph struct {
+	// Requests is how many requests each endpoint got; Rate their rate.
+	Requests int     `json:"requests"`
+	Rate     float64 `json:"rate"`
+	// Endpoints are the endpoints in order, each with the calls every
+	// dependency's proxy saw per request while it ran alone (the calls in
+	// an idle stretch of the same length subtracted).
+	Endpoints []EndpointCalls `json:"endpoints"`
+	// Edges are the calls found: endpoint → the dependencies it calls (at
+	// least MinCallsPerRequest calls per request).
+	Edges map[string][]string `json:"edges"`
+	// Failed are the endpoints whose calibration requests did not get a
+	// 2xx (their calls may be missing).
+	Failed map[string]string `json:"failed,omitempty"`
+}
+
+// EndpointCalls is one endpoint's calls per request, by dependency.
+type EndpointCalls struct {
+	Endpoint string             `json:"endpoint"`
+	OK       int                `json:"ok"` // requests answered 2xx
+	Calls    map[string]float64 `json:"calls_per_request"`
+}
+
+// MinCallsPerRequest is the fewest calls per request of an endpoint to a
+// dependency that make an edge of the call graph: an endpoint that calls
+// a dependency on one request in ten still calls it.
+const MinCallsPerRequest = 0.1
+
+// DefaultAudit returns the defaults of every zero field.
+func DefaultAudit() Audit {
+	return Audit{
+		Faults: []string{AuditSlow, AuditFailing}, SlowT: 0.9,
+		DegradedP99RiseT: 0.25, DegradedErrorRate: 0.01,
+		Calibration: Calibration{Requests: 20, Rate: 20},
+		OnAbort:     OnAbortContinue,
+	}
+}
+
+// WithDefaults returns a with every zero field set from DefaultAudit.
+func (a Audit) WithDefaults() Audit {
+	d := DefaultAudit()
+	if len(a.Faults) == 0 {
+		a.Faults = d.Faults
+	}
+	if a.SlowT == 0 {
+		a.SlowT = d.SlowT
+	}
+	if a.DegradedP99RiseT == 0 {
+		a.DegradedP99RiseT = d.DegradedP99RiseT
+	}
+	if a.DegradedErrorRate == 0 {
+		a.DegradedErrorRate = d.DegradedErrorRate
+	}
+	if a.Calibration.Requests == 0 {
+		a.Calibration.Requests = d.Calibration.Requests
+	}
+	if a.Calibration.Rate == 0 {
+		a.Calibration.Rate = d.Calibration.Rate
+	}
+	if a.OnAbort == "" {
+		a.OnAbort = d.OnAbort
+	}
+	for i, r := range a.Abort {
+		if r.Endpoint == "" && r.Probe == "" {
+			r.Endpoint = "*"
+		}
+		if r.Probe != "" && r.ProbeInterval == 0 {
+			r.ProbeInterval = 100 * time.Millisecond
+		}
+		a.Abort[i] = r
+	}
+	return a
+}
