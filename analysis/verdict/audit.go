@@ -58,11 +58,7 @@ type AuditMap struct {
 }
 
 // AuditColumn is one fault of the matrix: a condition of the run.
-type AuditColumn struct {
-	Condition  string `json:"condition"`  // e.g. "slow-PAY"
-	Dependency string `json:"dependency"` // "PAY"
-	Fault      string `json:"fault"`      // "slow", "failing", "ladder 0.5T"
-}
+type AuditColumn = rundata.AuditColumn
 
 // AuditCell is one endpoint under one fault, over the cell's valid runs
 // (means over repeats).

@@ -37,6 +37,18 @@ type Audit struct {
 	// OnAbort is what the audit does after a cell is aborted: "continue"
 	// (the default: the next cell) or "stop" (the rest are skipped).
 	OnAbort string `yaml:"on_abort,omitempty" json:"on_abort,omitempty"`
+	// Columns are the matrix's faults, a condition each, in order: the
+	// spec fills them in from Faults (or from conditions written by hand),
+	// so that the analysis knows which dependency and fault each
+	// condition is.
+	Columns []AuditColumn `yaml:"columns,omitempty" json:"columns,omitempty"`
+}
+
+// AuditColumn is one fault of an audit's matrix: a condition of its runs.
+type AuditColumn struct {
+	Condition  string `yaml:"condition" json:"condition"`   // e.g. "slow-pay"
+	Dependency string `yaml:"dependency" json:"dependency"` // "PAY"
+	Fault      string `yaml:"fault" json:"fault"`           // "slow", "failing", "slow 0.5T"
 }
 
 // Fault kinds of an audit.
@@ -44,8 +56,9 @@ const (
 	AuditSlow    = "slow"
 	AuditFailing = "failing"
 	AuditLadder  = "ladder"
-	// AuditControl is the condition of the control run: no fault.
-	AuditControl = "control"
+	// AuditControl is the condition of the control run: no fault (the
+	// built-in healthy condition).
+	AuditControl = "healthy"
 )
 
 // OnAbort values.
