@@ -38,6 +38,11 @@ type Experiment struct {
 	// AutoRepeats is set when the spec's repeats were auto: the report
 	// then says how many repeats each checked verdict needed.
 	AutoRepeats bool
+	// Audit is the spec's `audit:` block (defaults filled in) when the
+	// experiment is a blast-radius audit; CallGraph its calibration's
+	// measured call graph (callgraph.json), if any.
+	Audit     *rundata.Audit
+	CallGraph *rundata.CallGraph
 }
 
 // Run is one run's data. Partial runs are kept: Problems says what is
@@ -87,9 +92,19 @@ func Load(dir string) (*Experiment, error) {
 	if err := checkIndex(exp.Index); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
 	}
-	exp.Expectations, exp.AutoRepeats, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
+	exp.Expectations, exp.AutoRepeats, exp.Audit, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
 	if err != nil {
 		return nil, err
+	}
+	if exp.Audit != nil {
+		gp := filepath.Join(dir, rundata.CallGraphFile)
+		var g rundata.CallGraph
+		switch err := readJSON(gp, &g); {
+		case err == nil:
+			exp.CallGraph = &g
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, gp, err)
+		}
 	}
 	for _, e := range exp.Index.Runs {
 		if e.Status == rundata.StatusSkipped {
@@ -116,24 +131,31 @@ func checkIndex(ix rundata.Index) error {
 	return nil
 }
 
-// readExpectations reads only the `expectations:` key of a spec file. A
-// missing file gives the defaults; a malformed one is an ErrNotResults error.
-func readExpectations(path string) (rundata.Expectations, bool, error) {
+// readExpectations reads only the `expectations:`, `auto_repeats:` and
+// `audit:` keys of a spec file. A missing file gives the defaults; a
+// malformed one is an ErrNotResults error.
+func readExpectations(path string) (rundata.Expectations, bool, *rundata.Audit, error) {
 	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rundata.DefaultExpectations(), false, nil
+		return rundata.DefaultExpectations(), false, nil, nil
 	}
 	if err != nil {
-		return rundata.Expectations{}, false, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
+		return rundata.Expectations{}, false, nil, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
 	}
 	var doc struct {
 		Expectations rundata.Expectations `yaml:"expectations"`
 		AutoRepeats  bool                 `yaml:"auto_repeats"`
+		Audit        *rundata.Audit       `yaml:"audit"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return rundata.Expectations{}, false, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
+		return rundata.Expectations{}, false, nil, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
 	}
-	return doc.Expectations.WithDefaults(), doc.AutoRepeats, nil
+	var a *rundata.Audit
+	if doc.Audit != nil {
+		x := doc.Audit.WithDefaults()
+		a = &x
+	}
+	return doc.Expectations.WithDefaults(), doc.AutoRepeats, a, nil
 }
 
 func loadRun(dir string, e rundata.IndexEntry) *Run {

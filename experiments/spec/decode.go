@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -236,7 +237,20 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetString(n.Value)
-	case reflect.Int, reflect.Int64:
+	case reflect.Int64:
+		if v.Type() == durationType {
+			// A plain time.Duration (a field of a type shared with the
+			// analysis): "500ms"; relative durations are spec.Duration's.
+			dur, err := time.ParseDuration(n.Value)
+			if n.Tag != "!!str" || err != nil || dur < 0 {
+				d.p.addAt(n.Line, path, "want a duration such as 500ms or 2s, got %q", n.Value)
+				return
+			}
+			v.SetInt(int64(dur))
+			return
+		}
+		fallthrough
+	case reflect.Int:
 		i, err := strconv.ParseInt(n.Value, 0, 64)
 		if n.Tag != "!!int" || err != nil || v.OverflowInt(i) {
 			bad()
@@ -261,6 +275,8 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 		d.p.addAt(n.Line, path, "unsupported field type %s", v.Type())
 	}
 }
+
+var durationType = reflect.TypeOf(time.Duration(0))
 
 func typeWord(k reflect.Kind) string {
 	switch k {

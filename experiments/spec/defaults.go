@@ -137,6 +137,9 @@ func (s *Spec) applyDefaults() {
 			*p.d = Abs(p.def)
 		}
 	}
+	if s.Audit != nil {
+		s.auditDefaults() // audit.go: its conditions, modes and checks
+	}
 	if len(s.Conditions) == 0 && !s.set("conditions") {
 		for _, n := range DefaultConditions {
 			s.Conditions = append(s.Conditions, Condition{Name: n})
@@ -146,7 +149,12 @@ func (s *Spec) applyDefaults() {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
 	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
-	if !s.set("expectations.check") {
+	s.auditRoles() // audit.go
+	switch {
+	case s.set("expectations.check"):
+	case s.Audit != nil:
+		s.Expectations.Check = []string{} // the map is an audit's result
+	default:
 		// By default, check what the matrix can decide; a list the user
 		// wrote is validated instead (validate: undecidable → error).
 		s.Expectations.Check = s.Decidable(s.Expectations.Check)

@@ -46,6 +46,8 @@ type Spec struct {
 	External *External `yaml:"external,omitempty"`
 	// Sweep lists swept fields (see Sweep); in YAML one mapping or a list.
 	Sweep []Sweep `yaml:"sweep,omitempty"`
+	// Audit, when set, makes the spec a blast-radius audit (audit.go).
+	Audit *rundata.Audit `yaml:"audit,omitempty"`
 
 	file  string         // the file name used in error messages
 	lines map[string]int // field path → line, from decoding

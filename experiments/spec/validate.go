@@ -61,6 +61,7 @@ func (s *Spec) validate(p *problems) {
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
 	s.validateValidity(p)
+	s.validateAudit(p) // audit.go
 	if s.External != nil {
 		s.validateExternal(p)
 	}
@@ -370,7 +371,10 @@ func (s *Spec) validateModes(p *problems) {
 
 func (s *Spec) validateExpectations(p *problems) {
 	e := s.Expectations
-	if s.DependencyOf(e.Victim) == "" || s.DependencyOf(e.Culprit) == "" || e.Victim == e.Culprit {
+	// An audit has no victim or culprit of its own: every endpoint is
+	// both, in turn (its defaults are the first and last endpoints).
+	roles := s.Audit == nil || s.set("expectations.victim") || s.set("expectations.culprit")
+	if roles && (s.DependencyOf(e.Victim) == "" || s.DependencyOf(e.Culprit) == "" || e.Victim == e.Culprit) {
 		p.add("expectations", "victim and culprit must be two different endpoints (%s), got victim=%q culprit=%q",
 			strings.Join(s.EndpointNames(), ", "), e.Victim, e.Culprit)
 	}

@@ -93,6 +93,54 @@ type AbortRule struct {
 	ProbeInterval time.Duration `yaml:"probe_interval,omitempty" json:"probe_interval_ns,omitempty"`
 }
 
+// MarshalYAML writes r's durations as text ("500ms"), as a spec has them.
+func (r AbortRule) MarshalYAML() (any, error) {
+	dur := func(d time.Duration) string {
+		if d == 0 {
+			return ""
+		}
+		return d.String()
+	}
+	return struct {
+		Endpoint      string  `yaml:"endpoint,omitempty"`
+		ErrorRate     float64 `yaml:"error_rate,omitempty"`
+		P99           string  `yaml:"p99,omitempty"`
+		Probe         string  `yaml:"probe,omitempty"`
+		For           string  `yaml:"for,omitempty"`
+		ProbeInterval string  `yaml:"probe_interval,omitempty"`
+	}{r.Endpoint, r.ErrorRate, dur(r.P99), r.Probe, dur(r.For), dur(r.ProbeInterval)}, nil
+}
+
+// UnmarshalYAML reads r as MarshalYAML writes it (durations as text).
+func (r *AbortRule) UnmarshalYAML(unmarshal func(any) error) error {
+	var t struct {
+		Endpoint      string  `yaml:"endpoint"`
+		ErrorRate     float64 `yaml:"error_rate"`
+		P99           string  `yaml:"p99"`
+		Probe         string  `yaml:"probe"`
+		For           string  `yaml:"for"`
+		ProbeInterval string  `yaml:"probe_interval"`
+	}
+	if err := unmarshal(&t); err != nil {
+		return err
+	}
+	*r = AbortRule{Endpoint: t.Endpoint, ErrorRate: t.ErrorRate, Probe: t.Probe}
+	for _, d := range []struct {
+		s   string
+		dst *time.Duration
+	}{{t.P99, &r.P99}, {t.For, &r.For}, {t.ProbeInterval, &r.ProbeInterval}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return err
+		}
+		*d.dst = v
+	}
+	return nil
+}
+
 // Abort is a stop condition that fired in a run: what triggered it, when,
 // and when the faults were gone.
 type Abort struct {

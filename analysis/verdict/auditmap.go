@@ -1,0 +1,237 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// AuditRule documents how an audit's cells are classed; the report prints
+// it.
+const AuditRule = "a cell is the endpoint's numbers in the fault phase of the cell's valid runs (means over repeats). It is DEGRADED when the endpoint does not call the dependency (by the measured call graph, else the declared one) and its p99 rose above its baseline p99 by at least degraded_p99_rise_t × T, or its error rate reached degraded_error_rate — each threshold raised by what the control run (no fault) shows of the same endpoint; ISOLATED when it does not call it and stayed below; EXPECTED when it calls it (degraded or not); ABORTED when a stop condition removed the fault; INVALID when no run of the cell was valid; SKIPPED when the audit stopped before it. A DEGRADED cell is a finding, named with the first resource the exhaustion ranking saw run out among those its endpoint draws on"
+
+// BuildAudit maps a blast-radius audit's runs, one map per mode (in the
+// order of the runs), from the runs' summaries in s. It returns nil when
+// the experiment is not an audit.
+func BuildAudit(exp *rundir.Experiment, s *Summary) []AuditMap {
+	if exp.Audit == nil {
+		return nil
+	}
+	sums := map[string]measure.RunSummary{}
+	for _, r := range s.Runs {
+		sums[r.ID] = r
+	}
+	var modes []string
+	for _, e := range exp.Index.Runs {
+		if !slices.Contains(modes, e.Mode) {
+			modes = append(modes, e.Mode)
+		}
+	}
+	var out []AuditMap
+	for _, m := range modes {
+		out = append(out, buildAuditMap(exp, s.Expectations, sums, m))
+	}
+	return out
+}
+
+// auditRuns are the runs of one cell: every run, and the usable ones with
+// their summaries.
+type auditRuns struct {
+	all    []*rundir.Run
+	usable []*rundir.Run
+	sums   []measure.RunSummary
+}
+
+func cellRuns(exp *rundir.Experiment, sums map[string]measure.RunSummary, cond, mode string) auditRuns {
+	var c auditRuns
+	for _, r := range exp.Runs {
+		if r.Entry.Condition != cond || r.Entry.Mode != mode {
+			continue
+		}
+		c.all = append(c.all, r)
+		if s, ok := sums[r.Entry.ID]; ok && s.Usable() {
+			c.usable = append(c.usable, r)
+			c.sums = append(c.sums, s)
+		}
+	}
+	return c
+}
+
+// mean is the mean of the defined values of f over xs (NaN if none).
+func mean[T any](xs []T, f func(T) measure.Num) measure.Num {
+	sum, n := 0.0, 0
+	for _, x := range xs {
+		if v := float64(f(x)); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return measure.Undefined
+	}
+	return measure.Num(sum / float64(n))
+}
+
+func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[string]measure.RunSummary, mode string) AuditMap {
+	a := *exp.Audit
+	m := AuditMap{Experiment: exp.Index.Experiment, Mode: mode, Config: a, TimeoutMs: measure.Undefined, Columns: a.Columns, CallGraph: exp.CallGraph, Findings: []AuditFinding{}}
+	// Rows: the endpoints as the runs list them (the spec's order).
+	declared := map[string][]string{} // the service's own say: endpoint → its dependency
+	for _, r := range exp.Runs {
+		if r.Entry.Mode != mode || len(r.Meta.Endpoints) == 0 {
+			continue
+		}
+		for _, e := range r.Meta.Endpoints {
+			m.Endpoints = append(m.Endpoints, e.Name)
+			if e.Dependency != "" {
+				declared[e.Name] = []string{e.Dependency}
+			}
+		}
+		m.TimeoutMs = measure.Num(measure.Millis(r.Meta.Timeout))
+		break
+	}
+	if len(a.Calls) > 0 {
+		declared = a.Calls
+	}
+	calls := declared
+	if g := exp.CallGraph; g != nil {
+		calls = g.Edges
+		m.GraphDiffs = graphDiffs(m.Endpoints, g.Edges, declared)
+	}
+	riseT, errRate := a.DegradedP99RiseT, a.DegradedErrorRate
+
+	ctl := cellRuns(exp, sums, ex.Healthy, mode)
+	thrRise, thrErr := map[string]float64{}, map[string]float64{}
+	for _, e := range m.Endpoints {
+		c := AuditControl{Endpoint: e,
+			P99Ms:     mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultP99Ms }),
+			P99RiseT:  mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.P99RiseT(e) }),
+			ErrorRate: mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultErrorRate }),
+		}
+		m.Control = append(m.Control, c)
+		thrRise[e], thrErr[e] = riseT+positive(c.P99RiseT), errRate+positive(c.ErrorRate)
+	}
+
+	for _, e := range m.Endpoints {
+		row := make([]AuditCell, len(m.Columns))
+		for j, col := range m.Columns {
+			cr := cellRuns(exp, sums, col.Condition, mode)
+			cell := AuditCell{Calls: slices.Contains(calls[e], col.Dependency), Runs: len(cr.usable),
+				BaselineP99Ms: measure.Undefined, FaultP99Ms: measure.Undefined, P99RiseT: measure.Undefined,
+				ErrorRate: measure.Undefined, ErrorPoints: measure.Undefined, TimeToDegradeS: measure.Undefined}
+			for _, r := range cr.all {
+				if ab := r.Meta.Abort; ab != nil && cell.Aborted == "" {
+					cell.Aborted = fmt.Sprintf("%s: %s (fault removed %s after)", ab.Rule, ab.Trigger, fmtGap(ab))
+				}
+			}
+			if len(cr.usable) > 0 {
+				cell.BaselineP99Ms = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).BaselineP99Ms })
+				cell.FaultP99Ms = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultP99Ms })
+				cell.P99RiseT = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.P99RiseT(e) })
+				cell.ErrorRate = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultErrorRate })
+				cell.ErrorPoints = mean(cr.sums, func(s measure.RunSummary) measure.Num {
+					return 100 * (s.Endpoint(e).FaultErrorRate - phaseErrorRate(s.Endpoint(e), rundata.PhaseBaseline))
+				})
+				cell.TimeToDegradeS = mean(cr.usable, func(r *rundir.Run) measure.Num { return measure.FirstDegradedS(r, e, thrRise[e], thrErr[e]) })
+				cell.Degraded = float64(cell.P99RiseT) >= thrRise[e] || float64(cell.ErrorRate) >= thrErr[e]
+				if h := measure.ResourceOf(cr.sums[0], cr.usable[0], e); h.Resource != "" {
+					cell.Resource = strings.TrimSpace(h.Resource + " " + h.Name)
+					cell.Detail = h.Detail
+				}
+			}
+			switch {
+			case cell.Aborted != "":
+				cell.Class = CellAborted
+			case len(cr.all) == 0:
+				cell.Class = CellSkipped
+			case len(cr.usable) == 0:
+				cell.Class = CellInvalid
+				cell.Detail = cr.all[0].Meta.Error
+				if s, ok := sums[cr.all[0].Entry.ID]; ok {
+					cell.Detail = s.Exclusion()
+				}
+			case cell.Calls:
+				cell.Class = CellExpected
+			case cell.Degraded:
+				cell.Class = CellDegraded
+			default:
+				cell.Class = CellIsolated
+			}
+			if cell.Class == CellDegraded {
+				m.Findings = append(m.Findings, finding(e, col, cell))
+			}
+			if slices.Contains(a.Critical, e) && !cell.Calls && cell.Class != CellIsolated {
+				m.Violations = append(m.Violations, fmt.Sprintf("/%s × %s %s: %s", e, col.Dependency, col.Fault, cell.Class))
+			}
+			row[j] = cell
+		}
+		m.Cells = append(m.Cells, row)
+	}
+	return m
+}
+
+// finding describes a DEGRADED cell in one line.
+func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
+	var b strings.Builder
+	fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T), errors %s %%",
+		e, col.Dependency, col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT), measure.FmtNum(100*c.ErrorRate))
+	if !math.IsNaN(float64(c.TimeToDegradeS)) {
+		fmt.Fprintf(&b, ", after %.2f s", float64(c.TimeToDegradeS))
+	}
+	if c.Resource != "" {
+		fmt.Fprintf(&b, "; ran out first: %s", c.Resource)
+	} else {
+		b.WriteString("; no bounded resource the harness observes ran out")
+	}
+	return AuditFinding{Endpoint: e, Dependency: col.Dependency, Fault: col.Fault, Condition: col.Condition, Summary: b.String(), Resource: c.Resource}
+}
+
+// graphDiffs lists where the measured call graph and the declared one
+// disagree.
+func graphDiffs(endpoints []string, measured, declared map[string][]string) []string {
+	var out []string
+	for _, e := range endpoints {
+		for _, d := range measured[e] {
+			if !slices.Contains(declared[e], d) {
+				out = append(out, fmt.Sprintf("/%s calls %s (measured), which is not declared", e, d))
+			}
+		}
+		for _, d := range declared[e] {
+			if !slices.Contains(measured[e], d) {
+				out = append(out, fmt.Sprintf("/%s is declared to call %s, which no calibration request reached", e, d))
+			}
+		}
+	}
+	return out
+}
+
+// phaseErrorRate is the endpoint's error rate in phase (0 when unknown).
+func phaseErrorRate(e measure.EndpointStats, phase string) measure.Num {
+	for _, p := range e.Phases {
+		if p.Phase == phase && !math.IsNaN(float64(p.ErrorRate)) {
+			return p.ErrorRate
+		}
+	}
+	return 0
+}
+
+// positive is x, or 0 when x is negative or undefined.
+func positive(x measure.Num) float64 {
+	if v := float64(x); v > 0 && !math.IsInf(v, 0) {
+		return v
+	}
+	return 0
+}
+
+// fmtGap is how long after the condition was met the faults were gone.
+func fmtGap(a *rundata.Abort) string {
+	if a.Cleared.IsZero() {
+		return "never: removing a fault failed"
+	}
+	return a.Cleared.Sub(a.At).Round(100_000).String()
+}
