@@ -57,6 +57,9 @@ type Summary struct {
 	// Notices are what a reader must know before trusting the verdicts
 	// (see Summary.Notices).
 	Notices []string `json:"notices,omitempty"`
+	// Audits are a blast-radius audit's maps, one per mode (BuildAudit);
+	// nil when the experiment is not an audit.
+	Audits []AuditMap `json:"audits,omitempty"`
 }
 
 // Cell is one condition × mode of the matrix, aggregated over its usable
@@ -166,6 +169,7 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 	}
 	s.LeftOut = leftOut(s.Runs, ex)
 	s.Notices = s.notices()
+	s.Audits = BuildAudit(exp, &s)
 	return s
 }
 
