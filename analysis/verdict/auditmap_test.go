@@ -1,0 +1,141 @@
+package verdict
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/internal/synth"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// auditSpec is the audit block of a synthetic audit over /a (calls A) and
+// /b (calls B): A slow and A failing, /b critical.
+const auditSpecText = `audit:
+  critical: [b]
+  columns:
+    - {condition: slow, dependency: A, fault: slow}
+    - {condition: failing, dependency: A, fault: failing}
+    - {condition: busy, dependency: B, fault: busy}
+`
+
+func auditOf(t *testing.T, dir string) []AuditMap {
+	t.Helper()
+	exp, err := rundir.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.Audit == nil {
+		t.Fatal("the spec's audit block was not read")
+	}
+	s := Evaluate(exp, exp.Expectations)
+	return s.Audits
+}
+
+func classes(m AuditMap) string {
+	var b strings.Builder
+	for i, e := range m.Endpoints {
+		b.WriteString(e + ":")
+		for _, c := range m.Cells[i] {
+			b.WriteString(" " + c.Class)
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// TestAuditMapSynth: on synthetic runs, a slow A takes /b down through the
+// shared pool (DEGRADED, a finding naming the pool, a violation of the
+// critical /b) and not behind bulkheads (ISOLATED); /a calls A (EXPECTED);
+// the failing A leaves /b alone in both modes. A run that a stop
+// condition aborted is ABORTED; a cell with no valid run INVALID; a
+// column without runs SKIPPED. The measured call graph is compared with
+// the declared one.
+func TestAuditMapSynth(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool {
+		r.DegradeAt = 0
+		return r.Cond != "busy" || r.Mode == "bulkhead"
+	})
+	for i := range runs {
+		if runs[i].Cond == "busy" {
+			runs[i].Invalid = true
+		}
+	}
+	dir := synth.Write(t, t.TempDir(), auditSpecText, runs)
+	maps := auditOf(t, dir)
+	if len(maps) != 2 {
+		t.Fatalf("%d maps, want one per mode", len(maps))
+	}
+	byMode := map[string]AuditMap{}
+	for _, m := range maps {
+		byMode[m.Mode] = m
+	}
+	if got, want := classes(byMode["shared"]), "a: EXPECTED EXPECTED SKIPPED; b: DEGRADED ISOLATED SKIPPED; "; got != want {
+		t.Errorf("shared map %s, want %s", got, want)
+	}
+	if got, want := classes(byMode["bulkhead"]), "a: EXPECTED EXPECTED INVALID; b: ISOLATED ISOLATED INVALID; "; got != want {
+		t.Errorf("bulkhead map %s, want %s", got, want)
+	}
+	sh := byMode["shared"]
+	if len(sh.Findings) != 1 || sh.Findings[0].Endpoint != "b" || !strings.Contains(sh.Findings[0].Summary, "/b degraded when A was slow") {
+		t.Errorf("shared findings %+v", sh.Findings)
+	}
+	if c := sh.Cells[1][0]; !(c.P99RiseT > 0.25) || c.Runs != 1 || c.TimeToDegradeS != c.TimeToDegradeS {
+		t.Errorf("/b under slow A in shared: %+v", c)
+	}
+	// /b calls B: the busy B's cells are not violations whatever they
+	// are; the slow A's in the shared pool is.
+	if got := strings.Join(sh.Violations, "; "); got != "/b × A slow: DEGRADED" {
+		t.Errorf("violations %q", got)
+	}
+	if got := byMode["bulkhead"].Violations; len(got) != 0 {
+		t.Errorf("bulkhead violations %q, want none", got)
+	}
+
+	// A stop condition fired in slow-bulkhead-r1; the calibration measured
+	// /a calling B as well.
+	mp := filepath.Join(dir, rundata.RunsDir, "slow-bulkhead-r1", rundata.MetaFile)
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta rundata.RunMeta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	at := meta.Started.Add(8 * time.Second)
+	meta.Abort = &rundata.Abort{Rule: "/a error rate ≥ 0.5 over 500ms", Trigger: "/a error rate 0.75 (30 of 40)", At: at, Cleared: at.Add(3 * time.Millisecond)}
+	b, _ = json.Marshal(meta)
+	if err := os.WriteFile(mp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := rundata.CallGraph{Requests: 10, Rate: 20, Edges: map[string][]string{"a": {"A", "B"}, "b": {"B"}}}
+	b, _ = json.Marshal(g)
+	if err := os.WriteFile(filepath.Join(dir, rundata.CallGraphFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range auditOf(t, dir) {
+		if m.Mode != "bulkhead" {
+			continue
+		}
+		if got, want := classes(m), "a: ABORTED EXPECTED INVALID; b: ABORTED ISOLATED INVALID; "; got != want {
+			t.Errorf("bulkhead map with the abort and the measured graph %s, want %s", got, want)
+		}
+		if c := m.Cells[0][0]; !strings.Contains(c.Aborted, "error rate 0.75") || !strings.Contains(c.Aborted, "3ms after") {
+			t.Errorf("aborted cell %+v", c)
+		}
+		if !m.Cells[0][2].Calls {
+			t.Errorf("/a × B: not a call, though the measured graph has it")
+		}
+		if got := strings.Join(m.Violations, "; "); got != "/b × A slow: ABORTED" {
+			t.Errorf("violations with the abort %q", got)
+		}
+		if got := strings.Join(m.GraphDiffs, "; "); got != "/a calls B (measured), which is not declared" {
+			t.Errorf("graph differences %q", got)
+		}
+	}
+}
