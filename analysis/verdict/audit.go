@@ -51,6 +51,10 @@ type AuditMap struct {
 	GraphDiffs []string           `json:"graph_differences,omitempty"`
 	// Findings are the DEGRADED cells, in map order.
 	Findings []AuditFinding `json:"findings"`
+	// Mispredicted are the measured cells (ISOLATED or DEGRADED) whose
+	// class is not the one the layout predicts, as "endpoint × column:
+	// measured, predicted".
+	Mispredicted []string `json:"mispredicted,omitempty"`
 	// Violations are the cells --check fails on: a critical endpoint not
 	// ISOLATED from a dependency it does not call (DEGRADED, INVALID,
 	// ABORTED or SKIPPED), as "endpoint × column: class".
@@ -90,6 +94,11 @@ type AuditCell struct {
 	// Runs are the cell's valid runs; Aborted what stopped the fault.
 	Runs    int    `json:"runs"`
 	Aborted string `json:"aborted,omitempty"`
+	// Predicted is the class the layout predicts (Little's law on the
+	// run's pools: the endpoint's pool's demand in the fault phase above
+	// its size, from the run's metadata): EXPECTED, DEGRADED or ISOLATED;
+	// empty for a service whose pools the harness does not know.
+	Predicted string `json:"predicted,omitempty"`
 }
 
 // AuditControl is one endpoint in the control run.

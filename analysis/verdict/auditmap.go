@@ -144,6 +144,9 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 					cell.Detail = h.Detail
 				}
 			}
+			if len(cr.all) > 0 {
+				cell.Predicted = predictedClass(cr.all[0], e, cell.Calls)
+			}
 			switch {
 			case cell.Aborted != "":
 				cell.Class = CellAborted
@@ -162,6 +165,9 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 			default:
 				cell.Class = CellIsolated
 			}
+			if (cell.Class == CellDegraded || cell.Class == CellIsolated) && cell.Predicted != "" && cell.Predicted != cell.Class {
+				m.Mispredicted = append(m.Mispredicted, fmt.Sprintf("/%s × %s %s: %s, predicted %s", e, col.Dependency, col.Fault, cell.Class, cell.Predicted))
+			}
 			if cell.Class == CellDegraded {
 				m.Findings = append(m.Findings, finding(e, col, cell))
 			}
@@ -173,6 +179,28 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 		m.Cells = append(m.Cells, row)
 	}
 	return m
+}
+
+// predictedClass is the class the run's layout predicts for endpoint ep:
+// EXPECTED when it calls the faulted dependency, else DEGRADED when its
+// pool's predicted fault-phase demand exceeds the pool's size (Little's
+// law, as validate previews it), else ISOLATED; empty when the run's
+// metadata has no pool of ep (a service of the user's own).
+func predictedClass(r *rundir.Run, ep string, calls bool) string {
+	if calls {
+		return CellExpected
+	}
+	pool := measure.EndpointPool(r, ep)
+	for _, p := range r.Meta.Pools {
+		if p.Name != pool || p.Limit <= 0 {
+			continue
+		}
+		if p.PredictedExhaustion > 0 || p.PredictedDemand[rundata.PhaseFault] > float64(p.Limit) {
+			return CellDegraded
+		}
+		return CellIsolated
+	}
+	return ""
 }
 
 // finding describes a DEGRADED cell in one line.

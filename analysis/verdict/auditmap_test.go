@@ -81,6 +81,17 @@ func TestAuditMapSynth(t *testing.T) {
 		t.Errorf("bulkhead map %s, want %s", got, want)
 	}
 	sh := byMode["shared"]
+	// The synthetic runs' pools predict the slow A's demand above the
+	// shared pool (and /a's own bulkhead): /b's cell is predicted DEGRADED
+	// in shared and ISOLATED behind bulkheads, as measured.
+	for _, m := range maps {
+		if c := m.Cells[1][0]; c.Predicted != c.Class {
+			t.Errorf("%s: /b under slow A %s, predicted %q", m.Mode, c.Class, c.Predicted)
+		}
+		if len(m.Mispredicted) != 0 {
+			t.Errorf("%s: mispredicted %v", m.Mode, m.Mispredicted)
+		}
+	}
 	if len(sh.Findings) != 1 || sh.Findings[0].Endpoint != "b" || !strings.Contains(sh.Findings[0].Summary, "/b degraded when A was slow") {
 		t.Errorf("shared findings %+v", sh.Findings)
 	}
@@ -137,5 +148,26 @@ func TestAuditMapSynth(t *testing.T) {
 		if got := strings.Join(m.GraphDiffs, "; "); got != "/a calls B (measured), which is not declared" {
 			t.Errorf("graph differences %q", got)
 		}
+	}
+}
+
+// TestAuditMapMispredicted: behind bulkheads that do not help (synthetic
+// runs where /b degrades anyway), /b's cell is DEGRADED where the layout
+// predicts ISOLATED: the map says so, and the critical /b is a violation.
+func TestAuditMapMispredicted(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool {
+		r.NoHelp = true
+		return r.Mode == "bulkhead" && r.Cond != "busy"
+	})
+	maps := auditOf(t, synth.Write(t, t.TempDir(), auditSpecText, runs))
+	if len(maps) != 1 {
+		t.Fatalf("%d maps", len(maps))
+	}
+	m := maps[0]
+	if got := strings.Join(m.Mispredicted, "; "); got != "/b × A slow: DEGRADED, predicted ISOLATED" {
+		t.Errorf("mispredicted %q", got)
+	}
+	if got := strings.Join(m.Violations, "; "); !strings.Contains(got, "/b × A slow: DEGRADED") {
+		t.Errorf("violations %q", got)
 	}
 }

@@ -103,6 +103,17 @@ func (s *Spec) auditDependencies() []string {
 	return deps
 }
 
+// CalibrationDuration is how long an audit's calibration takes: for each
+// endpoint an idle stretch and its requests, each requests/rate long, and
+// the components' start (0 for a spec that is not an audit).
+func (s *Spec) CalibrationDuration() time.Duration {
+	if s.Audit == nil || !(s.Audit.Calibration.Rate > 0) {
+		return 0
+	}
+	each := time.Duration(float64(s.Audit.Calibration.Requests) / s.Audit.Calibration.Rate * float64(time.Second))
+	return time.Duration(len(s.Endpoints))*2*each + RunOverhead
+}
+
 // validateAudit checks the audit block.
 func (s *Spec) validateAudit(p *problems) {
 	a := s.Audit

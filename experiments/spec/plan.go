@@ -163,7 +163,7 @@ const RunOverhead = time.Second
 // (not counted: they are rare on a quiet machine, and at most Retries
 // times more).
 func (s *Spec) EstimatedDuration() time.Duration {
-	return time.Duration(len(s.Conditions)*len(s.Modes)*s.Repeats) * (s.RunDuration() + RunOverhead)
+	return time.Duration(len(s.Conditions)*len(s.Modes)*s.Repeats)*(s.RunDuration()+RunOverhead) + s.CalibrationDuration()
 }
 
 // Component names of a run.
