@@ -255,6 +255,12 @@ func TestPlanPoolGroups(t *testing.T) {
 	if err := resolved.Service.Config.Validate(); err != nil {
 		t.Errorf("resolved service config: %v", err)
 	}
+	// The resolved spec written with the results (--resume) keeps them.
+	if again, err := Parse("resolved.yaml", p.Spec); err != nil {
+		t.Errorf("resolved spec parsed again: %v", err)
+	} else if !reflect.DeepEqual(again.Modes[1].PoolGroups, s.Modes[1].PoolGroups) {
+		t.Errorf("resolved spec parsed again: groups %v, want %v", again.Modes[1].PoolGroups, s.Modes[1].PoolGroups)
+	}
 	if sh := p.Runs[0].Meta.Pools; len(sh) != 1 || sh[0].Name != "shared" || p.Runs[0].Components[len(r.Components)-1].Service.Config.Layout.Groups != nil {
 		t.Errorf("shared mode: pools %+v, want the one shared pool and no groups", sh)
 	}
