@@ -48,6 +48,7 @@ type ServeFlags struct {
 	connsLayout             string
 	depA, depB              string
 	endpoints               []string
+	groups                  []string
 	queries                 []string
 	policies                []string
 	defects                 []string
@@ -58,10 +59,11 @@ type ServeFlags struct {
 // Bind defines the service's flags on fs with this package's defaults.
 func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared or bulkhead")
-	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the endpoints in bulkhead mode")
-	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per endpoint, e.g. a=10,b=10 (bulkhead mode only)")
-	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the endpoints in bulkhead mode")
-	fs.StringVar(&f.queues, "queues", "", "explicit bulkhead queue lengths per endpoint, e.g. a=10,b=10 (bulkhead mode only)")
+	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the pools in bulkhead mode")
+	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per pool (an endpoint's, or a --pool-group's), e.g. a=10,b=10 (bulkhead mode only)")
+	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the pools in bulkhead mode")
+	fs.StringVar(&f.queues, "queues", "", "explicit bulkhead queue lengths per pool, e.g. a=10,b=10 (bulkhead mode only)")
+	fs.StringArrayVar(&f.groups, "pool-group", nil, "a pool shared by several endpoints, NAME=E1,E2 (repeatable; bulkhead mode only): they draw from one pool NAME, every other endpoint from its own")
 	fs.DurationVar(&f.cfg.Layout.MaxWait, "max-wait", DefaultTimeout, "longest wait in a pool's queue")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", DefaultTimeout, "T: timeout of each dependency call")
 	fs.IntVar(&f.cfg.Conns, "conns", DefaultConns, "connections per dependency, or in all with --conns-layout shared")
@@ -96,6 +98,9 @@ func (f *ServeFlags) Config() (Config, error) {
 	}
 	if c.Layout.Queues, err = ParseSizes(f.queues); err != nil {
 		return Config{}, &FlagError{Flag: "--queues", Msg: err.Error()}
+	}
+	if c.Layout.Groups, err = ParseGroups(f.groups); err != nil {
+		return Config{}, &FlagError{Flag: "--pool-group", Msg: err.Error()}
 	}
 	if f.connsLayout != "" {
 		if c.ConnsLayout, err = ParseConnsLayout(f.connsLayout); err != nil {
@@ -146,7 +151,7 @@ func (f *ServeFlags) Config() (Config, error) {
 // serveFlagOf maps Config field names (before any ".name" suffix) to flags.
 var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
-	"queues": "--queues", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
+	"queues": "--queues", "pool_groups": "--pool-group", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
 	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
 	"defects": "--" + ServeDefectFlag,
 }
@@ -165,7 +170,7 @@ func (f *ServeFlags) flagError(err error) error {
 	switch {
 	case field == "endpoints" && f.origin[sub] != "":
 		return &FlagError{Flag: f.origin[sub], Msg: ce.Msg}
-	case (field == "endpoints" || field == "policies") && sub != "":
+	case (field == "endpoints" || field == "policies" || field == "pool_groups") && sub != "":
 		return &FlagError{Flag: flag, Msg: sub + ": " + ce.Msg}
 	case sub != "":
 		return &FlagError{Flag: flag, Msg: "pool " + sub + ": " + ce.Msg}
@@ -197,11 +202,16 @@ func ServeArgs(c Config) []string {
 		args = append(args, "--conns-layout", string(c.ConnsLayout))
 	}
 	names := c.EndpointNames()
+	for _, g := range sortedKeys(l.Groups) {
+		args = append(args, "--pool-group", g+"="+strings.Join(l.Groups[g], ","))
+	}
+	// Sizes are keyed by pool: an endpoint's name or a group's.
+	pools := append(slices.Clone(names), sortedKeys(l.Groups)...)
 	if l.PoolSizes != nil {
-		args = append(args, "--pool-sizes", FormatSizes(l.PoolSizes, names))
+		args = append(args, "--pool-sizes", FormatSizes(l.PoolSizes, withRest(pools, l.PoolSizes)))
 	}
 	if l.Queues != nil {
-		args = append(args, "--queues", FormatSizes(l.Queues, names))
+		args = append(args, "--queues", FormatSizes(l.Queues, withRest(pools, l.Queues)))
 	}
 	for _, e := range c.Endpoints {
 		args = append(args, "--endpoint", e.Name+"="+e.URL)
@@ -254,6 +264,61 @@ func ParseSizes(s string) (map[string]int, error) {
 		out[name] = n
 	}
 	return out, nil
+}
+
+// ParseGroups parses the values of --pool-group, each NAME=E1,E2, into
+// LayoutConfig.Groups; none gives a nil map. A name may be given once and
+// an endpoint once per group; which names are allowed is the layout's
+// business (NAME= is a group without endpoints, which it refuses).
+func ParseGroups(values []string) (map[string][]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, v := range values {
+		name, list, ok := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME=ENDPOINT,ENDPOINT (example: core=checkout,cart)", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("pool group %q is given twice", name)
+		}
+		members := []string{}
+		if strings.TrimSpace(list) != "" {
+			for _, e := range strings.Split(list, ",") {
+				e = strings.TrimSpace(e)
+				if e == "" {
+					return nil, fmt.Errorf("%q: an empty endpoint name (example: core=checkout,cart)", v)
+				}
+				members = append(members, e)
+			}
+		}
+		out[name] = members
+	}
+	return out, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// withRest returns names followed by m's other keys in order, so that
+// FormatSizes renders every entry of m.
+func withRest(names []string, m map[string]int) []string {
+	out := slices.Clone(names)
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(names, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // FormatSizes renders m as ParseSizes reads it, in the order of names.

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,18 +65,31 @@ func TestServeArgsRoundTrip(t *testing.T) {
 		Endpoints: []Endpoint{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "b", URL: "http://127.0.0.1:2/x"}, {Name: "c", URL: "http://127.0.0.1:3"},
 			{Name: "db", URL: "postgres://u@127.0.0.1:5/d?sslmode=disable", Query: "SELECT a = 1, 'x=y' FROM t"}},
 	}
-	var f ServeFlags
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	f.Bind(fs)
-	if err := fs.Parse(ServeArgs(want)); err != nil {
-		t.Fatal(err)
+	// Pool groups: sizes keyed by pool (a group's name, an ungrouped
+	// endpoint's), a group's endpoints in the order given.
+	grouped := want
+	grouped.Layout.BrokenSharedBulkhead = false
+	grouped.Layout.Groups = map[string][]string{"core": {"c", "a"}, "solo": {"db"}}
+	grouped.Layout.PoolSizes = map[string]int{"core": 5, "b": 3, "solo": 1}
+	grouped.Layout.Queues = map[string]int{"core": 2, "b": 1, "solo": 0}
+	for _, want := range []Config{want, grouped} {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse(ServeArgs(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Config()
+		if err != nil {
+			t.Fatalf("Config of %v: %v", ServeArgs(want), err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip of %v:\n got %+v\nwant %+v", ServeArgs(want), got, want)
+		}
 	}
-	got, err := f.Config()
-	if err != nil {
-		t.Fatalf("Config of %v: %v", ServeArgs(want), err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("round trip of %v:\n got %+v\nwant %+v", ServeArgs(want), got, want)
+	if args := strings.Join(ServeArgs(grouped), " "); !strings.Contains(args, "--pool-group core=c,a --pool-group solo=db") ||
+		!strings.Contains(args, "--pool-sizes b=3,core=5,solo=1") {
+		t.Errorf("ServeArgs of a grouped layout: %s, want --pool-group core=c,a --pool-group solo=db and --pool-sizes b=3,core=5,solo=1", args)
 	}
 	for _, d := range []DepConfig{
 		{Name: "C", Latency: 3 * time.Millisecond, Jitter: time.Millisecond, Seed: 1 << 62, Size: 9},
@@ -158,6 +172,68 @@ func TestServeFlagsQuery(t *testing.T) {
 		var fe *FlagError
 		if !errors.As(err, &fe) || fe.Flag != tc.flag {
 			t.Errorf("%q: %v, want an error naming %s", tc.args, err, tc.flag)
+		}
+	}
+}
+
+func TestParseGroups(t *testing.T) {
+	tests := []struct {
+		in      []string
+		want    map[string][]string
+		wantErr string
+	}{
+		{nil, nil, ""},
+		{[]string{"core=checkout,cart"}, map[string][]string{"core": {"checkout", "cart"}}, ""},
+		{[]string{" core = checkout , cart ", "x=stock"}, map[string][]string{"core": {"checkout", "cart"}, "x": {"stock"}}, ""},
+		{[]string{"core="}, map[string][]string{"core": {}}, ""}, // the layout refuses it, naming the group
+		{[]string{"core"}, nil, "is not NAME=ENDPOINT,ENDPOINT"},
+		{[]string{"=a,b"}, nil, "is not NAME=ENDPOINT,ENDPOINT"},
+		{[]string{"core=a,,b"}, nil, "an empty endpoint name"},
+		{[]string{"core=a", "core=b"}, nil, `pool group "core" is given twice`},
+	}
+	for _, tt := range tests {
+		got, err := ParseGroups(tt.in)
+		switch {
+		case tt.wantErr == "" && (err != nil || !reflect.DeepEqual(got, tt.want)):
+			t.Errorf("ParseGroups(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("ParseGroups(%q) = %v, %v; want an error %q", tt.in, got, err, tt.wantErr)
+		}
+	}
+}
+
+// TestServeFlagsPoolGroup: --pool-group makes endpoints share a pool; the
+// layout's errors about groups name the flag and the group.
+func TestServeFlagsPoolGroup(t *testing.T) {
+	eps := []string{"--endpoint", "a=http://127.0.0.1:1", "--endpoint", "b=http://127.0.0.1:2", "--endpoint", "c=http://127.0.0.1:3"}
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--pool-group", "ab=a,b", "--pool-size", "6"}, ""},
+		{[]string{"--pool-group", "ab=a,b", "--mode", "shared"}, "--pool-group: only applies to bulkhead mode"},
+		{[]string{"--pool-group", "ab=a,x"}, `--pool-group: ab[1]: no endpoint "x"`},
+		{[]string{"--pool-group", "c=a,b"}, `--pool-group: c: pool name "c" is also the name of endpoint "c"`},
+		{[]string{"--pool-group", "ab=a,b", "--pool-group", "bc=b,c"}, `--pool-group: bc[0]: endpoint "b" is in pool group "ab" already`},
+		{[]string{"--pool-group", "ab"}, "--pool-group: \"ab\" is not NAME=ENDPOINT,ENDPOINT"},
+		{[]string{"--pool-group", "ab=a,b", "--pool-sizes", "a=1,b=1,c=1"}, "--pool-sizes: unknown pool(s) a,b"},
+		{[]string{"--pool-group", "ab=a,b", "--pool-size", "1"}, "--pool-size: must be at least 2 in bulkhead mode (one per pool)"},
+	} {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse(append(slices.Clone(eps), tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Config()
+		var fe *FlagError
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("serve %v: %v", tt.args, err)
+		case tt.wantErr == "" && !reflect.DeepEqual(c.Layout.Groups, map[string][]string{"ab": {"a", "b"}}):
+			t.Errorf("serve %v: groups %v", tt.args, c.Layout.Groups)
+		case tt.wantErr != "" && (!errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.wantErr)):
+			t.Errorf("serve %v: error %v, want a *FlagError starting %q", tt.args, err, tt.wantErr)
 		}
 	}
 }

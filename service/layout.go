@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +14,8 @@ var ErrInvalidConfig = errors.New("invalid config")
 
 // ConfigError names the configuration field that is invalid. Field uses the
 // spec's snake_case names (pool_size, pool_sizes.a, queue, max_wait,
-// timeout, conns, dep_a, ...); the CLI maps them to its flag names.
+// pool_groups.core[1], timeout, conns, dep_a, ...); the CLI maps them to its
+// flag names.
 type ConfigError struct {
 	Field string
 	Msg   string
@@ -44,7 +46,9 @@ const (
 	// ModeShared: one pool named "shared" of PoolSize permits used by both
 	// endpoints.
 	ModeShared Mode = "shared"
-	// ModeBulkhead: one pool per dependency, named "a" and "b".
+	// ModeBulkhead: one pool per endpoint, named after it ("a" and "b"),
+	// except that the endpoints of a pool group (LayoutConfig.Groups) share
+	// one pool named after the group.
 	ModeBulkhead Mode = "bulkhead"
 )
 
@@ -68,30 +72,44 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // LayoutConfig describes the service's pools. The zero value is invalid.
+//
+// In bulkhead mode the pools are the pool groups (Groups), each named after
+// its group, and one pool per endpoint in no group, named after the
+// endpoint; the pool sizes and queues below are per pool, keyed by those
+// names.
 type LayoutConfig struct {
 	Mode Mode
 	// PoolSize is P: the shared pool's size, or the total that bulkhead mode
-	// splits evenly among the endpoints (the first endpoints get the
-	// remainder, one each). Bulkhead mode needs P ≥ the number of endpoints
-	// unless PoolSizes sets every pool.
+	// splits evenly among the pools (the first pools get the remainder, one
+	// each). Bulkhead mode needs P ≥ the number of pools unless PoolSizes
+	// sets every pool.
 	PoolSize int
-	// PoolSizes sets per-endpoint sizes in bulkhead mode (keyed by endpoint
-	// name; every endpoint is required when the map is not empty). Invalid
-	// in shared mode.
+	// PoolSizes sets per-pool sizes in bulkhead mode (keyed by pool name: a
+	// group's name or an ungrouped endpoint's; every pool is required when
+	// the map is not empty). Invalid in shared mode.
 	PoolSizes map[string]int
 	// Queue is Q: the shared pool's queue, or the total that bulkhead mode
 	// splits like PoolSize. Zero means no queue.
 	Queue int
-	// Queues sets per-dependency queues in bulkhead mode, like PoolSizes.
+	// Queues sets per-pool queues in bulkhead mode, like PoolSizes.
 	Queues map[string]int
 	// MaxWait bounds each caller's time in a queue; required when any queue
 	// is not empty.
 	MaxWait time.Duration
+	// Groups, in bulkhead mode only, maps a pool name to the endpoints that
+	// share that pool (e.g. core: checkout, cart): a slow dependency of one
+	// of them can take the others down, and no endpoint outside the group.
+	// Every endpoint in no group keeps a pool of its own. A group's name
+	// follows the rules of an endpoint's (ValidateEndpointName) and must not
+	// be the name of an endpoint outside the group (pool names are unique);
+	// a group has at least one endpoint, and an endpoint is in at most one
+	// group. Errors name pool_groups.<name> or pool_groups.<name>[i].
+	Groups map[string][]string
 
 	// BrokenSharedBulkhead is a deliberate TEST FAULT, never for real use:
-	// in bulkhead mode it still creates one pool per endpoint (so the service
+	// in bulkhead mode it still creates the layout's pools (so the service
 	// looks like a bulkhead from outside) but routes every endpoint to the
-	// first endpoint's pool, sized as all pools together. The isolation is gone, and an experiment asserting P2
+	// first pool, sized as all pools together. The isolation is gone, and an experiment asserting P2
 	// must fail against it. It has no effect in shared mode.
 	BrokenSharedBulkhead bool
 }
@@ -106,10 +124,11 @@ type PoolSpec struct {
 
 // Pools validates cfg for the given endpoints (in order) and returns the
 // pools NewLayout would build, without building them: the one home of the
-// layout rules (the shared pool, the bulkhead split), used by the service
-// and by previews of it. Errors are *ConfigError. With BrokenSharedBulkhead
-// the specs are those the service exports (one per endpoint), not the one
-// semaphore it really uses.
+// layout rules (the shared pool, the pool groups, the bulkhead split), used
+// by the service and by previews of it. The pools come in the order of
+// their first endpoint, each with its endpoints in order. Errors are
+// *ConfigError. With BrokenSharedBulkhead the specs are those the service
+// exports (the layout's pools), not the one semaphore it really uses.
 func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 	if _, err := ParseMode(string(cfg.Mode)); err != nil {
 		return nil, err
@@ -124,29 +143,106 @@ func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 		if len(cfg.Queues) > 0 {
 			return nil, fieldErrorf("queues", "only applies to bulkhead mode")
 		}
+		if len(cfg.Groups) > 0 {
+			return nil, fieldErrorf("pool_groups", "only applies to bulkhead mode (in shared mode every endpoint shares one pool already)")
+		}
 		pc := PoolConfig{Size: cfg.PoolSize, Queue: cfg.Queue, MaxWait: cfg.MaxWait}
 		if err := pc.Validate(); err != nil {
 			return nil, prefixField(err, layoutField(""))
 		}
 		return []PoolSpec{{Name: SharedPool, Config: pc, Endpoints: append([]string(nil), endpoints...)}}, nil
 	}
-	sizes, err := split(cfg.PoolSize, cfg.PoolSizes, endpoints, "pool_size", "pool_sizes", len(endpoints))
+	out, err := cfg.bulkheads(endpoints)
 	if err != nil {
 		return nil, err
 	}
-	queues, err := split(cfg.Queue, cfg.Queues, endpoints, "queue", "queues", 0)
+	names := make([]string, len(out))
+	for i, ps := range out {
+		names[i] = ps.Name
+	}
+	sizes, err := split(cfg.PoolSize, cfg.PoolSizes, names, "pool_size", "pool_sizes", len(names))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PoolSpec, len(endpoints))
-	for i, name := range endpoints {
+	queues, err := split(cfg.Queue, cfg.Queues, names, "queue", "queues", 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
 		pc := PoolConfig{Size: sizes[i], Queue: queues[i], MaxWait: cfg.MaxWait}
 		if err := pc.Validate(); err != nil {
-			return nil, prefixField(err, layoutField(name))
+			return nil, prefixField(err, layoutField(out[i].Name))
 		}
-		out[i] = PoolSpec{Name: name, Config: pc, Endpoints: []string{name}}
+		out[i].Config = pc
 	}
 	return out, nil
+}
+
+// bulkheads validates cfg.Groups against the endpoints and returns the
+// bulkhead pools, unsized: a pool per group and one per endpoint in no
+// group, in the order of their first endpoint.
+func (cfg LayoutConfig) bulkheads(endpoints []string) ([]PoolSpec, error) {
+	known := map[string]bool{}
+	for _, e := range endpoints {
+		known[e] = true
+	}
+	groupOf := map[string]string{}
+	groups := make([]string, 0, len(cfg.Groups))
+	for g := range cfg.Groups {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		field := "pool_groups." + g
+		members := cfg.Groups[g]
+		if err := validateName("pool group", g); err != nil {
+			return nil, fieldErrorf(field, "%v", err)
+		}
+		if len(members) == 0 {
+			return nil, fieldErrorf(field, "at least one endpoint is required (endpoints: %s)", strings.Join(endpoints, ", "))
+		}
+		if known[g] && !slices.Contains(members, g) {
+			return nil, fieldErrorf(field, "pool name %q is also the name of endpoint %q, which is not in the group: pool names must be unique (rename the group, or list %s in it)", g, g, g)
+		}
+		for i, e := range members {
+			field := fmt.Sprintf("%s[%d]", field, i)
+			switch other, dup := groupOf[e]; {
+			case !known[e]:
+				return nil, fieldErrorf(field, "no endpoint %q (endpoints: %s)", e, strings.Join(endpoints, ", "))
+			case dup && other == g:
+				return nil, fieldErrorf(field, "endpoint %q is listed twice", e)
+			case dup:
+				return nil, fieldErrorf(field, "endpoint %q is in pool group %q already: an endpoint draws from one pool", e, other)
+			}
+			groupOf[e] = g
+		}
+	}
+	var out []PoolSpec
+	index := map[string]int{}
+	for _, e := range endpoints {
+		name := e
+		if g, ok := groupOf[e]; ok {
+			name = g
+		}
+		i, ok := index[name]
+		if !ok {
+			i = len(out)
+			index[name] = i
+			out = append(out, PoolSpec{Name: name})
+		}
+		out[i].Endpoints = append(out[i].Endpoints, e)
+	}
+	return out, nil
+}
+
+// groupOf returns the pool group that lists endpoint e ("": none).
+func (cfg LayoutConfig) groupOf(e string) string {
+	for g, members := range cfg.Groups {
+		if slices.Contains(members, e) {
+			return g
+		}
+	}
+	return ""
 }
 
 // Layout is the set of pools built from a LayoutConfig and the pool each
@@ -213,18 +309,18 @@ func layoutField(pool string) func(string) string {
 	}
 }
 
-// split returns the per-endpoint values: explicit ones from m, or total
-// split evenly with the first endpoints taking the remainder, one unit each
-// (two endpoints: a gets the odd unit). minTotal is the smallest total that
-// gives each endpoint a usable value.
-func split(total int, m map[string]int, endpoints []string, totalField, mapField string, minTotal int) ([]int, error) {
-	n := len(endpoints)
+// split returns the per-pool values: explicit ones from m, or total split
+// evenly with the first pools taking the remainder, one unit each (two
+// pools: a gets the odd unit). minTotal is the smallest total that gives
+// each pool a usable value.
+func split(total int, m map[string]int, pools []string, totalField, mapField string, minTotal int) ([]int, error) {
+	n := len(pools)
 	if len(m) == 0 {
 		switch {
 		case total < 0:
 			return nil, fieldErrorf(totalField, "must not be negative, got %d", total)
 		case total < minTotal:
-			return nil, fieldErrorf(totalField, "must be at least %d in bulkhead mode (one per endpoint), got %d", minTotal, total)
+			return nil, fieldErrorf(totalField, "must be at least %d in bulkhead mode (one per pool), got %d", minTotal, total)
 		}
 		out := make([]int, n)
 		for i := range out {
@@ -236,7 +332,7 @@ func split(total int, m map[string]int, endpoints []string, totalField, mapField
 		return out, nil
 	}
 	known := map[string]bool{}
-	for _, e := range endpoints {
+	for _, e := range pools {
 		known[e] = true
 	}
 	var unknown []string
@@ -247,13 +343,13 @@ func split(total int, m map[string]int, endpoints []string, totalField, mapField
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fieldErrorf(mapField, "unknown pool(s) %s; the pools are %s", strings.Join(unknown, ","), strings.Join(endpoints, ", "))
+		return nil, fieldErrorf(mapField, "unknown pool(s) %s; the pools are %s", strings.Join(unknown, ","), strings.Join(pools, ", "))
 	}
 	out := make([]int, n)
-	for i, e := range endpoints {
+	for i, e := range pools {
 		v, ok := m[e]
 		if !ok {
-			return nil, fieldErrorf(mapField+"."+e, "missing; set every pool (%s)", strings.Join(endpoints, ", "))
+			return nil, fieldErrorf(mapField+"."+e, "missing; set every pool (%s)", strings.Join(pools, ", "))
 		}
 		out[i] = v
 	}
@@ -263,7 +359,8 @@ func split(total int, m map[string]int, endpoints []string, totalField, mapField
 // Mode returns the layout's mode.
 func (l *Layout) Mode() Mode { return l.mode }
 
-// Pools returns the layout's pools ("shared", or one per endpoint in order).
+// Pools returns the layout's pools ("shared", or the bulkheads in the order
+// of their first endpoint).
 func (l *Layout) Pools() []*Pool { return append([]*Pool(nil), l.pools...) }
 
 // Pool returns the pool the endpoint draws from, nil for an unknown endpoint.

@@ -35,6 +35,12 @@ func (c Config) validatePolicies() error {
 		if c.Layout.BrokenSharedBulkhead && c.Policies[k].Bulkhead == BulkheadFailsafe {
 			return fieldErrorf("policies."+k+".bulkhead", "failsafe cannot be combined with the shared-semaphore test defect")
 		}
+		// failsafe-go's bulkhead replaces the endpoint's own pool: a pool
+		// group's endpoints would each get a bulkhead of the group's size
+		// instead of sharing one.
+		if g := c.Layout.groupOf(k); g != "" && c.Policies[k].Bulkhead == BulkheadFailsafe {
+			return fieldErrorf("policies."+k+".bulkhead", "failsafe replaces the endpoint's own pool, and %s shares pool group %q", k, g)
+		}
 		// The defects act on the project's Pool, which failsafe-go's
 		// bulkhead replaces: they would silently do nothing.
 		if len(c.Defects) > 0 && c.Policies[k].Bulkhead == BulkheadFailsafe {

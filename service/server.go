@@ -36,7 +36,8 @@ const (
 // Endpoint is one endpoint of the service: GET /<Name> calls the dependency
 // at URL, holding a permit of its pool for the whole call.
 type Endpoint struct {
-	// Name is the path segment and, in bulkhead mode, the pool name.
+	// Name is the path segment and, in bulkhead mode, the pool name (unless
+	// the endpoint is in a pool group: LayoutConfig.Groups).
 	Name string
 	// URL is the absolute http(s) URL of the dependency, called with GET;
 	// with Query, a PostgreSQL connection URL (postgres://...).
@@ -58,12 +59,17 @@ var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // ValidateEndpointName reports whether name can name an endpoint: it is a
 // URL path segment, a pool name and a metric label value.
-func ValidateEndpointName(name string) error {
+func ValidateEndpointName(name string) error { return validateName("endpoint", name) }
+
+// validateName applies the rules of an endpoint's name to a name of the
+// given kind ("endpoint", "pool group"): a pool group's name is a pool name
+// and a metric label value too.
+func validateName(kind, name string) error {
 	switch {
 	case !endpointNameRE.MatchString(name):
-		return fmt.Errorf("endpoint name %q: use 1–32 of a-z, 0-9, '_', '-', starting with a letter or digit", name)
+		return fmt.Errorf("%s name %q: use 1–32 of a-z, 0-9, '_', '-', starting with a letter or digit", kind, name)
 	case name == "healthz" || name == "metrics":
-		return fmt.Errorf("endpoint name %q is reserved", name)
+		return fmt.Errorf("%s name %q is reserved", kind, name)
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ dependency A (--dep-a) and GET /b calls B (--dep-b); --endpoint NAME=URL
 
 With --mode shared every endpoint draws from one pool "shared" of --pool-size
 permits; with --mode bulkhead each endpoint has a pool of its own name, the
-permits split evenly (or --pool-sizes). Answers: 200 with the dependency's
+permits split evenly among the pools (or --pool-sizes, keyed by pool);
+--pool-group NAME=E1,E2 (repeatable) makes endpoints E1 and E2 share one
+pool NAME instead. Answers: 200 with the dependency's
 body; 503 with X-Bulkhead-Reject: full|wait-timeout; 504
 (X-Dependency-Error: timeout) when the call exceeds --timeout; 502
 (X-Dependency-Error: error) otherwise.

@@ -71,7 +71,7 @@ func deriveSeed(seed int64, id string) int64 {
 
 // PoolLayout is one pool of the service in a mode.
 type PoolLayout struct {
-	Name      string   // "shared", or an endpoint's name
+	Name      string   // "shared", a pool group's name, or an endpoint's name
 	Limit     int      // permits
 	Queue     int      // queue length
 	Endpoints []string // endpoints drawing from it
@@ -83,7 +83,7 @@ type PoolLayout struct {
 // layoutConfig is the service's pool layout in mode m.
 func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
 	return service.LayoutConfig{Mode: service.Mode(m.layout()), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
-		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues}
+		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues, Groups: m.PoolGroups}
 }
 
 // Pools returns the service's pools in mode m, as the service builds them

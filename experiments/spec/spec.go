@@ -89,10 +89,11 @@ type Validity struct {
 type Service struct {
 	// Timeout is T, the service→dependency timeout (absolute only).
 	Timeout Duration `yaml:"timeout"`
-	// PoolSize is P: the shared pool, or the total split P/2 + P/2.
+	// PoolSize is P: the shared pool, or the total split evenly among a
+	// bulkhead mode's pools (P/2 + P/2 for two endpoints).
 	PoolSize int `yaml:"pool_size"`
-	// Queue is the shared pool's queue; bulkhead queues are Queue/2 each
-	// unless a mode sets them. Nil means 20.
+	// Queue is the shared pool's queue; a bulkhead mode splits it among its
+	// pools like PoolSize unless the mode sets them. Nil means 20.
 	Queue *int `yaml:"queue"`
 	// MaxWait is the longest a caller waits in a queue (default T).
 	MaxWait Duration `yaml:"max_wait"`
@@ -255,12 +256,23 @@ type Fault struct {
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
 // mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}},
 // or a named policy layout {name: shared-breaker, pools: shared,
-// policies: {A: {breaker: ...}}}.
+// policies: {A: {breaker: ...}}}, or a bulkhead whose pools some endpoints
+// share {name: core, pools: bulkhead, pool_groups: {core: [checkout, cart]}}.
 type Mode struct {
 	Name string `yaml:"name"`
-	// PoolSizes and Queues size each bulkhead, keyed by endpoint (pool) name.
+	// PoolSizes and Queues size each bulkhead, keyed by pool name: an
+	// endpoint's, or a pool group's for the endpoints of a group.
 	PoolSizes map[string]int `yaml:"pool_sizes,omitempty"`
 	Queues    map[string]int `yaml:"queues,omitempty"`
+	// PoolGroups, in a mode whose layout is bulkhead, maps a pool name to
+	// the endpoints that share that pool (core: [checkout, cart]): a slow
+	// dependency of one of them takes the others down with it, and no
+	// endpoint outside the group. Every other endpoint keeps a pool of its
+	// own; service.pool_size and service.queue are split among the pools.
+	// A group's name follows an endpoint name's rules and is no other
+	// endpoint's name; each endpoint is in at most one group
+	// (service.LayoutConfig.Groups).
+	PoolGroups map[string][]string `yaml:"pool_groups,omitempty"`
 	// External, in an external spec, is the user's service configured as
 	// this mode: its own targets (a deployment side by side with the
 	// others) or its own start command; fields left out are the external

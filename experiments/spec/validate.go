@@ -155,7 +155,7 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 	}
 	name, sub, _ := strings.Cut(field, ".")
 	switch name {
-	case "pool_sizes", "queues":
+	case "pool_sizes", "queues", "pool_groups":
 		if sub == "" {
 			return fmt.Sprintf("modes[%d].%s", mode, name)
 		}
@@ -488,6 +488,9 @@ func (s *Spec) validateExternal(p *problems) {
 		}
 		if len(m.PoolSizes) > 0 || len(m.Queues) > 0 {
 			p.add(fmt.Sprintf("modes[%d]", i), "pool_sizes and queues size the built-in service; your service's pools are its own (declare them under external.pools)")
+		}
+		if m.PoolGroups != nil {
+			p.add(fmt.Sprintf("modes[%d].pool_groups", i), "groups the built-in service's pools; your service's pools are its own (declare them under external.pools, each with its endpoints)")
 		}
 	}
 	s.validateExternalService(p, "external", x.ExternalService, ownTargets < len(s.Modes))
