@@ -7,6 +7,7 @@ import (
 	"html"
 	"image"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -234,6 +235,9 @@ func TestAuditLeavesMapAlone(t *testing.T) {
 	before, _ := MarshalAudit(m)
 	_, _ = renderAuditMarkdown(m), renderAuditHTML(m)
 	_ = newAuditFig(m)
+	if err := PrintAudit(io.Discard, m); err != nil {
+		t.Fatal(err)
+	}
 	if after, _ := MarshalAudit(m); !bytes.Equal(after, before) {
 		t.Errorf("rendering changed the map: stop condition %+v", m.Config.Abort[0])
 	}
@@ -481,6 +485,42 @@ func TestAuditGolden(t *testing.T) {
 	}
 }
 
+func TestPrintAudit(t *testing.T) {
+	m := synthAudit(10, 6)
+	m.Findings[0].Summary += "\x1b[2J"
+	var b bytes.Buffer
+	if err := PrintAudit(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, f := range m.Findings {
+		if !strings.Contains(flat, strings.Join(strings.Fields(strings.ReplaceAll(f.Summary, "\x1b", " ")), " ")) {
+			t.Errorf("console lacks the finding %q", f.Summary)
+		}
+	}
+	for _, v := range m.Violations {
+		if !strings.Contains(flat, v) {
+			t.Errorf("console lacks the violation %q", v)
+		}
+	}
+	if strings.ContainsRune(out, '\x1b') {
+		t.Error("console passes a terminal escape through")
+	}
+	if !strings.Contains(out, "2 findings, 1 critical violation") || !strings.Contains(out, "DEGRADED") || !strings.Contains(out, "aborted") {
+		t.Errorf("console:\n%s", out)
+	}
+	findings := strings.Index(out, "findings:")
+	if findings < 0 || strings.Index(out, "critical violations") < findings || strings.Index(out, "ENDPOINT") > findings {
+		t.Errorf("console does not end with the findings and the violations:\n%s", out)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > DefaultConsoleWidth && strings.Contains(strings.TrimSpace(line), " ") {
+			t.Errorf("line of %d runes: %q", n, line)
+		}
+	}
+}
+
 // TestWriteAuditDegenerate: a nil map is an error; a map without cells,
 // or cut short, still writes every file.
 func TestWriteAuditDegenerate(t *testing.T) {
@@ -497,6 +537,10 @@ func TestWriteAuditDegenerate(t *testing.T) {
 				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 					t.Errorf("%s: %v", f, err)
 				}
+			}
+			var b bytes.Buffer
+			if err := PrintAudit(&b, m); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
