@@ -107,5 +107,47 @@ func PrintConsole(w io.Writer, s *Summary, opts ConsoleOptions) error {
 // empty).
 func WriteJUnit(w io.Writer, s *Summary, names []string) error { return render.WriteJUnit(w, s, names) }
 
+// The blast-radius audit (verdict, render).
+type (
+	// AuditMap is a blast-radius audit's result: endpoints × (dependency,
+	// fault), each cell classed, with the measured call graph, the
+	// findings and the critical violations.
+	AuditMap = verdict.AuditMap
+	// AuditColumn is one fault of the audit's matrix.
+	AuditColumn = verdict.AuditColumn
+	// AuditCell is one endpoint under one fault.
+	AuditCell = verdict.AuditCell
+	// AuditControl is one endpoint in the audit's control run.
+	AuditControl = verdict.AuditControl
+	// AuditFinding is an endpoint degraded by a dependency it does not call.
+	AuditFinding = verdict.AuditFinding
+)
+
+// Classes of an audit map's cell.
+const (
+	CellIsolated = verdict.CellIsolated
+	CellDegraded = verdict.CellDegraded
+	CellExpected = verdict.CellExpected
+	CellInvalid  = verdict.CellInvalid
+	CellAborted  = verdict.CellAborted
+	CellSkipped  = verdict.CellSkipped
+)
+
+// Names of the audit's outputs.
+const (
+	AuditJSONFile     = render.AuditJSONFile
+	AuditMarkdownFile = render.AuditMarkdownFile
+	AuditHTMLFile     = render.AuditHTMLFile
+	AuditMapFile      = render.AuditMapFile
+)
+
+// WriteAudit writes an audit's map into dir: audit.json, audit.md,
+// audit.html and the heatmap audit-map.png (see render.WriteAudit).
+func WriteAudit(dir string, m *AuditMap) error { return render.WriteAudit(dir, m) }
+
+// PrintAudit writes an audit's map to w as a compact table, then its
+// findings and critical violations.
+func PrintAudit(w io.Writer, m *AuditMap) error { return render.PrintAudit(w, m) }
+
 // WriteFileAtomic writes data to path through a temporary file and a rename.
 func WriteFileAtomic(path string, data []byte) error { return render.WriteFileAtomic(path, data) }

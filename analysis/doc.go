@@ -11,8 +11,9 @@
 //	         family's run statistics, and the bootstrap
 //	verdict  the verdicts across runs: cells, the decision builder, P1–P4
 //	         and every claim family, repeats, notices, --check
-//	render   summary.json, report.md, index.html, JUnit and the figures
-//	         (the only package that draws)
+//	render   summary.json, report.md, index.html, JUnit and the figures,
+//	         and an audit's map (audit.json, audit.md, audit.html, its
+//	         heatmap); the only package that draws
 //
 // render imports verdict, measure and rundir; verdict imports measure and
 // rundir; measure imports rundir. None of them imports a component of the
