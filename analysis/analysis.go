@@ -145,6 +145,10 @@ const (
 // audit.html and the heatmap audit-map.png (see render.WriteAudit).
 func WriteAudit(dir string, m *AuditMap) error { return render.WriteAudit(dir, m) }
 
+// AuditDir is where WriteReport writes the i-th map of an audit (the
+// report folder, or audit-<mode>/ in it for an audit of several modes).
+func AuditDir(out string, sum *Summary, i int) string { return render.AuditDir(out, sum, i) }
+
 // PrintAudit writes an audit's map to w as a compact table, then its
 // findings and critical violations.
 func PrintAudit(w io.Writer, m *AuditMap) error { return render.PrintAudit(w, m) }

@@ -49,7 +49,7 @@ func printAudit(w io.Writer, m *verdict.AuditMap, width int) error {
 		return err
 	}
 	var b strings.Builder
-	b.WriteString(wrapIndent(fmt.Sprintf("blast-radius audit %s (mode %s): %s", m.Experiment, orDash(m.Mode), auditVerdict(m)), width, "  "))
+	b.WriteString(wrapIndent(fmt.Sprintf("audit %s (mode %s): %s", m.Experiment, orDash(m.Mode), auditVerdict(m)), width, "  "))
 	if len(m.Endpoints) > 0 && len(m.Columns) > 0 {
 		head := []string{"ENDPOINT"}
 		for _, c := range m.Columns {
@@ -109,7 +109,7 @@ func printAudit(w io.Writer, m *verdict.AuditMap, width int) error {
 	for _, f := range m.Findings {
 		line := findingText(f)
 		if f.Resource != "" {
-			line += " [" + f.Resource + "]"
+			line += "; ran out first: " + f.Resource
 		}
 		findings = append(findings, line)
 	}

@@ -79,7 +79,21 @@ func WriteReport(dir string, opts Options) (*verdict.Summary, error) {
 	if err := writeSummaryFiles(canon, out); err != nil {
 		return nil, err
 	}
+	for i := range canon.Audits {
+		if err := WriteAudit(AuditDir(out, canon, i), &canon.Audits[i]); err != nil {
+			return nil, err
+		}
+	}
 	return canon, nil
+}
+
+// AuditDir is where the i-th map of an audit's report goes: the report
+// folder itself for an audit of one mode, else audit-<mode>/ in it.
+func AuditDir(out string, sum *verdict.Summary, i int) string {
+	if len(sum.Audits) == 1 {
+		return out
+	}
+	return filepath.Join(out, "audit-"+sum.Audits[i].Mode)
 }
 
 // canonical is sum as summary.json states it: encoded and decoded again, so

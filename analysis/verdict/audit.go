@@ -116,8 +116,9 @@ type AuditFinding struct {
 	Dependency string `json:"dependency"`
 	Fault      string `json:"fault"`
 	Condition  string `json:"condition"`
-	// Summary is one line, e.g. "/cart degraded when PAY was slow: p99
-	// +0.84 T, 31 % errors after 0.3 s; ran out first: pool core".
+	// Summary is one line, e.g. "/cart degraded when PAY was slow, which
+	// it does not call: p99 28 → 240 ms (+0.84 T), errors 31 %, after
+	// 0.3 s"; Resource is what ran out first ("pool core").
 	Summary  string `json:"summary"`
 	Resource string `json:"resource,omitempty"`
 }

@@ -211,9 +211,7 @@ func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	if !math.IsNaN(float64(c.TimeToDegradeS)) {
 		fmt.Fprintf(&b, ", after %.2f s", float64(c.TimeToDegradeS))
 	}
-	if c.Resource != "" {
-		fmt.Fprintf(&b, "; ran out first: %s", c.Resource)
-	} else {
+	if c.Resource == "" {
 		b.WriteString("; no bounded resource the harness observes ran out")
 	}
 	return AuditFinding{Endpoint: e, Dependency: col.Dependency, Fault: col.Fault, Condition: col.Condition, Summary: b.String(), Resource: c.Resource}

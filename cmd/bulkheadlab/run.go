@@ -40,6 +40,7 @@ type runOptions struct {
 	burn        int
 	lag         time.Duration
 	maxDuration time.Duration
+	audit       bool // the audit command: the spec must have an audit block
 }
 
 // DefaultMaxDuration is the longest a matrix may be estimated to take
@@ -156,9 +157,23 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	for _, warning := range sp.Warnings() {
 		fmt.Fprint(w, textwrap.Indent("warning: "+warning, consoleWidth(w), "  "))
 	}
+	var graph *rundata.CallGraph
+	if sp.Audit != nil && o.resume == "" {
+		if graph, err = calibrateAudit(cmd.Context(), w, sp, p, r.Launcher); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return withCode(ExitInterrupted, err)
+			}
+			return err
+		}
+	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {
 		fmt.Fprintf(w, "results: %s\n", dir.Path)
+		if graph != nil {
+			if gerr := writeCallGraph(dir.Path, graph); gerr != nil {
+				return errors.Join(err, gerr)
+			}
+		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return withCode(ExitInterrupted, err)
@@ -178,6 +193,12 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		return err
 	}
 	fmt.Fprintf(w, "report: %s\n", dir.Path+"/"+rundata.HTMLFile)
+	if sum.Audits != nil {
+		if cerr := finishAudit(w, dir.Path, sum, o.check); cerr != nil {
+			return cerr
+		}
+		return runErr
+	}
 	if cerr := finishCheck(sum, o.check, o.junit); cerr != nil {
 		return cerr
 	}
@@ -216,7 +237,10 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 			return nil, usageError(fmt.Errorf("--repeats %d: %w", o.repeats, err))
 		}
 	}
-	if o.check && len(sp.Expectations.Check) == 0 {
+	if o.audit && sp.Audit == nil {
+		return nil, usageError(fmt.Errorf("%s has no audit: block: `bulkheadlab run` runs it", sp.File()))
+	}
+	if o.check && len(sp.Expectations.Check) == 0 && sp.Audit == nil {
 		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", sp.File()))
 	}
 	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote {

@@ -223,6 +223,7 @@ func (a Audit) WithDefaults() Audit {
 	if a.OnAbort == "" {
 		a.OnAbort = d.OnAbort
 	}
+	a.Abort = append([]AbortRule(nil), a.Abort...) // the caller's stay as they are
 	for i, r := range a.Abort {
 		if r.Endpoint == "" && r.Probe == "" {
 			r.Endpoint = "*"
