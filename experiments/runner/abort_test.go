@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
@@ -208,5 +211,90 @@ func TestAbortWatcherStops(t *testing.T) {
 	nilWatcher.disarm()
 	if nilWatcher.stop() != nil || newAbortWatcher(nil, nil, sw) != nil {
 		t.Error("a watcher without rules")
+	}
+}
+
+// fakeControl is a fault proxy's control API that keeps whether a fault
+// is in place and counts the puts; failClear makes removing one fail.
+type fakeControl struct {
+	*httptest.Server
+	inPlace   atomic.Bool
+	puts      atomic.Int64
+	failClear bool
+}
+
+func newFakeControl(failClear bool) *fakeControl {
+	c := &fakeControl{failClear: failClear}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPut:
+			c.puts.Add(1)
+			c.inPlace.Store(true)
+		case http.MethodDelete:
+			if c.failClear {
+				http.Error(w, `{"error":"refused"}`, http.StatusInternalServerError)
+				return
+			}
+			c.inPlace.Store(false)
+		}
+		io.WriteString(w, `{"faults":[]}`)
+	}))
+	return c
+}
+
+// TestFaultSwitcherAbort: abortAll removes every fault in place at once,
+// records each removal with its reason, and no later phase sets a fault
+// again (not the probe's either); a removal that failed leaves Cleared
+// zero and the fault for the final clear.
+func TestFaultSwitcherAbort(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b := newFakeControl(false), newFakeControl(false)
+	defer a.Close()
+	defer b.Close()
+	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Status: 503}}
+	sw := &faultSwitcher{
+		faults:   []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}, {Component: "proxy-B", Dependency: "B", Faults: fault}},
+		probe:    []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
+		controls: map[string]string{"proxy-A": a.URL, "proxy-B": b.URL},
+	}
+	sw.watch = newAbortWatcher([]rundata.AbortRule{{Endpoint: "a", ErrorRate: 0.5, For: time.Minute}}, []string{"a"}, sw)
+	sw.onPhase(loadgen.Phase{Name: rundata.PhaseFault}, time.Time{})
+	if !a.inPlace.Load() || !b.inPlace.Load() || !sw.watch.armed.Load() {
+		t.Fatalf("fault phase: A %v, B %v in place, watcher armed %v", a.inPlace.Load(), b.inPlace.Load(), sw.watch.armed.Load())
+	}
+	cleared := sw.abortAll("because")
+	for _, ph := range []string{rundata.PhaseRecovery, rundata.PhaseProbeAfter, rundata.PhaseFault} {
+		sw.onPhase(loadgen.Phase{Name: ph}, time.Time{})
+	}
+	sw.clear()
+	if sw.watch.stop() != nil {
+		t.Error("the watcher acted on its own")
+	}
+	if a.inPlace.Load() || b.inPlace.Load() || a.puts.Load() != 1 || b.puts.Load() != 1 {
+		t.Errorf("A in place %v after %d puts, B %v after %d; want each put once and removed", a.inPlace.Load(), a.puts.Load(), b.inPlace.Load(), b.puts.Load())
+	}
+	evs := sw.events()
+	var actions []string
+	for _, ev := range evs {
+		actions = append(actions, ev.Action+" "+ev.Dependency+" "+ev.Reason)
+		if ev.Action == rundata.FaultAbort && ev.Time.After(cleared) {
+			t.Errorf("removed at %v, after the Cleared returned (%v)", ev.Time, cleared)
+		}
+	}
+	slices.Sort(actions[2:])
+	if got := strings.Join(actions, "; "); got != "set A ; set B ; abort A because; abort B because" {
+		t.Errorf("events: %s", got)
+	}
+	if cleared.Before(evs[1].Time) || sw.failure() != nil {
+		t.Errorf("cleared %v, failure %v", cleared, sw.failure())
+	}
+
+	bad := newFakeControl(true)
+	defer bad.Close()
+	sw = &faultSwitcher{faults: []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
+		controls: map[string]string{"proxy-A": bad.URL}}
+	sw.onPhase(loadgen.Phase{Name: rundata.PhaseFault}, time.Time{})
+	if cleared := sw.abortAll("because"); !cleared.IsZero() || sw.failure() == nil || len(sw.active) != 1 {
+		t.Errorf("a removal refused: cleared %v, failure %v, %d fault sets kept for the final clear", cleared, sw.failure(), len(sw.active))
 	}
 }
