@@ -48,6 +48,7 @@ type aggConfig struct {
 	schedules    []schedule
 	maxOpen      int // open windows per endpoint before the oldest is force-closed
 	onWindow     func(Window)
+	onResult     func(ResultEvent)
 	hdrLogs      []*hdrhistogram.HistogramLogWriter // per endpoint; nil entries allowed
 }
 
@@ -149,6 +150,9 @@ func (a *aggregator) add(s sample) {
 		a.addAttempt(e, s)
 		return
 	}
+	if a.cfg.onResult != nil {
+		a.cfg.onResult(a.resultEvent(e, s))
+	}
 	lag := max(0, s.actual-s.intended)
 	e.counts[s.class]++
 	e.received++
@@ -199,6 +203,35 @@ func (a *aggregator) add(s sample) {
 	for len(e.open) > 0 && e.open[0].received >= e.open[0].expected {
 		a.closeHead(e)
 	}
+}
+
+// ResultEvent is one recorded result of a target, as Config.OnResult gets
+// it.
+type ResultEvent struct {
+	// Endpoint is the target's name.
+	Endpoint string
+	// Class is the result's class by the target's rules; OK is Class ==
+	// ClassOK, the one class of success (every other class is a failure,
+	// as Counts.Failed counts them).
+	Class Class
+	OK    bool
+	// Latency is from the actual send to the answer (or the error); for a
+	// retrying client, to its last attempt's answer.
+	Latency time.Duration
+	// Sent is when the request was actually sent; Done when it completed,
+	// Sent + Latency.
+	Sent, Done time.Time
+	// Harness is set for an error of the load generator's own side
+	// (IsHarnessError); Cancelled for a request the client gave up on on
+	// purpose (Phase.Cancel), whose Class is client_timeout.
+	Harness, Cancelled bool
+}
+
+// resultEvent describes s, a result of e, for Config.OnResult.
+func (a *aggregator) resultEvent(e *epAgg, s sample) ResultEvent {
+	sent := a.cfg.t0.Add(time.Duration(s.actual))
+	return ResultEvent{Endpoint: e.name, Class: s.class, OK: s.class == ClassOK, Latency: time.Duration(s.latency),
+		Sent: sent, Done: sent.Add(time.Duration(s.latency)), Harness: s.harness, Cancelled: s.cancelled}
 }
 
 // addAttempt counts a retrying client's attempt record for its request's

@@ -112,6 +112,12 @@ type Config struct {
 	// OnWindow is called with each closed window, in order per endpoint, on
 	// the aggregator goroutine: it must be quick. Optional.
 	OnWindow func(Window)
+	// OnResult is called with every recorded result of a target (not a
+	// retrying client's attempt records, nor a burst's requests), on the
+	// aggregator goroutine as it records it: it must be quick, and should
+	// hand anything slow to a goroutine of its own. Results come about in
+	// the order they completed, per target. Optional.
+	OnResult func(ResultEvent)
 	// Progress is called about every second on the aggregator goroutine
 	// with a snapshot: it must be quick. Optional.
 	Progress func(Snapshot)

@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // logs (header written); the returned writers must be flushed at the end.
 func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, error) {
 	ac := aggConfig{t0: t0, window: int64(p.window), duration: int64(p.duration), lagThreshold: int64(p.lag),
-		phases: p.spans, onWindow: p.cfg.OnWindow,
+		phases: p.spans, onWindow: p.cfg.OnWindow, onResult: p.cfg.OnResult,
 		maxOpen: int(min(128, max(8, int64((p.timeout+time.Second)/p.window)+2)))}
 	var bufs []*bufio.Writer
 	for i, t := range p.cfg.Targets {

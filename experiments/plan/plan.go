@@ -31,6 +31,11 @@ type Plan struct {
 	Spec []byte
 	// Runs is the matrix in execution order.
 	Runs []Run
+	// OnAbort is what the runner does once a run's stop condition fired
+	// (Run.Abort): rundata.OnAbortContinue (also when empty) goes on with
+	// the next run, rundata.OnAbortStop records the remaining runs as
+	// skipped.
+	OnAbort string
 }
 
 // Run is one cell of the matrix in one repeat.
@@ -47,6 +52,11 @@ type Run struct {
 	// Faults are set when the fault phase starts and cleared when the next
 	// phase starts.
 	Faults []Faults
+	// Abort are the run's stop conditions: any of them, met while the
+	// fault phase's faults are in place, removes every fault at once, and
+	// none is set again in the run (the load goes on, so the recovery is
+	// still measured). Empty: the faults stay for the whole fault phase.
+	Abort []rundata.AbortRule
 	// ProbeFaults are set when a probe phase starts and cleared when the
 	// next phase starts (the probe's latency on every proxy).
 	ProbeFaults []Faults

@@ -60,13 +60,17 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	lctx, abort := context.WithCancel(ctx)
 	defer abort()
 	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, abort: abort}
+	// "*" in a stop condition is each endpoint, the canary not among them.
+	sw.watch = newAbortWatcher(run.Abort, endpointNames(plan.Load{Endpoints: run.Load.Endpoints}), sw)
 	cfg, err := r.loadConfig(run, st, files, sw)
 	if err != nil {
 		stopSampler()
 		wg.Wait()
 		return nil, err
 	}
+	sw.watch.start()
 	rep, runErr := loadgen.Run(lctx, cfg)
+	meta.Abort = sw.watch.stop()
 	if err := sw.failure(); err != nil && ctx.Err() == nil {
 		runErr = err // it stopped the load early; the load's own error is only the cancel
 	}
@@ -137,6 +141,7 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 				r.Progress.Window(run, w)
 			}
 		},
+		OnResult:            sw.onResult(),
 		Progress:            r.progressFunc(run),
 		ExcludeFromValidity: run.Load.ExcludeFromValidity,
 		LagThreshold:        run.Load.MaxLagP99,
@@ -212,7 +217,9 @@ func writePhases(rundir string, rep *loadgen.Report) error {
 // clears them when the next phase starts, through the proxies' control API,
 // and records when each proxy acknowledged a switch. Its callbacks run on the
 // load generator's phase goroutine; events and clear are called after
-// loadgen.Run returned.
+// loadgen.Run returned. While the fault phase's faults are in place, watch
+// judges the run's stop conditions; one met removes every fault
+// (abortAll), and no fault is set again in the run.
 type faultSwitcher struct {
 	faults   []plan.Faults
 	probe    []plan.Faults     // set in the probe phases
@@ -220,22 +227,43 @@ type faultSwitcher struct {
 
 	// abort, if set, stops the load when a switch fails.
 	abort func()
+	// watch, if set, judges the run's stop conditions.
+	watch *abortWatcher
 
-	mu     sync.Mutex
-	evs    []rundata.FaultEvent
-	active []activeFaults // fault sets in place
-	err    error
+	// switching serialises the phase switches and an abort.
+	switching sync.Mutex
+
+	mu      sync.Mutex
+	evs     []rundata.FaultEvent
+	active  []activeFaults // fault sets in place
+	err     error
+	aborted bool // a stop condition removed the faults
 }
 
 // switchTimeout bounds one control call.
 const switchTimeout = 5 * time.Second
 
 func (f *faultSwitcher) onPhase(p loadgen.Phase, _ time.Time) {
-	f.clear()
+	f.switching.Lock()
+	defer f.switching.Unlock()
+	f.watch.disarm()
+	f.clearLocked()
+	f.mu.Lock()
+	aborted := f.aborted
+	f.mu.Unlock()
+	if aborted {
+		return // a stop condition fired: no fault is set again in the run
+	}
 	switch p.Name {
 	case rundata.PhaseFault:
+		var last time.Time
+		all := true
 		for _, fs := range f.faults {
-			f.set(fs, false)
+			at, ok := f.set(fs, false)
+			last, all = at, all && ok
+		}
+		if all && len(f.faults) > 0 {
+			f.watch.arm(last)
 		}
 	case rundata.PhaseProbeBefore, rundata.PhaseProbeAfter:
 		for _, fs := range f.probe {
@@ -250,7 +278,9 @@ type activeFaults struct {
 	probe bool
 }
 
-func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
+// set puts fs on its proxy and returns when the proxy acknowledged it, and
+// whether it did.
+func (f *faultSwitcher) set(fs plan.Faults, probe bool) (time.Time, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
 	var err error
 	var body []byte
@@ -266,6 +296,7 @@ func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
 		body, _ = json.Marshal(fs.Faults)
 	}
 	cancel()
+	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
@@ -273,18 +304,26 @@ func (f *faultSwitcher) set(fs plan.Faults, probe bool) {
 		if f.abort != nil {
 			f.abort() // a fault phase without its fault measures nothing
 		}
-		return
+		return now, false
 	}
 	f.active = append(f.active, activeFaults{fs, probe})
 	action := rundata.FaultSet
 	if probe {
 		action = rundata.FaultProbeSet
 	}
-	f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: action, Faults: body})
+	f.evs = append(f.evs, rundata.FaultEvent{Time: now.UTC(), Dependency: fs.Dependency, Action: action, Faults: body})
+	return now, true
 }
 
 // clear removes every fault set in place.
 func (f *faultSwitcher) clear() {
+	f.switching.Lock()
+	defer f.switching.Unlock()
+	f.clearLocked()
+}
+
+// clearLocked is clear with switching held.
+func (f *faultSwitcher) clearLocked() {
 	f.mu.Lock()
 	active := f.active
 	f.active = nil
@@ -306,6 +345,55 @@ func (f *faultSwitcher) clear() {
 		}
 		f.mu.Unlock()
 	}
+}
+
+// abortAll removes every fault in place at once, for a stop condition
+// met (reason is what was seen): each removal is recorded as a FaultAbort
+// event, and no fault is set again in the run. It returns when the last
+// fault was gone (the present when none was in place any more), or zero
+// when removing one failed (it stays in place for clear to retry).
+func (f *faultSwitcher) abortAll(reason string) time.Time {
+	f.switching.Lock()
+	defer f.switching.Unlock()
+	f.watch.disarm()
+	f.mu.Lock()
+	f.aborted = true
+	active := f.active
+	f.active = nil
+	f.mu.Unlock()
+	cleared := time.Now().UTC()
+	var wg sync.WaitGroup
+	for _, fs := range active {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+			err := faultproxy.NewClient(f.controls[fs.Component], nil).Clear(ctx)
+			cancel()
+			now := time.Now().UTC()
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if err != nil {
+				f.err = fmt.Errorf("clear fault on %s for a stop condition: %w", fs.Dependency, err)
+				f.active = append(f.active, fs)
+				cleared = time.Time{}
+				return
+			}
+			f.evs = append(f.evs, rundata.FaultEvent{Time: now, Dependency: fs.Dependency, Action: rundata.FaultAbort, Reason: reason})
+			if !cleared.IsZero() && now.After(cleared) {
+				cleared = now
+			}
+		})
+	}
+	wg.Wait()
+	return cleared
+}
+
+// onResult is the load generator's OnResult: the stop conditions' watcher
+// takes every result; nil without one.
+func (f *faultSwitcher) onResult() func(loadgen.ResultEvent) {
+	if f.watch == nil {
+		return nil
+	}
+	return f.watch.onResult
 }
 
 // failure is the first switch error, or nil.

@@ -195,6 +195,9 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 		line += fmt.Sprintf("  (attempt %d)", p.attempt)
 	}
 	line += "  " + p.eta()
+	if a := meta.Abort; a != nil {
+		line += "  ABORTED: " + a.Trigger
+	}
 	if err != nil {
 		line += "  error: " + err.Error()
 	}

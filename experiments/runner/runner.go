@@ -58,8 +58,13 @@ type Runner struct {
 // earlier attempt's folder is kept as runs/<id>.invalid-<n>. Run returns
 // the results folder (also on error, once the folder exists). When ctx is
 // cancelled the current run is stopped, marked interrupted, and Run returns
-// ctx.Err().
+// ctx.Err(). When a run's stop condition fired and the plan's OnAbort is
+// rundata.OnAbortStop, the runs not yet run are recorded as skipped (and
+// no INVALID run is run again).
 func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
+	if err := checkAbort(r.Plan); err != nil {
+		return nil, err
+	}
 	dir, skip, err := r.prepare()
 	if err != nil {
 		return dir, err
@@ -67,6 +72,17 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 	runs := r.Plan.Runs
 	var failed []string
 	var invalid []invalidRun // this round's
+	stopped := false         // a stop condition fired and the plan stops on one
+	skipRest := func(rest []plan.Run) {
+		for _, later := range rest {
+			if slices.Contains(skip, later.ID) {
+				continue // complete in the resumed folder
+			}
+			if err := dir.SetStatus(later.ID, rundata.StatusSkipped); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", later.ID, err))
+			}
+		}
+	}
 	do := func(run plan.Run, n int, attempts []rundata.Attempt) {
 		if r.Progress != nil {
 			r.Progress.RunStarted(run, n, len(runs), len(attempts)+1)
@@ -74,6 +90,9 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		meta, err := r.runOne(ctx, dir, run, attempts)
 		if r.Progress != nil {
 			r.Progress.RunEnded(run, meta, err)
+		}
+		if meta.Abort != nil && r.Plan.OnAbort == rundata.OnAbortStop {
+			stopped = true
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -89,8 +108,16 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		if !slices.Contains(skip, run.ID) {
 			do(run, i+1, nil)
 		}
+		if stopped {
+			skipRest(runs[i+1:])
+			break
+		}
 		if i+1 == len(runs) || runs[i+1].Repeat != run.Repeat {
-			failed = append(failed, r.retry(ctx, dir, &invalid, do)...)
+			failed = append(failed, r.retry(ctx, dir, &invalid, do, func() bool { return stopped })...)
+			if stopped {
+				skipRest(runs[i+1:])
+				break
+			}
 			if i+1 < len(runs) && ctx.Err() == nil && r.AfterRound != nil && r.AfterRound(dir, run.Repeat) {
 				for _, later := range runs[i+1:] {
 					if err := dir.SetStatus(later.ID, rundata.StatusSkipped); err != nil {
@@ -122,15 +149,15 @@ type invalidRun struct {
 }
 
 // retry re-runs the round's INVALID runs, each up to its Retries times,
-// moving every earlier attempt's folder aside first. It returns harness
-// failures of moving folders.
-func (r *Runner) retry(ctx context.Context, dir *ResultsDir, invalid *[]invalidRun, do func(plan.Run, int, []rundata.Attempt)) []string {
+// moving every earlier attempt's folder aside first, until stopped. It
+// returns harness failures of moving folders.
+func (r *Runner) retry(ctx context.Context, dir *ResultsDir, invalid *[]invalidRun, do func(plan.Run, int, []rundata.Attempt), stopped func() bool) []string {
 	var failed []string
-	for len(*invalid) > 0 && ctx.Err() == nil {
+	for len(*invalid) > 0 && ctx.Err() == nil && !stopped() {
 		todo := *invalid
 		*invalid = nil
 		for _, iv := range todo {
-			if len(iv.attempts) > iv.run.Retries || ctx.Err() != nil {
+			if len(iv.attempts) > iv.run.Retries || ctx.Err() != nil || stopped() {
 				continue // out of retries: the run stays INVALID
 			}
 			folder, err := dir.MoveAside(iv.run.ID, "invalid")

@@ -77,11 +77,15 @@ type Calibration struct {
 
 // AbortRule is one stop condition. Exactly one of ErrorRate, P99 and
 // Probe is set. ErrorRate and P99 watch Endpoint's results ("*": each
-// endpoint's) completed over the last For, once the fault has been in
-// place that long: the condition is met when their error rate reaches
-// ErrorRate, or their p99 latency reaches P99. Probe is a URL the audit
+// endpoint's on its own, the canary not among them) completed over the
+// last For (a sliding window, For > 0), once the fault has been in place
+// that long and with at least 5 results in the window: the condition is
+// met when their error rate (results not ok) reaches ErrorRate, or their
+// p99 latency reaches P99. Requests the client gave up on on purpose and
+// the load generator's own errors are left out. Probe is a URL the audit
 // GETs every ProbeInterval while a fault is in place: the condition is met
-// when it has answered no 2xx for For.
+// when it has answered no 2xx for For, counted from the first probe that
+// did not (a probe not answered within the interval counts as not 2xx).
 type AbortRule struct {
 	Endpoint  string        `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
 	ErrorRate float64       `yaml:"error_rate,omitempty" json:"error_rate,omitempty"`
@@ -151,7 +155,10 @@ type Abort struct {
 	// last 500ms (41 of 50)".
 	Trigger string `json:"trigger"`
 	// At is when the condition was found met; Cleared when every fault had
-	// been removed (zero if removing one failed).
+	// been removed (zero if removing one failed). Each removal is a fault
+	// event of Action FaultAbort; when the fault phase ended between the
+	// two, its faults were cleared as usual (FaultClear) and Cleared is
+	// when the abort found them gone.
 	At      time.Time `json:"at"`
 	Cleared time.Time `json:"cleared,omitzero"`
 }

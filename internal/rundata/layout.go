@@ -67,7 +67,7 @@ const (
 	StatusComplete    = "complete"    // finished; data complete
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or a crash; data partial
 	StatusFailed      = "failed"      // the harness failed (a child died, ...)
-	StatusSkipped     = "skipped"     // not run: repeats: auto stopped before its round
+	StatusSkipped     = "skipped"     // not run: repeats: auto stopped before its round, or a stop condition fired with on_abort: stop
 )
 
 // runIDRE is what a run ID may be: it names a folder under runs/.

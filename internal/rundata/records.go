@@ -165,7 +165,7 @@ const (
 type FaultEvent struct {
 	Time       time.Time `json:"time"`
 	Dependency string    `json:"dependency"` // "A"
-	Action     string    `json:"action"`     // FaultSet, FaultClear, FaultProbeSet or FaultProbeClear
+	Action     string    `json:"action"`     // FaultSet, FaultClear, FaultProbeSet, FaultProbeClear or FaultAbort
 	// Faults is the fault list as sent to the proxy (its JSON form), empty on clear.
 	Faults json.RawMessage `json:"faults,omitempty"`
 	// Reason, for FaultAbort, is what triggered it.
