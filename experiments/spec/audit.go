@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -101,6 +102,20 @@ func (s *Spec) auditDependencies() []string {
 		slices.Sort(deps[len(s.dependencyNames()):])
 	}
 	return deps
+}
+
+// planAudit gives an audit's runs with a fault its stop conditions, and
+// the plan what to do after one fired.
+func (s *Spec) planAudit(p *plan.Plan) {
+	if s.Audit == nil {
+		return
+	}
+	p.OnAbort = s.Audit.OnAbort
+	for i := range p.Runs {
+		if len(p.Runs[i].Faults) > 0 {
+			p.Runs[i].Abort = append([]rundata.AbortRule(nil), s.Audit.Abort...)
+		}
+	}
 }
 
 // CalibrationDuration is how long an audit's calibration takes: for each

@@ -53,6 +53,18 @@ func TestAuditGeneratesTheMatrix(t *testing.T) {
 	if r := s.Audit.Abort[0]; r.For != 500*time.Millisecond || r.Endpoint != "checkout" || s.Audit.OnAbort != rundata.OnAbortContinue {
 		t.Errorf("abort %+v on_abort %q", r, s.Audit.OnAbort)
 	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Runs {
+		if got := len(r.Abort); got != map[bool]int{true: 0, false: 1}[r.Condition == CondHealthy] {
+			t.Errorf("%s: %d stop conditions", r.ID, got)
+		}
+	}
+	if p.OnAbort != rundata.OnAbortContinue {
+		t.Errorf("plan's on_abort %q", p.OnAbort)
+	}
 	b, err := s.Marshal()
 	if err != nil {
 		t.Fatal(err)

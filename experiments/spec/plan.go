@@ -191,6 +191,7 @@ func (s *Spec) Plan() (*plan.Plan, error) {
 		}
 		p.Runs = append(p.Runs, s.planRun(r, rules))
 	}
+	s.planAudit(p) // audit.go
 	return p, nil
 }
 
