@@ -59,6 +59,10 @@ type AuditMap struct {
 	// ISOLATED from a dependency it does not call (DEGRADED, INVALID,
 	// ABORTED or SKIPPED), as "endpoint × column: class".
 	Violations []string `json:"violations,omitempty"`
+	// Unmeasured are the violations that are not a measurement of harm
+	// (INVALID, SKIPPED, or ABORTED by a stop condition another endpoint
+	// or a probe met): --check exits 3 (rerun) on them rather than 1.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 }
 
 // AuditColumn is one fault of the matrix: a condition of the run.

@@ -124,9 +124,11 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 			cell := AuditCell{Calls: slices.Contains(calls[e], col.Dependency), Runs: len(cr.usable),
 				BaselineP99Ms: measure.Undefined, FaultP99Ms: measure.Undefined, P99RiseT: measure.Undefined,
 				ErrorRate: measure.Undefined, ErrorPoints: measure.Undefined, TimeToDegradeS: measure.Undefined}
+			abortedBy := ""
 			for _, r := range cr.all {
 				if ab := r.Meta.Abort; ab != nil && cell.Aborted == "" {
 					cell.Aborted = fmt.Sprintf("%s: %s (fault removed %s after)", ab.Rule, ab.Trigger, fmtGap(ab))
+					abortedBy = ab.Endpoint
 				}
 			}
 			if len(cr.usable) > 0 {
@@ -172,7 +174,17 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 				m.Findings = append(m.Findings, finding(e, col, cell))
 			}
 			if slices.Contains(a.Critical, e) && !cell.Calls && cell.Class != CellIsolated {
-				m.Violations = append(m.Violations, fmt.Sprintf("/%s × %s %s: %s", e, col.Dependency, col.Fault, cell.Class))
+				v := fmt.Sprintf("/%s × %s %s: %s", e, col.Dependency, col.Fault, cell.Class)
+				switch {
+				case cell.Class == CellAborted && abortedBy == e:
+					v += " (its own stop condition)"
+				case cell.Class == CellAborted:
+					v += " (stopped before it was measured)"
+					m.Unmeasured = append(m.Unmeasured, v)
+				case cell.Class != CellDegraded:
+					m.Unmeasured = append(m.Unmeasured, v)
+				}
+				m.Violations = append(m.Violations, v)
 			}
 			row[j] = cell
 		}

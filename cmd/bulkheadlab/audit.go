@@ -126,7 +126,7 @@ func finishAudit(w io.Writer, dir string, sum *analysis.Summary, check bool) err
 			if len(sum.Audits) > 1 {
 				label = m.Mode + ": " + v
 			}
-			if slices.ContainsFunc([]string{analysis.CellInvalid, analysis.CellSkipped}, func(c string) bool { return strings.HasSuffix(v, ": "+c) }) {
+			if slices.Contains(m.Unmeasured, v) {
 				unmeasured = append(unmeasured, label)
 			} else {
 				failed = append(failed, label)

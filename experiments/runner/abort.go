@@ -146,6 +146,7 @@ type abortWatcher struct {
 // abortFound is a rule found met: its sentence, what was seen, and when.
 type abortFound struct {
 	rule, trigger string
+	endpoint      string // whose results met it; "" for a probe
 	at            time.Time
 }
 
@@ -271,18 +272,18 @@ func (w *abortWatcher) judgeLocked(wins []*abortWindow, now int64) {
 		}
 		win.evict(now - int64(win.r.For))
 		if win.met() {
-			w.foundLocked(win.rule, win.trigger(), now)
+			w.foundLocked(win.rule, win.endpoint, win.trigger(), now)
 			return
 		}
 	}
 }
 
 // foundLocked records that rule i was met at now and wakes the loop.
-func (w *abortWatcher) foundLocked(i int, trigger string, now int64) {
+func (w *abortWatcher) foundLocked(i int, endpoint, trigger string, now int64) {
 	if w.found != nil {
 		return
 	}
-	w.found = &abortFound{rule: ruleText(w.rules[i]), trigger: trigger, at: w.base.Add(time.Duration(now)).UTC()}
+	w.found = &abortFound{rule: ruleText(w.rules[i]), endpoint: endpoint, trigger: trigger, at: w.base.Add(time.Duration(now)).UTC()}
 	select {
 	case w.fire <- struct{}{}:
 	default:
@@ -321,7 +322,7 @@ func (w *abortWatcher) execute() {
 	w.mu.Unlock()
 	cleared := w.sw.abortAll(f.trigger)
 	w.mu.Lock()
-	w.result = &rundata.Abort{Rule: f.rule, Trigger: f.trigger, At: f.at, Cleared: cleared}
+	w.result = &rundata.Abort{Rule: f.rule, Endpoint: f.endpoint, Trigger: f.trigger, At: f.at, Cleared: cleared}
 	w.mu.Unlock()
 }
 
@@ -374,7 +375,7 @@ func (w *abortWatcher) probe(ctx context.Context, i int) {
 					r.Probe, d.Round(time.Millisecond), failed, what)
 				w.mu.Lock()
 				if w.armed.Load() {
-					w.foundLocked(i, trigger, w.now())
+					w.foundLocked(i, "", trigger, w.now())
 				}
 				w.mu.Unlock()
 				return

@@ -151,6 +151,8 @@ type Abort struct {
 	// Rule is the condition as written, e.g. "/checkout error rate ≥ 0.5
 	// for 500ms".
 	Rule string `json:"rule"`
+	// Endpoint is the endpoint whose results met it ("" for a probe).
+	Endpoint string `json:"endpoint,omitempty"`
 	// Trigger is what was seen, e.g. "/checkout error rate 0.82 over the
 	// last 500ms (41 of 50)".
 	Trigger string `json:"trigger"`
