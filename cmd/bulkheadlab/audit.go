@@ -46,9 +46,9 @@ With --check the exit code is 1 when an endpoint listed under
 audit.critical is not ISOLATED from a dependency it does not call
 (DEGRADED or ABORTED), 3 when such a cell could not be measured (INVALID
 or SKIPPED), 0 otherwise; 2 bad flags or spec, 4 the harness failed.`,
-		Example: `  # check your own service's endpoints against each of its dependencies
-  bulkheadlab validate audit.yaml   # the matrix and how long it takes
-  bulkheadlab audit audit.yaml --check`,
+		Example: `  # the preset: four endpoints, three dependencies, one shared pool
+  bulkheadlab validate blast-radius   # the matrix, the layout's predictions and how long it takes
+  bulkheadlab audit blast-radius --check`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && o.resume == "" {

@@ -18,7 +18,7 @@ package main
 //     ("# exit 2"). report runs with --no-images set on the command before
 //     the example's own flags are parsed: drawing the reference's figures
 //     takes 4 s, 90 s under -race, and analysis's tests judge the figures;
-//   - run examples get --max-duration 1ns appended: run refuses that only
+//   - run and audit examples get --max-duration 1ns appended: they refuse that only
 //     after its flags and the spec are parsed and resolved, so the test
 //     requires exactly that refusal (exit 2, "more than --max-duration 1ns"),
 //     and a misspelt flag or preset fails it;
@@ -744,7 +744,7 @@ func (r *sessionRunner) bulkheadlab(ex example, args []string, parseOnly bool) b
 	help := slices.Contains(args, "--help") || slices.Contains(args, "-h")
 	switch {
 	case help:
-	case name == "run":
+	case name == "run" || name == "audit":
 		args = append(slices.Clone(args), "--max-duration", "1ns")
 		code, out := r.execute(root, args)
 		const want = "more than --max-duration 1ns"
