@@ -15,6 +15,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // runAudit runs `audit` on a spec text with --check and returns the exit
@@ -213,5 +214,57 @@ func readJSONLines[T any](t *testing.T, path string, out *[]T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		*out = append(*out, v)
+	}
+}
+
+// TestAuditExternal audits a user's service (the built-in serve, started
+// by its command, stands in for it) whose two endpoints share one pool of
+// 8 without a queue: the call graph is measured through the external
+// proxies (/a → A, /b → B), and a slow A takes /b down — DEGRADED, a
+// dependency it does not call — so --check fails naming it (the map has
+// no prediction: the harness does not know a user's service's pools).
+func TestAuditExternal(t *testing.T) {
+	bin := binary(t)
+	deps := map[string]string{}
+	for _, d := range []string{"A", "B"} {
+		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps[d] = "http://" + serveOn(t, dep.Serve)
+	}
+	proxyA, proxyB, addr := freeAddr(t), freeAddr(t), freeAddr(t)
+	text := fmt.Sprintf(`name: ext-audit
+seed: 9
+external:
+  upstreams: {A: "%[1]s", B: "%[2]s"}
+  proxies:   {A: "%[3]s", B: "%[4]s"}
+  start: [%[5]q, serve, --listen, %[6]q, --mode, shared, --pool-size, "8", --queue, "0", --timeout, 250ms, --dep-a, "http://%[3]s", --dep-b, "http://%[4]s"]
+  targets: {a: "http://%[6]s/a", b: "http://%[6]s/b"}
+  canary: "http://%[6]s/healthz"
+  rules:
+    - {status: 503, header: X-Bulkhead-Reject, class: rejected}
+    - {status: 504, header: X-Dependency-Error, class: dep_timeout}
+    - {status: 502, header: X-Dependency-Error, class: dep_error}
+service: {timeout: 250ms}
+load: {rates: {a: 60, b: 60}}
+phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}
+audit:
+  faults: [slow]
+  critical: [b]
+  calibration: {requests: 10, rate: 40}
+`, deps["A"], deps["B"], proxyA, proxyB, bin, addr)
+	code, out, dir := runAudit(t, "ext-audit", text)
+	if code != ExitFailed || !strings.Contains(out, "/b × A slow: DEGRADED") {
+		t.Fatalf("audit --check: exit %d, want %d naming /b × A slow; output:\n%s", code, ExitFailed, out)
+	}
+	var g rundata.CallGraph
+	readJSONFile(t, filepath.Join(dir, rundata.CallGraphFile), &g)
+	if got, want := fmt.Sprint(g.Edges), "map[a:[A] b:[B]]"; got != want {
+		t.Errorf("call graph measured through the external proxies %s, want %s", got, want)
+	}
+	m := readSummary(t, dir).Audits[0]
+	if c := m.Cells[1][0]; c.Class != analysis.CellDegraded || c.Predicted != "" {
+		t.Errorf("/b under slow A: %+v, want DEGRADED and no prediction", c)
 	}
 }

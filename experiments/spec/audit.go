@@ -20,6 +20,10 @@ import (
 // conditions are generated unless the spec writes its own; the predictions
 // P1–P4 are not checked (the map is the audit's result).
 
+// AuditServiceMode names the one mode of an external audit that names
+// none: the user's service as it is.
+const AuditServiceMode = "service"
+
 // auditDefaults fills in an audit's defaults, its conditions and its
 // modes. It runs in applyDefaults, before the built-in conditions are
 // expanded: the control is the built-in healthy condition.
@@ -55,7 +59,13 @@ func (s *Spec) auditDefaults() {
 		}
 	}
 	if len(s.Modes) == 0 && !s.set("modes") {
-		s.Modes = []Mode{{Name: ModeBulkhead}}
+		// The built-in service in its bulkhead layout; a user's service as
+		// it is configured.
+		m := Mode{Name: ModeBulkhead}
+		if s.External != nil {
+			m = Mode{Name: AuditServiceMode}
+		}
+		s.Modes = []Mode{m}
 	}
 }
 

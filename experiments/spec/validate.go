@@ -338,6 +338,8 @@ func (s *Spec) validateModes(p *problems) {
 	for i, m := range s.Modes {
 		path := fmt.Sprintf("modes[%d]", i)
 		switch l := m.layout(); {
+		case s.Audit != nil && s.External != nil && m.Name == AuditServiceMode && m.Pools == "":
+			// an external audit's own mode: the user's service as it is
 		case m.Pools != "" && l != ModeShared && l != ModeBulkhead:
 			p.add(path+".pools", "must be shared or bulkhead, got %q", m.Pools)
 		case m.Pools == "" && l != ModeShared && l != ModeBulkhead:
@@ -509,7 +511,7 @@ func (s *Spec) validateExternal(p *problems) {
 			}
 		}
 	}
-	if !s.set("modes") {
+	if !s.set("modes") && s.Audit == nil { // an audit maps the service as it is
 		p.add("modes", "name the mode your service is configured as (shared or bulkhead), or list both, "+
 			"each with its own external.targets (a deployment per configuration) or external.start (a command per configuration)")
 	} else if len(s.Modes) > 1 {
