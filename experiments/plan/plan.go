@@ -10,6 +10,7 @@ package plan
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -121,6 +122,11 @@ type Endpoint struct {
 	// requests go to each in turn (round-robin, no load balancer), and
 	// Target is not used.
 	Targets []Address
+	// Method, Header and Body are its requests' (GET without a body when
+	// empty).
+	Method string
+	Header http.Header
+	Body   []byte
 	// Rate is the send rate in every phase that does not override it.
 	Rate float64
 	// Rules classify the results; nil means the built-in service's rules.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -21,7 +22,8 @@ import (
 // saw at least rundata.MinCallsPerRequest calls per request beyond the
 // idle count. A proxy of the TCP plane counts bytes, not calls: any
 // traffic beyond the idle stretch's counts as one call per request.
-// The requests are plain GETs with the client time-out of the run's load;
+// The requests are the endpoints' own (method, headers, body), with the
+// client time-out of the run's load;
 // an endpoint that answers none of them 2xx is listed in Failed (its
 // edges may be missing). The stack is stopped before Calibrate returns.
 func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibration, logPath func(string) string) (rundata.CallGraph, error) {
@@ -74,7 +76,7 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 		if err != nil {
 			return g, err
 		}
-		ok, lastErr := sendSpaced(ctx, hc, url, cal.Requests, cal.Rate)
+		ok, lastErr := sendSpaced(ctx, hc, e, url, cal.Requests, cal.Rate)
 		if ctx.Err() != nil {
 			return g, ctx.Err()
 		}
@@ -149,10 +151,10 @@ func callCounts(ctx context.Context, hc *http.Client, proxies map[string]string)
 // tcpBytes is the TCP plane's count of bytes relayed.
 const tcpBytes = "faultproxy_tcp_bytes_total"
 
-// sendSpaced sends n GETs to url, one every 1/rate, each waited for
+// sendSpaced sends n of endpoint e's requests to url, one every 1/rate, each waited for
 // before the next is due (a slow answer delays the next), and returns how
 // many were answered 2xx and the last failure.
-func sendSpaced(ctx context.Context, hc *http.Client, url string, n int, rate float64) (int, string) {
+func sendSpaced(ctx context.Context, hc *http.Client, e plan.Endpoint, url string, n int, rate float64) (int, string) {
 	every := time.Duration(float64(time.Second) / rate)
 	ok, last := 0, ""
 	next := time.Now()
@@ -161,9 +163,16 @@ func sendSpaced(ctx context.Context, hc *http.Client, url string, n int, rate fl
 			break
 		}
 		next = next.Add(every)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		method := e.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(e.Body))
 		if err != nil {
 			return ok, err.Error()
+		}
+		for k, v := range e.Header {
+			req.Header[k] = v
 		}
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -120,7 +120,8 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 			return loadgen.Config{}, fmt.Errorf("endpoint %s: %w", e.Name, err)
 		}
 		canary := run.Load.Canary != nil && e.Name == run.Load.Canary.Name
-		targets = append(targets, loadgen.Target{Name: e.Name, URL: u, URLs: urls, Rate: e.Rate, Rules: e.Rules, Canary: canary, Retry: e.Retry})
+		targets = append(targets, loadgen.Target{Name: e.Name, Method: e.Method, Header: e.Header, Body: e.Body,
+			URL: u, URLs: urls, Rate: e.Rate, Rules: e.Rules, Canary: canary, Retry: e.Retry})
 	}
 	enc := json.NewEncoder(files.windows)
 	return loadgen.Config{

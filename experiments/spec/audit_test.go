@@ -113,3 +113,32 @@ func TestAuditErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointRequests: an endpoint's method, headers and body reach its
+// load, and bad ones name their field and line.
+func TestEndpointRequests(t *testing.T) {
+	text := strings.Replace(auditSpec, "  - {name: cart, dependency: INV}",
+		"  - {name: cart, dependency: INV, method: POST, headers: {Content-Type: application/json}, body: '{\"sku\": 7}'}", 1)
+	s, err := Parse("a.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Runs[0].Load.Endpoints[1]
+	if e.Name != "cart" || e.Method != "POST" || e.Header.Get("Content-Type") != "application/json" || string(e.Body) != `{"sku": 7}` {
+		t.Errorf("cart's load endpoint %+v", e)
+	}
+	for _, tc := range []struct{ new, want string }{
+		{"method: FETCH", `a.yaml:6: endpoints[1].method: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, got "FETCH"`},
+		{"body: x", `a.yaml:6: endpoints[1].body: needs a method that carries one`},
+		{"headers: {'a b': x}", `a.yaml:6: endpoints[1].headers: "a b" is not a header name`},
+	} {
+		_, err := Parse("a.yaml", []byte(strings.Replace(auditSpec, "  - {name: cart, dependency: INV}", "  - {name: cart, dependency: INV, "+tc.new+"}", 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s → %v\nwant %s", tc.new, err, tc.want)
+		}
+	}
+}

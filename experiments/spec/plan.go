@@ -269,8 +269,10 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		if x != nil {
 			target = plan.At(es.Targets[e.Name])
 		}
-		pr.Load.Endpoints = append(pr.Load.Endpoints, plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
-			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.Name)})
+		pe := plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
+			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.Name)}
+		pe.Method, pe.Header, pe.Body = e.request()
+		pr.Load.Endpoints = append(pr.Load.Endpoints, pe)
 	}
 	pr.Load.Phases = s.runPhases(r.Condition)
 	pr.Load.ClientTimeout = s.Load.ClientTimeout.D

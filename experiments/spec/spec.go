@@ -2,6 +2,7 @@ package spec
 
 import (
 	"gopkg.in/yaml.v3"
+	"net/http"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -130,6 +131,28 @@ type Endpoint struct {
 	// the run's own (protocol: postgres), is the SQL each call runs
 	// (postgres.go).
 	Query string `yaml:"query,omitempty"`
+	// Method, Headers and Body are the endpoint's requests (default: GET,
+	// no body): a user's endpoint that takes a POST with a JSON body.
+	Method  string            `yaml:"method,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+	Body    string            `yaml:"body,omitempty"`
+}
+
+// request is what e's requests carry: its method (empty: GET), headers
+// and body.
+func (e Endpoint) request() (string, http.Header, []byte) {
+	var h http.Header
+	for k, v := range e.Headers {
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Set(k, v)
+	}
+	var body []byte
+	if e.Body != "" {
+		body = []byte(e.Body)
+	}
+	return e.Method, h, body
 }
 
 // Dependency is one stub's normal behaviour.

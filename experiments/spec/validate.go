@@ -91,8 +91,46 @@ func (s *Spec) validateEndpoints(p *problems) bool {
 			p.add(path+".dependency", "%q: use 1–32 of A-Z, a-z, 0-9, '_', '-'", e.Dependency)
 			ok = false
 		}
+		validateRequest(p, path, e)
 	}
 	return ok
+}
+
+// httpMethods are the methods an endpoint's requests may use.
+var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// headerNameRE is an HTTP header field name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+
+// maxRequestBody bounds an endpoint's request body.
+const maxRequestBody = 1 << 20
+
+// validateRequest checks an endpoint's method, headers and body.
+func validateRequest(p *problems, path string, e Endpoint) {
+	if e.Method != "" && !slices.Contains(httpMethods, e.Method) {
+		p.add(path+".method", "must be one of %s, got %q", strings.Join(httpMethods, ", "), e.Method)
+	}
+	for k, v := range e.Headers {
+		if !headerNameRE.MatchString(k) {
+			p.add(path+".headers", "%q is not a header name", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			p.add(path+".headers."+k, "a header value may not hold a line break or NUL")
+		}
+	}
+	if len(e.Body) > maxRequestBody {
+		p.add(path+".body", "at most %d bytes, got %d", maxRequestBody, len(e.Body))
+	}
+	if e.Body != "" && (e.Method == "" || e.Method == "GET" || e.Method == "HEAD") {
+		p.add(path+".body", "needs a method that carries one (POST, PUT, PATCH, DELETE, OPTIONS), got %s", orGET(e.Method))
+	}
+}
+
+func orGET(m string) string {
+	if m == "" {
+		return "GET (the default)"
+	}
+	return m
 }
 
 // validateService checks the service's settings: the experiment's own bounds
