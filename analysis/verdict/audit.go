@@ -95,9 +95,12 @@ type AuditCell struct {
 	// evidence; for a DEGRADED cell, why it degraded.
 	Resource string `json:"resource,omitempty"`
 	Detail   string `json:"detail,omitempty"`
-	// Runs are the cell's valid runs; Aborted what stopped the fault.
-	Runs    int    `json:"runs"`
-	Aborted string `json:"aborted,omitempty"`
+	// Runs are the cell's valid runs; DegradedRuns those of them whose own
+	// numbers crossed the thresholds (the cell is clear when it is 0 or
+	// Runs: repeats: auto stops once every measured cell is).
+	Runs         int    `json:"runs"`
+	DegradedRuns int    `json:"degraded_runs"`
+	Aborted      string `json:"aborted,omitempty"`
 	// Predicted is the class the layout predicts (Little's law on the
 	// run's pools: the endpoint's pool's demand in the fault phase above
 	// its size, from the run's metadata): EXPECTED, DEGRADED or ISOLATED;

@@ -141,6 +141,11 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 				})
 				cell.TimeToDegradeS = mean(cr.usable, func(r *rundir.Run) measure.Num { return measure.FirstDegradedS(r, e, thrRise[e], thrErr[e]) })
 				cell.Degraded = float64(cell.P99RiseT) >= thrRise[e] || float64(cell.ErrorRate) >= thrErr[e]
+				for _, s := range cr.sums {
+					if float64(s.P99RiseT(e)) >= thrRise[e] || float64(s.Endpoint(e).FaultErrorRate) >= thrErr[e] {
+						cell.DegradedRuns++
+					}
+				}
 				if h := measure.ResourceOf(cr.sums[0], cr.usable[0], e); h.Resource != "" {
 					cell.Resource = strings.TrimSpace(h.Resource + " " + h.Name)
 					cell.Detail = h.Detail

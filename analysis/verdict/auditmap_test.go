@@ -173,3 +173,24 @@ func TestAuditMapMispredicted(t *testing.T) {
 		t.Errorf("violations %q", got)
 	}
 }
+
+// TestAuditUnclearCells: repeats: auto for an audit waits on cells whose
+// repeats disagree: /b degraded in one of two shared-pool runs of a slow A.
+func TestAuditUnclearCells(t *testing.T) {
+	runs := synth.Matrix(2, func(r *synth.Run) bool {
+		if r.Cond == "slow" && r.Mode == "shared" && r.Repeat == 2 {
+			r.DegradeAt = -1 // /b never degrades in this repeat
+		} else {
+			r.DegradeAt = 0
+		}
+		return r.Cond != "busy" && r.Mode == "shared"
+	})
+	exp, err := rundir.Load(synth.Write(t, t.TempDir(), auditSpecText+"expectations: {check: []}\n", runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Evaluate(exp, exp.Expectations)
+	if got := strings.Join(s.Unclear(), "; "); got != "audit shared: /b × A slow (1 of 2 runs degraded)" {
+		t.Errorf("unclear %q", got)
+	}
+}

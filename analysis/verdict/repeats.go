@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
@@ -41,14 +42,25 @@ type RepeatNeed struct {
 	Of int `json:"of"`
 }
 
-// Unclear lists the checked verdicts of s that are not clear (none: the
-// experiment can stop, see repeats: auto).
+// Unclear lists the checked verdicts of s that are not clear, and an
+// audit's measured cells whose repeats disagree on whether the endpoint
+// degraded (none: the experiment can stop, see repeats: auto).
 func (s *Summary) Unclear() []string {
 	var out []string
 	for _, name := range s.Expectations.Check {
 		i := slices.IndexFunc(s.Verdicts, func(v Verdict) bool { return v.Name == name })
 		if i < 0 || !s.Verdicts[i].Clear() {
 			out = append(out, name)
+		}
+	}
+	for _, m := range s.Audits {
+		for i, e := range m.Endpoints {
+			for j, c := range m.Cells[i] {
+				measured := c.Class == CellIsolated || c.Class == CellDegraded || c.Class == CellExpected
+				if measured && c.DegradedRuns > 0 && c.DegradedRuns < c.Runs {
+					out = append(out, fmt.Sprintf("audit %s: /%s × %s %s (%d of %d runs degraded)", m.Mode, e, m.Columns[j].Dependency, m.Columns[j].Fault, c.DegradedRuns, c.Runs))
+				}
+			}
 		}
 	}
 	return out

@@ -113,6 +113,9 @@ func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
 // behind the matrix cannot decide, and why: a service can leak, or never
 // come back, without any other verdict noticing.
 func (s *Spec) aftermathWarnings() []string {
+	if s.Audit != nil {
+		return nil // an audit's result is its map, not these verdicts
+	}
 	var out []string
 	for _, p := range rundata.AftermathPredictions {
 		if why := s.Undecidable(p); why != "" {
