@@ -87,7 +87,11 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	for _, warning := range s.Warnings() {
 		fmt.Fprintf(out, "  warning: %s\n", warning)
 	}
-	fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(spec.AllPredictions())))
+	if s.Audit != nil {
+		fmt.Fprintf(w, "  check (audit --check): every critical endpoint (%s) ISOLATED from each dependency it does not call\n", orNone(s.Audit.Critical))
+	} else {
+		fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(spec.AllPredictions())))
+	}
 	if s.External != nil {
 		for i := range s.Modes {
 			m := &s.Modes[i]
