@@ -32,7 +32,10 @@ const (
 // thresholds and the aborted cells) and audit-map.png (the heatmap). The
 // text outputs render the map as audit.json states it (numbers to six
 // significant digits), so a reader of the JSON gets the report's strings.
-func WriteAudit(dir string, m *verdict.AuditMap) error {
+func WriteAudit(dir string, m *verdict.AuditMap) error { return writeAuditFiles(dir, m, true) }
+
+// writeAuditFiles is WriteAudit, the heatmap drawn only with images.
+func writeAuditFiles(dir string, m *verdict.AuditMap, images bool) error {
 	if m == nil {
 		return errors.New("analysis: write audit: no map")
 	}
@@ -47,8 +50,10 @@ func WriteAudit(dir string, m *verdict.AuditMap) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("analysis: audit folder: %w", err)
 	}
-	if err := savePNG(filepath.Join(dir, AuditMapFile), newAuditFig(&canon)); err != nil {
-		return err
+	if images {
+		if err := savePNG(filepath.Join(dir, AuditMapFile), newAuditFig(&canon)); err != nil {
+			return err
+		}
 	}
 	files := []struct {
 		name string

@@ -80,7 +80,7 @@ func WriteReport(dir string, opts Options) (*verdict.Summary, error) {
 		return nil, err
 	}
 	for i := range canon.Audits {
-		if err := WriteAudit(AuditDir(out, canon, i), &canon.Audits[i]); err != nil {
+		if err := writeAuditFiles(AuditDir(out, canon, i), &canon.Audits[i], !opts.NoImages); err != nil {
 			return nil, err
 		}
 	}

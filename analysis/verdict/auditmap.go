@@ -34,7 +34,7 @@ func BuildAudit(exp *rundir.Experiment, s *Summary) []AuditMap {
 	}
 	var out []AuditMap
 	for _, m := range modes {
-		out = append(out, buildAuditMap(exp, s.Expectations, sums, m))
+		out = append(out, buildAuditMap(exp, sums, m))
 	}
 	return out
 }
@@ -77,7 +77,7 @@ func mean[T any](xs []T, f func(T) measure.Num) measure.Num {
 	return measure.Num(sum / float64(n))
 }
 
-func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[string]measure.RunSummary, mode string) AuditMap {
+func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, mode string) AuditMap {
 	a := *exp.Audit
 	m := AuditMap{Experiment: exp.Index.Experiment, Mode: mode, Config: a, TimeoutMs: measure.Undefined, Columns: a.Columns, CallGraph: exp.CallGraph, Findings: []AuditFinding{}}
 	// Rows: the endpoints as the runs list them (the spec's order).
@@ -95,17 +95,30 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 		m.TimeoutMs = measure.Num(measure.Millis(r.Meta.Timeout))
 		break
 	}
-	if len(a.Calls) > 0 {
-		declared = a.Calls
+	for e, deps := range a.Calls { // the audit's declaration, endpoint by endpoint
+		declared[e] = deps
 	}
 	calls := declared
 	if g := exp.CallGraph; g != nil {
-		calls = g.Edges
-		m.GraphDiffs = graphDiffs(m.Endpoints, g.Edges, declared)
+		calls = map[string][]string{}
+		for _, e := range m.Endpoints {
+			calls[e] = g.Edges[e]
+			if why, failed := g.Failed[e]; failed {
+				// No request of it was answered: its calls were not seen.
+				calls[e] = declared[e]
+				m.GraphDiffs = append(m.GraphDiffs, fmt.Sprintf("/%s: no calibration request answered 2xx (%s); its declared calls are used", e, why))
+			}
+		}
+		m.GraphDiffs = append(m.GraphDiffs, graphDiffs(m.Endpoints, calls, declared)...)
 	}
 	riseT, errRate := a.DegradedP99RiseT, a.DegradedErrorRate
 
-	ctl := cellRuns(exp, sums, ex.Healthy, mode)
+	ctl := cellRuns(exp, sums, rundata.AuditControl, mode)
+	if len(ctl.usable) == 0 && len(a.Critical) > 0 {
+		v := "control run: no valid run, so the thresholds are not raised by the service's own noise"
+		m.Violations = append(m.Violations, v)
+		m.Unmeasured = append(m.Unmeasured, v)
+	}
 	thrRise, thrErr := map[string]float64{}, map[string]float64{}
 	for _, e := range m.Endpoints {
 		c := AuditControl{Endpoint: e,
@@ -124,12 +137,16 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 			cell := AuditCell{Calls: slices.Contains(calls[e], col.Dependency), Runs: len(cr.usable),
 				BaselineP99Ms: measure.Undefined, FaultP99Ms: measure.Undefined, P99RiseT: measure.Undefined,
 				ErrorRate: measure.Undefined, ErrorPoints: measure.Undefined, TimeToDegradeS: measure.Undefined}
-			abortedBy := ""
+			ownAbort := false // a stop condition met by e's own results
 			for _, r := range cr.all {
-				if ab := r.Meta.Abort; ab != nil && cell.Aborted == "" {
-					cell.Aborted = fmt.Sprintf("%s: %s (fault removed %s after)", ab.Rule, ab.Trigger, fmtGap(ab))
-					abortedBy = ab.Endpoint
+				ab := r.Meta.Abort
+				if ab == nil {
+					continue
 				}
+				if cell.Aborted == "" || ab.Endpoint == e && !ownAbort {
+					cell.Aborted = fmt.Sprintf("%s: %s (fault removed %s after)", ab.Rule, ab.Trigger, fmtGap(ab))
+				}
+				ownAbort = ownAbort || ab.Endpoint == e
 			}
 			if len(cr.usable) > 0 {
 				cell.BaselineP99Ms = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).BaselineP99Ms })
@@ -181,7 +198,7 @@ func buildAuditMap(exp *rundir.Experiment, ex rundata.Expectations, sums map[str
 			if slices.Contains(a.Critical, e) && !cell.Calls && cell.Class != CellIsolated {
 				v := fmt.Sprintf("/%s × %s %s: %s", e, col.Dependency, col.Fault, cell.Class)
 				switch {
-				case cell.Class == CellAborted && abortedBy == e:
+				case cell.Class == CellAborted && ownAbort:
 					v += " (its own stop condition)"
 				case cell.Class == CellAborted:
 					v += " (stopped before it was measured)"

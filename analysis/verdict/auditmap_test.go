@@ -194,3 +194,34 @@ func TestAuditUnclearCells(t *testing.T) {
 		t.Errorf("unclear %q", got)
 	}
 }
+
+// TestAuditGraphAndControl: a declaration of some endpoints' calls keeps
+// the others' own dependency; an endpoint none of whose calibration
+// requests was answered keeps its declared calls (and the map says so);
+// a control run that is not valid makes the critical cells unmeasured.
+func TestAuditGraphAndControl(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool {
+		r.DegradeAt = 0
+		if r.Cond == "healthy" {
+			r.Invalid = true
+		}
+		return r.Mode == "bulkhead" && r.Cond != "busy"
+	})
+	spec := strings.Replace(auditSpecText, "  critical: [b]\n", "  critical: [b]\n  calls: {a: [A]}\n", 1)
+	dir := synth.Write(t, t.TempDir(), spec, runs)
+	g := rundata.CallGraph{Requests: 10, Rate: 20, Edges: map[string][]string{"a": {"A"}}, Failed: map[string]string{"b": "401 Unauthorized"}}
+	b, _ := json.Marshal(g)
+	if err := os.WriteFile(filepath.Join(dir, rundata.CallGraphFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := auditOf(t, dir)[0]
+	if !m.Cells[1][2].Calls {
+		t.Errorf("/b × B: not a call; /b's dependency is B and its calibration failed")
+	}
+	if got := strings.Join(m.GraphDiffs, "; "); got != "/b: no calibration request answered 2xx (401 Unauthorized); its declared calls are used" {
+		t.Errorf("graph differences %q", got)
+	}
+	if len(m.Unmeasured) == 0 || !strings.HasPrefix(m.Unmeasured[0], "control run: no valid run") {
+		t.Errorf("unmeasured %q, want the control run first", m.Unmeasured)
+	}
+}

@@ -40,12 +40,14 @@ does not call, named with the resource that ran out.
 
 The audit's stop conditions (abort:) remove a fault the moment one is met
 and mark the cell ABORTED; on_abort: stop ends the audit there. Ctrl-C
-removes every fault before exiting (130).
+removes every fault before exiting (130); --resume DIR continues.
 
 With --check the exit code is 1 when an endpoint listed under
 audit.critical is not ISOLATED from a dependency it does not call
-(DEGRADED or ABORTED), 3 when such a cell could not be measured (INVALID
-or SKIPPED), 0 otherwise; 2 bad flags or spec, 4 the harness failed.`,
+(DEGRADED, or ABORTED by its own stop condition), 3 when such a cell
+could not be measured (INVALID, SKIPPED, or stopped by another endpoint's
+or a probe's condition), 0 otherwise; 2 bad flags or spec, 4 the harness
+failed. report DIR --check judges an audit's folder the same way.`,
 		Example: `  # the preset: four endpoints, three dependencies, one shared pool
   bulkheadlab validate blast-radius   # the matrix, the layout's predictions and how long it takes
   bulkheadlab audit blast-radius --check`,
@@ -100,6 +102,12 @@ func calibrateAudit(ctx context.Context, w io.Writer, sp *spec.Spec, p *plan.Pla
 		fmt.Fprintln(w, line)
 	}
 	return &g, nil
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // writeCallGraph stores the measured call graph in the results folder.

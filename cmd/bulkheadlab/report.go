@@ -75,6 +75,9 @@ damaged.`,
 				dest = args[0]
 			}
 			fmt.Fprintf(w, "report written to %s\n", dest)
+			if sum.Audits != nil {
+				return finishAudit(w, dest, sum, check)
+			}
 			return finishCheck(sum, check, junit)
 		},
 	}

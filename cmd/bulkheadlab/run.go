@@ -157,23 +157,28 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	for _, warning := range sp.Warnings() {
 		fmt.Fprint(w, textwrap.Indent("warning: "+warning, consoleWidth(w), "  "))
 	}
-	var graph *rundata.CallGraph
-	if sp.Audit != nil && o.resume == "" {
-		if graph, err = calibrateAudit(cmd.Context(), w, sp, p, r.Launcher); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return withCode(ExitInterrupted, err)
+	if sp.Audit != nil {
+		// The call graph before the runs; on --resume only if the folder
+		// lacks it (the experiment was killed before it was written).
+		var graph *rundata.CallGraph
+		if o.resume == "" || !fileExists(filepath.Join(o.resume, rundata.CallGraphFile)) {
+			if graph, err = calibrateAudit(cmd.Context(), w, sp, p, r.Launcher); err != nil {
+				if errors.Is(err, context.Canceled) {
+					return withCode(ExitInterrupted, err)
+				}
+				return err
 			}
-			return err
+		}
+		r.Prepared = func(dir *runner.ResultsDir) error {
+			if graph == nil {
+				return nil
+			}
+			return writeCallGraph(dir.Path, graph)
 		}
 	}
 	dir, err := r.Run(cmd.Context())
 	if dir != nil {
 		fmt.Fprintf(w, "results: %s\n", dir.Path)
-		if graph != nil {
-			if gerr := writeCallGraph(dir.Path, graph); gerr != nil {
-				return errors.Join(err, gerr)
-			}
-		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return withCode(ExitInterrupted, err)

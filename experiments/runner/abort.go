@@ -346,9 +346,10 @@ func (w *abortWatcher) stop() *rundata.Abort {
 	return w.result
 }
 
-// probe asks rule i's URL every interval (each request timed out at the
-// interval) until ctx ends; the rule is met when no 2xx came for For since
-// the first failed probe.
+// probe asks rule i's URL every interval (one request at a time, each
+// timed out at For, at least the interval: a probe that does not answer
+// within For is For without a 2xx) until ctx ends; the rule is met when no
+// 2xx came for For since the first failed probe.
 func (w *abortWatcher) probe(ctx context.Context, i int) {
 	defer w.wg.Done()
 	r := w.rules[i]
@@ -359,7 +360,7 @@ func (w *abortWatcher) probe(ctx context.Context, i int) {
 	failed := 0
 	for {
 		sent := time.Now()
-		ok, what := w.ask(ctx, r.Probe, every)
+		ok, what := w.ask(ctx, r.Probe, max(every, r.For))
 		if ctx.Err() != nil {
 			return
 		}

@@ -50,6 +50,11 @@ type Runner struct {
 	// repeat number; when it returns true the runner stops, and the runs
 	// of later rounds are recorded as skipped (repeats: auto).
 	AfterRound func(dir *ResultsDir, repeat int) bool
+	// Prepared, if set, is called once the results folder exists (made or
+	// reopened), before the first run: what belongs to the whole
+	// experiment (an audit's call graph) is written there then, so that an
+	// experiment killed mid-way keeps it.
+	Prepared func(dir *ResultsDir) error
 }
 
 // Run runs every pending run of the matrix in order. A run that comes out
@@ -68,6 +73,11 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 	dir, skip, err := r.prepare()
 	if err != nil {
 		return dir, err
+	}
+	if r.Prepared != nil {
+		if err := r.Prepared(dir); err != nil {
+			return dir, err
+		}
 	}
 	runs := r.Plan.Runs
 	var failed []string

@@ -49,15 +49,6 @@ func (s *Spec) auditDefaults() {
 			}
 		}
 	}
-	if len(s.Audit.Columns) == 0 {
-		// Conditions of the user's own: a column each, its fault named
-		// after it.
-		for _, c := range s.Conditions {
-			if c.Name != CondHealthy {
-				s.Audit.Columns = append(s.Audit.Columns, rundata.AuditColumn{Condition: c.Name, Dependency: c.Dependency, Fault: c.Name})
-			}
-		}
-	}
 	if len(s.Modes) == 0 && !s.set("modes") {
 		// The built-in service in its bulkhead layout; a user's service as
 		// it is configured.
@@ -66,6 +57,20 @@ func (s *Spec) auditDefaults() {
 			m = Mode{Name: AuditServiceMode}
 		}
 		s.Modes = []Mode{m}
+	}
+}
+
+// auditColumns gives an audit whose conditions the spec writes itself a
+// column for each (its fault named after it), once expandConditions has
+// filled in their dependencies.
+func (s *Spec) auditColumns() {
+	if s.Audit == nil || len(s.Audit.Columns) > 0 {
+		return
+	}
+	for _, c := range s.Conditions {
+		if c.Name != CondHealthy {
+			s.Audit.Columns = append(s.Audit.Columns, rundata.AuditColumn{Condition: c.Name, Dependency: c.Dependency, Fault: c.Name})
+		}
 	}
 }
 
@@ -232,9 +237,15 @@ func (s *Spec) validateAudit(p *problems) {
 	if !conds[CondHealthy] {
 		p.add("conditions", "an audit needs the control run: the built-in condition %s", CondHealthy)
 	}
+	if len(a.Columns) == 0 {
+		p.add("conditions", "an audit needs at least one fault beside the control run %s", CondHealthy)
+	}
 	for i, c := range a.Columns {
 		if !conds[c.Condition] {
 			p.add(fmt.Sprintf("audit.columns[%d].condition", i), "no condition %q", c.Condition)
+		}
+		if !slices.Contains(deps, c.Dependency) {
+			p.add(fmt.Sprintf("audit.columns[%d].dependency", i), "must be one of %s, got %q", strings.Join(deps, ", "), c.Dependency)
 		}
 	}
 }

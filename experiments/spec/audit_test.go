@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,23 @@ func TestEndpointRequests(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s → %v\nwant %s", tc.new, err, tc.want)
 		}
+	}
+}
+
+// TestAuditOwnConditions: conditions the spec writes itself are the
+// columns, each with the dependency its condition gets (the culprit's by
+// default); an audit without a fault beside the control is an error.
+func TestAuditOwnConditions(t *testing.T) {
+	s, err := Parse("a.yaml", []byte(strings.Replace(auditSpec, "audit:", "conditions: [healthy, slow, {name: flaky, dependency: INV, faults: [{type: error, percent: 30}]}]\naudit:", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rundata.AuditColumn{{Condition: "slow", Dependency: "PAY", Fault: "slow"}, {Condition: "flaky", Dependency: "INV", Fault: "flaky"}}
+	if fmt.Sprint(s.Audit.Columns) != fmt.Sprint(want) {
+		t.Errorf("columns %+v, want %+v", s.Audit.Columns, want)
+	}
+	_, err = Parse("a.yaml", []byte(strings.Replace(auditSpec, "audit:", "conditions: [healthy]\naudit:", 1)))
+	if err == nil || !strings.Contains(err.Error(), "an audit needs at least one fault beside the control run") {
+		t.Errorf("an audit of the control alone: %v", err)
 	}
 }

@@ -228,6 +228,7 @@ func (s *Spec) resolveDurations() {
 // expandConditions fills in the built-in conditions and fault defaults.
 // It runs after resolveDurations.
 func (s *Spec) expandConditions() {
+	defer s.auditColumns() // audit.go: once the dependencies are filled in
 	t := s.Service.Timeout.D
 	for i := range s.Conditions {
 		c := &s.Conditions[i]

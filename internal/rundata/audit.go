@@ -92,8 +92,9 @@ type AbortRule struct {
 	P99       time.Duration `yaml:"p99,omitempty" json:"p99_ns,omitempty"`
 	Probe     string        `yaml:"probe,omitempty" json:"probe,omitempty"`
 	For       time.Duration `yaml:"for,omitempty" json:"for_ns,omitempty"`
-	// ProbeInterval is how often Probe is asked (default 100 ms); each
-	// request's time-out is the interval.
+	// ProbeInterval is how often Probe is asked (default 100 ms), one
+	// request at a time; a request unanswered after For (at least the
+	// interval) is For without a 2xx.
 	ProbeInterval time.Duration `yaml:"probe_interval,omitempty" json:"probe_interval_ns,omitempty"`
 }
 
