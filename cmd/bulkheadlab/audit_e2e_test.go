@@ -167,7 +167,7 @@ func TestAuditOnePool(t *testing.T) {
 	text := string(b)
 	for _, r := range [][2]string{
 		{"pool_groups: {core: [checkout, cart]}", "pool_groups: {all: [checkout, cart, search, stock]}"},
-		{"pool_size: 30", "pool_size: 12"},
+		{"pool_size: 30", "pool_size: 14"},
 		{"  critical: [search, stock]", "  critical: [search, stock]\n  faults: [slow]\n  calibration: {requests: 10, rate: 40}"},
 		{"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}"},
 	} {
