@@ -247,7 +247,7 @@ external:
     - {status: 504, header: X-Dependency-Error, class: dep_timeout}
     - {status: 502, header: X-Dependency-Error, class: dep_error}
 service: {timeout: 250ms}
-load: {rates: {a: 60, b: 60}}
+load: {rates: {a: 60, b: 60}, arrivals: poisson}
 phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}
 audit:
   faults: [slow]
