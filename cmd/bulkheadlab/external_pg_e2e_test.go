@@ -129,9 +129,11 @@ expectations: {check: [P1, P2]}
 	}
 	// The limit of queries in flight, inferred from the proxies alone: the
 	// service's 8 connections (shared: A's calls, with B's or alone;
-	// bulkhead: A's own 8). The slow queries the service gave up on are
-	// cancelled, and the proxy ends their held answers at once, so they do
-	// not count beyond the connections.
+	// bulkhead: A's own 8), and at most one more: a query the service gave
+	// up on is in flight until its cancel request has gone through the
+	// proxy, while its connection's slot already serves the next query.
+	// (Before the proxy ended a cancelled query's held answer, those
+	// counted for the whole 0.9 T, and no limit was inferred at all.)
 	for _, run := range sum.Runs {
 		if run.ID != "slow-shared-r1" && run.ID != "slow-bulkhead-r1" {
 			continue
@@ -140,11 +142,11 @@ expectations: {check: [P1, P2]}
 		ok := false
 		for _, l := range run.Inferred {
 			got = append(got, fmt.Sprintf("%s=%d", strings.Join(l.Dependencies, "+"), l.Limit))
-			ok = ok || slices.Contains(l.Dependencies, "A") && l.Limit >= 7 && l.Limit <= 8 &&
+			ok = ok || slices.Contains(l.Dependencies, "A") && l.Limit >= 7 && l.Limit <= 9 &&
 				(run.ID == "slow-shared-r1" || len(l.Dependencies) == 1)
 		}
 		if !ok {
-			t.Errorf("%s: inferred limits %v, want A's queries capped at the service's 8 connections", run.ID, got)
+			t.Errorf("%s: inferred limits %v, want A's queries capped at the service's 8 connections (+1 being cancelled)", run.ID, got)
 		} else {
 			t.Logf("%s: inferred %v", run.ID, got)
 		}
