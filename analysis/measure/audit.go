@@ -2,6 +2,7 @@ package measure
 
 import (
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // FirstDegradedS is the time, in seconds from fault start, to the end of
@@ -11,26 +12,15 @@ import (
 // when no window did, or the run had no fault.
 func FirstDegradedS(data *rundir.Run, ep string, riseT, errRate float64) Num {
 	r := Run{data}
-	fs, ok := r.FaultStart()
-	if !ok || r.Meta.Timeout <= 0 {
+	rise := riseT * Millis(r.Meta.Timeout)
+	d, ok := r.firstDegraded(ep, func(w rundata.Window, base float64) bool {
+		tot := w.Counts.Total()
+		return tot > 0 && (float64(w.Counts.Failed())/float64(tot) >= errRate || (base > 0 && Millis(w.Latency.P99) >= base+rise))
+	})
+	if !ok {
 		return Undefined
 	}
-	fe := r.FaultEnd()
-	base := r.baselineP99(ep)
-	bound := base + riseT*Millis(r.Meta.Timeout)
-	for _, w := range r.EndpointWindows(ep) {
-		if w.Start.Before(fs.Add(-w.Duration/2)) || (!fe.IsZero() && !w.Start.Before(fe)) {
-			continue
-		}
-		tot := w.Counts.Total()
-		if tot == 0 {
-			continue
-		}
-		if float64(w.Counts.Failed())/float64(tot) >= errRate || (base > 0 && Millis(w.Latency.P99) >= bound) {
-			return Num(max(w.Start.Add(w.Duration).Sub(fs), 0).Seconds())
-		}
-	}
-	return Undefined
+	return Num(d.Seconds())
 }
 
 // EndpointPool is the pool endpoint ep draws from in the run ("" if the

@@ -495,19 +495,27 @@ func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
 // victim's first degraded window that starts no earlier than half a window
 // before the fault and before the fault ends.
 func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
+	d, ok := r.firstDegraded(ex.Victim, func(w rundata.Window, base float64) bool { return degraded(w, base, ex) })
+	return float64(d) / float64(r.Meta.Timeout), ok
+}
+
+// firstDegraded is the time from fault start to the end of endpoint ep's
+// first window, starting no earlier than half a window before the fault and
+// before the fault ends, that bad (given its baseline p99 in ms) finds
+// degraded; false when none is, or the run had no fault.
+func (r *Run) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float64) bool) (time.Duration, bool) {
 	fs, ok := r.FaultStart()
 	if !ok || r.Meta.Timeout <= 0 {
 		return 0, false
 	}
 	fe := r.FaultEnd()
-	base := r.baselineP99(ex.Victim)
-	for _, w := range r.EndpointWindows(ex.Victim) {
+	base := r.baselineP99(ep)
+	for _, w := range r.EndpointWindows(ep) {
 		if w.Start.Before(fs.Add(-w.Duration/2)) || (!fe.IsZero() && !w.Start.Before(fe)) {
 			continue
 		}
-		if degraded(w, base, ex) {
-			d := max(w.Start.Add(w.Duration).Sub(fs), 0)
-			return float64(d) / float64(r.Meta.Timeout), true
+		if bad(w, base) {
+			return max(w.Start.Add(w.Duration).Sub(fs), 0), true
 		}
 	}
 	return 0, false
