@@ -57,21 +57,11 @@ failed. report DIR --check judges an audit's folder the same way.`,
 				return usageError(errors.New("audit: give the audit's spec file (or --resume DIR)"))
 			}
 			o.audit = true
-			o.outSet = cmd.Flags().Changed("out")
-			o.repeatsSet = cmd.Flags().Changed("repeats")
+			o.flagsSet(cmd)
 			return runExperiment(cmd, args, o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.out, "out", "results", "results root folder")
-	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
-	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats (≥ 1; default: the spec's)")
-	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
-	f.BoolVar(&o.check, "check", false, "exit 1 (3 if not measured) unless every critical endpoint is ISOLATED from the dependencies it does not call")
-	f.BoolVar(&o.noImages, "no-images", false, "write the report without its PNG figures")
-	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
-	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials)")
-	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse an audit whose estimated wall time is longer")
+	o.addMatrixFlags(cmd.Flags(), "exit 1 (3 if not measured) unless every critical endpoint is ISOLATED from the dependencies it does not call")
 	return cmd
 }
 

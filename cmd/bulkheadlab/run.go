@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
@@ -86,24 +87,15 @@ means bad flags or spec, 4 the harness failed, 130 interrupted.`,
   bulkheadlab run --resume results/slow-dependency/20261130T101500Z`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.outSet = cmd.Flags().Changed("out")
-			o.repeatsSet = cmd.Flags().Changed("repeats")
+			o.flagsSet(cmd)
 			return runExperiment(cmd, args, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.out, "out", "results", "results root folder")
-	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
-	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats (≥ 1; default: the spec's)")
-	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
-	f.BoolVar(&o.check, "check", false, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
+	o.addMatrixFlags(f, "exit 1 (3 if INVALID) unless every prediction in expectations.check is SUPPORTED")
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
-	f.BoolVar(&o.noImages, "no-images", false, "write the report without its PNG figures (faster; bulkheadlab report DIR draws them later)")
-	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
 	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
-	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
-	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
 	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
 	_ = f.MarkHidden(defectFlag)
 	f.IntVar(&o.burn, service.BurnFlag, 0, "TEST FAULT: start the service with N goroutines spinning (a starved service)")
@@ -111,6 +103,26 @@ means bad flags or spec, 4 the harness failed, 130 interrupted.`,
 	f.DurationVar(&o.lag, injectLagFlag, 0, "TEST FAULT: send every request up to this much late (to measure how schedule lag moves the verdicts)")
 	_ = f.MarkHidden(injectLagFlag)
 	return cmd
+}
+
+// addMatrixFlags adds the flags that run and audit share (check's help
+// says what --check judges).
+func (o *runOptions) addMatrixFlags(f *pflag.FlagSet, checkHelp string) {
+	f.StringVar(&o.out, "out", "results", "results root folder")
+	f.StringVar(&o.resume, "resume", "", "resume this results folder: skip complete runs, redo the rest")
+	f.IntVar(&o.repeats, "repeats", 0, "override the spec's repeats (≥ 1; default: the spec's)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow external targets outside loopback")
+	f.BoolVar(&o.check, "check", false, checkHelp)
+	f.BoolVar(&o.noImages, "no-images", false, "write the report without its PNG figures (faster; bulkheadlab report DIR draws them later)")
+	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
+	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
+	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
+}
+
+// flagsSet records which of the shared flags the command line gave.
+func (o *runOptions) flagsSet(cmd *cobra.Command) {
+	o.outSet = cmd.Flags().Changed("out")
+	o.repeatsSet = cmd.Flags().Changed("repeats")
 }
 
 // injectLagFlag is the hidden flag of the lag TEST FAULT (plan.InjectLag).
