@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -69,8 +70,8 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 		if err != nil {
 			return g, err
 		}
-		if err := sleepCtx(ctx, span); err != nil {
-			return g, err
+		if !faultproxy.SleepUntil(ctx.Done(), nil, time.Now().Add(span)) {
+			return g, ctx.Err()
 		}
 		idle, err := callCounts(ctx, hc, proxies)
 		if err != nil {
@@ -159,7 +160,7 @@ func sendSpaced(ctx context.Context, hc *http.Client, e plan.Endpoint, url strin
 	ok, last := 0, ""
 	next := time.Now()
 	for range n {
-		if sleepCtx(ctx, time.Until(next)) != nil {
+		if !faultproxy.SleepUntil(ctx.Done(), nil, next) {
 			break
 		}
 		next = next.Add(every)
@@ -188,19 +189,4 @@ func sendSpaced(ctx context.Context, hc *http.Client, e plan.Endpoint, url strin
 		}
 	}
 	return ok, last
-}
-
-// sleepCtx sleeps d, or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
