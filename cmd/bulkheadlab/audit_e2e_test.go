@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
-	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -50,20 +49,9 @@ func runAudit(t *testing.T, name, text string) (code int, out, dir string) {
 // successes. That column was stopped before /stock's cell in it could be
 // measured, so --check cannot pass it: exit 3 (rerun), naming the cell.
 func TestAuditPreset(t *testing.T) {
-	b, err := spec.PresetSource("blast-radius")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	for _, r := range [][2]string{
-		{"  critical: [search, stock]", "  critical: [search, stock]\n  calibration: {requests: 10, rate: 40}\n  abort:\n    - {endpoint: search, error_rate: 0.9, for: 400ms}"},
-		{"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}"},
-	} {
-		if !strings.Contains(text, r[0]) {
-			t.Fatalf("preset has no %q", r[0])
-		}
-		text = strings.Replace(text, r[0], r[1], 1)
-	}
+	text := shortPreset(t, "blast-radius",
+		"  critical: [search, stock]", "  critical: [search, stock]\n  calibration: {requests: 10, rate: 40}\n  abort:\n    - {endpoint: search, error_rate: 0.9, for: 400ms}",
+		"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}")
 	code, out, dir := runAudit(t, "blast-radius", text)
 	if code != ExitInvalid || !strings.Contains(out, "/stock × SEARCH failing: ABORTED (stopped before it was measured)") {
 		t.Fatalf("audit --check: exit %d, want %d naming /stock's aborted cell; output:\n%s", code, ExitInvalid, out)
@@ -160,22 +148,11 @@ func TestAuditPreset(t *testing.T) {
 // PAY takes /search and /stock down, the layout predicts it, and --check
 // fails naming the critical cells.
 func TestAuditOnePool(t *testing.T) {
-	b, err := spec.PresetSource("blast-radius")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	for _, r := range [][2]string{
-		{"pool_groups: {core: [checkout, cart]}", "pool_groups: {all: [checkout, cart, search, stock]}"},
-		{"pool_size: 30", "pool_size: 14"},
-		{"  critical: [search, stock]", "  critical: [search, stock]\n  faults: [slow]\n  calibration: {requests: 10, rate: 40}"},
-		{"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}"},
-	} {
-		if !strings.Contains(text, r[0]) {
-			t.Fatalf("preset has no %q", r[0])
-		}
-		text = strings.Replace(text, r[0], r[1], 1)
-	}
+	text := shortPreset(t, "blast-radius",
+		"pool_groups: {core: [checkout, cart]}", "pool_groups: {all: [checkout, cart, search, stock]}",
+		"pool_size: 30", "pool_size: 14",
+		"  critical: [search, stock]", "  critical: [search, stock]\n  faults: [slow]\n  calibration: {requests: 10, rate: 40}",
+		"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 500ms}")
 	code, out, dir := runAudit(t, "blast-radius", text)
 	if code != ExitFailed {
 		t.Fatalf("audit --check with one pool: exit %d, want %d; output:\n%s", code, ExitFailed, out)
