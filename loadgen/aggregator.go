@@ -26,6 +26,20 @@ type sample struct {
 	// retrying client rather than a result: it counts for the request's
 	// window and phase (by intended) and nothing else.
 	retry rundata.RetryCounts
+	// seq, bytesIn, bytesOut and errText are the rest of the vegeta
+	// result, kept for a shard's batches (the raw results of a merged
+	// load); the aggregator does not read them.
+	seq               uint64
+	bytesIn, bytesOut uint64
+	errText           string
+}
+
+// done is when s completed, as an offset from t0 (an attempt record: 0).
+func (s *sample) done() int64 {
+	if s.isAttempt() {
+		return 0
+	}
+	return s.actual + s.latency
 }
 
 // isAttempt reports whether s is an attempt record.
@@ -45,7 +59,7 @@ type aggConfig struct {
 	lagThreshold int64
 	phases       []phaseSpan
 	endpoints    []string
-	schedules    []schedule
+	schedules    []counts
 	maxOpen      int // open windows per endpoint before the oldest is force-closed
 	onWindow     func(Window)
 	onResult     func(ResultEvent)
@@ -95,7 +109,7 @@ type phaseAgg struct {
 // epAgg is the per-endpoint state.
 type epAgg struct {
 	name     string
-	sched    schedule
+	sched    counts
 	base     int64 // index of open[0]; all windows below it are closed
 	open     []*openWindow
 	phases   []*phaseAgg

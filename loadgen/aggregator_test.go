@@ -42,7 +42,7 @@ func TestScheduleCounts(t *testing.T) {
 func TestAggregatorOutOfOrderAndLag(t *testing.T) {
 	phases := []phaseSpan{{"base", 0, int64(time.Second)}, {"fault", int64(time.Second), int64(2 * time.Second)}}
 	a := testAgg(2*time.Second, time.Second, phases, 10)
-	s := a.eps[0].sched
+	s := a.eps[0].sched.(schedule)
 	// Feed the second window first: window 0 must stay open until complete.
 	for n := int64(19); n >= 0; n-- {
 		lag := int64(0)
@@ -77,7 +77,7 @@ func TestAggregatorOutOfOrderAndLag(t *testing.T) {
 func TestAggregatorPartialAndDropped(t *testing.T) {
 	phases := []phaseSpan{{"only", 0, int64(2 * time.Second)}}
 	a := testAgg(2*time.Second, 100*time.Millisecond, phases, 100)
-	s := a.eps[0].sched
+	s := a.eps[0].sched.(schedule)
 	// Only the first 150 of 200 requests were sent; request 3 never returns.
 	for n := int64(0); n < 150; n++ {
 		if n != 3 {
@@ -104,7 +104,7 @@ func TestAggregatorHarnessErrors(t *testing.T) {
 		valid   bool
 	}{{0, true}, {1, false}} {
 		a := testAgg(10*time.Second, time.Second, phases, 100)
-		s := a.eps[0].sched
+		s := a.eps[0].sched.(schedule)
 		for n := range int64(1000) {
 			c, h := ClassOK, false
 			if n < int64(tt.harness) {
@@ -123,7 +123,7 @@ func TestAggregatorHarnessErrors(t *testing.T) {
 func TestAggregatorForcedClose(t *testing.T) {
 	phases := []phaseSpan{{"only", 0, int64(5 * time.Second)}}
 	a := testAgg(5*time.Second, 100*time.Millisecond, phases, 100) // maxOpen 8
-	s := a.eps[0].sched
+	s := a.eps[0].sched.(schedule)
 	// Request 0 is outstanding while 4 s of later results arrive.
 	for n := int64(1); n < 400; n++ {
 		a.add(sample{intended: s.at(n), actual: s.at(n), latency: 1000, class: ClassOK})
@@ -162,7 +162,7 @@ func TestAggregatorOverranBaseline(t *testing.T) {
 		{"every answer after the phase", int64(5 * time.Second), int64(5 * time.Second), false, 80, 80},
 	} {
 		a := testAgg(3*time.Second, 250*time.Millisecond, phases, 40)
-		s := a.eps[0].sched
+		s := a.eps[0].sched.(schedule)
 		n := s.countBefore(2 * sec)
 		for i := range s.countBefore(3 * sec) {
 			c, lat := ClassOK, tt.allLatency

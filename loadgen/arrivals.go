@@ -56,14 +56,27 @@ func (a Arrivals) rng(name string) *rand.Rand {
 	return rand.New(rand.NewPCG(a.Seed, h.Sum64()))
 }
 
-// schedule builds the schedule of target name: rates[i] from starts[i] on.
-func (a Arrivals) schedule(name string, starts []int64, rates []float64, duration int64) (schedule, error) {
+// schedule builds shard sh's schedule of target name: rates[i] (already
+// the shard's share) from starts[i] on. A constant schedule's phase offset
+// is drawn once for the target, whatever the shard, and each shard is
+// shifted by its index on top (Shard); a Poisson shard draws from a stream
+// of its own.
+func (a Arrivals) schedule(name string, sh Shard, starts []int64, rates []float64, duration int64) (schedule, error) {
 	s := newPiecewiseSchedule(starts, rates, duration)
-	switch {
-	case a.Process == ArrivalsPoisson:
-		return poissonTimes(s, duration, a.rng(name))
-	case a.Offset:
-		s = s.withPhase(a.rng(name).Float64())
+	if a.Process == ArrivalsPoisson {
+		own := a
+		own.Seed = sh.seed(a.Seed)
+		return poissonTimes(s, duration, own.rng(name))
+	}
+	phase := 0.0
+	if a.Offset {
+		phase = a.rng(name).Float64()
+	}
+	if sh.sharded() {
+		phase = (phase + float64(sh.Index)) / float64(sh.Count)
+	}
+	if phase != 0 {
+		s = s.withPhase(phase)
 	}
 	return s, nil
 }

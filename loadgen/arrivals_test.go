@@ -89,11 +89,11 @@ func TestArrivalsOffsetsDiffer(t *testing.T) {
 	starts, rates := []int64{0}, []float64{100}
 	first := map[string]int64{}
 	for _, name := range []string{"a", "b", "c", "_canary"} {
-		s, err := a.schedule(name, starts, rates, int64(time.Second))
+		s, err := a.schedule(name, Shard{}, starts, rates, int64(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := a.schedule(name, starts, rates, int64(time.Second))
+		again, _ := a.schedule(name, Shard{}, starts, rates, int64(time.Second))
 		if s.at(0) != again.at(0) {
 			t.Errorf("%s: offset %d then %d under one seed", name, s.at(0), again.at(0))
 		}
@@ -105,7 +105,7 @@ func TestArrivalsOffsetsDiffer(t *testing.T) {
 	if first["a"] == first["b"] && first["b"] == first["c"] {
 		t.Errorf("every target starts at %v: still in lock-step", time.Duration(first["a"]))
 	}
-	none, _ := Arrivals{}.schedule("a", starts, rates, int64(time.Second))
+	none, _ := Arrivals{}.schedule("a", Shard{}, starts, rates, int64(time.Second))
 	if none.at(0) != 0 || none.at(1) != int64(10*time.Millisecond) {
 		t.Errorf("zero Arrivals: at(0), at(1) = %d, %d, want 0 and 10ms", none.at(0), none.at(1))
 	}
@@ -118,7 +118,7 @@ func TestPoissonSchedule(t *testing.T) {
 	ps := []piece{{2 * time.Second, 500}, {2 * time.Second, 2000}, {2 * time.Second, 500}}
 	starts, rates, end := piecesOf(ps)
 	a := Arrivals{Process: ArrivalsPoisson, Seed: 9}
-	s, err := a.schedule("a", starts, rates, end)
+	s, err := a.schedule("a", Shard{}, starts, rates, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +146,8 @@ func TestPoissonSchedule(t *testing.T) {
 			t.Errorf("phase %d: inter-arrival mean %.0f ns sd %.0f ns, want both ≈ %.0f ns (exponential)", i, mean, sd, w)
 		}
 	}
-	again, _ := a.schedule("a", starts, rates, end)
-	other, _ := Arrivals{Process: ArrivalsPoisson, Seed: 10}.schedule("a", starts, rates, end)
+	again, _ := a.schedule("a", Shard{}, starts, rates, end)
+	other, _ := Arrivals{Process: ArrivalsPoisson, Seed: 10}.schedule("a", Shard{}, starts, rates, end)
 	if again.total != s.total || again.at(5) != s.at(5) {
 		t.Error("same seed, different arrivals")
 	}
@@ -161,7 +161,7 @@ func TestPoissonSchedule(t *testing.T) {
 func TestPoissonSchedulePaused(t *testing.T) {
 	ps := []piece{{time.Second, 200}, {time.Second, 0}, {time.Second, 200}}
 	starts, rates, end := piecesOf(ps)
-	s, err := Arrivals{Process: ArrivalsPoisson, Seed: 9}.schedule("a", starts, rates, end)
+	s, err := Arrivals{Process: ArrivalsPoisson, Seed: 9}.schedule("a", Shard{}, starts, rates, end)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func synthFeed(rate float64, dur time.Duration) (*aggregator, func(i int64) samp
 	for i := range lat {
 		lat[i] = int64(100*time.Microsecond) << rng.Intn(12)
 	}
-	s := a.eps[0].sched
+	s := a.eps[0].sched.(schedule)
 	return a, func(i int64) sample {
 		n := i / 2
 		if i%8 == 1 { // mild reordering

@@ -39,10 +39,15 @@ type burstSet struct {
 	errs  []error
 }
 
-// startBursts starts every burst of p; wait returns their records.
+// startBursts starts every burst of p (none on a shard other than the
+// first); wait returns their records.
 func startBursts(ctx context.Context, p *plan, t0 time.Time) *burstSet {
-	s := &burstSet{stats: make([]rundata.BurstStats, len(p.bursts)), errs: make([]error, len(p.bursts))}
-	for i, bp := range p.bursts {
+	bursts := p.bursts
+	if !p.cfg.Shard.firesBursts() {
+		bursts = nil
+	}
+	s := &burstSet{stats: make([]rundata.BurstStats, len(bursts)), errs: make([]error, len(bursts))}
+	for i, bp := range bursts {
 		s.wg.Go(func() {
 			at := t0.Add(bp.b.At)
 			rs, released := bp.fire(ctx, at.Add(-BurstDialLead), at)

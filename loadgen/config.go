@@ -150,6 +150,12 @@ type Config struct {
 	// Bursts release requests to a target at one instant each, on top of
 	// its schedule (see Burst); their records are Report.Bursts. Optional.
 	Bursts []Burst
+	// Shard, if set, makes this run one shard of the load (see Shard): the
+	// run sends its share of every rate. Optional.
+	Shard Shard
+	// Remote, if set, sends the load from other processes instead of this
+	// one (see Remote); Run merges their results as its own. Optional.
+	Remote Remote
 	// BurstRaw maps a burst's label to a writer that receives its raw
 	// results in vegeta's encoding (see Raw; Attack is the label, Seq the
 	// request's index). Optional; Run flushes but does not close them.
@@ -253,6 +259,9 @@ func (cfg Config) validate() (*plan, error) {
 		seen[ph.Name] = true
 		p.spans = append(p.spans, phaseSpan{name: ph.Name, start: int64(p.duration), end: int64(p.duration + ph.Duration)})
 		p.duration += ph.Duration
+	}
+	if err := cfg.Shard.validate(); err != nil {
+		return nil, err
 	}
 	if err := cfg.Arrivals.validate(); err != nil {
 		return nil, err
@@ -367,7 +376,10 @@ func (p *plan) buildSchedules() ([]schedule, error) {
 		if slices.Max(rates) == 0 {
 			return nil, invalid(fmt.Sprintf("targets[%d]", ti), "target %q sends nothing: its rate is 0 in every phase", t.Name)
 		}
-		s, err := p.cfg.Arrivals.schedule(t.Name, starts, rates, int64(p.duration))
+		for i := range rates {
+			rates[i] *= p.cfg.Shard.scale()
+		}
+		s, err := p.cfg.Arrivals.schedule(t.Name, p.cfg.Shard, starts, rates, int64(p.duration))
 		if err != nil {
 			return nil, err
 		}

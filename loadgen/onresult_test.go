@@ -71,7 +71,7 @@ func TestOnResultAllocates(t *testing.T) {
 		phases := []phaseSpan{{"only", 0, int64(time.Second)}}
 		a := testAgg(time.Second, time.Second, phases, 1e6) // one window that stays open
 		a.cfg.onResult = hook
-		s := a.eps[0].sched
+		s := a.eps[0].sched.(schedule)
 		n := int64(0)
 		add := func() {
 			a.add(sample{intended: s.at(n), actual: s.at(n), latency: int64(time.Millisecond), class: ClassOK})

@@ -27,6 +27,9 @@ type Report struct {
 	// run did not reach is Abandoned with nothing counted). They take no
 	// part in Windows, Phases or Valid.
 	Bursts []rundata.BurstStats `json:"bursts,omitempty"`
+	// Shards are the records of the shards of a load sent by a Remote, in
+	// index order; nil otherwise.
+	Shards []ShardStats `json:"shards,omitempty"`
 }
 
 // phaseStats builds the per-phase statistics after the last sample. stop is

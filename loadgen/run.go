@@ -53,8 +53,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Remote != nil {
+		return runRemote(ctx, p)
+	}
 	t0 := time.Now().Add(startLead)
-	agg, logs, err := newRunAggregator(p, t0)
+	scheds := make([]counts, len(p.schedules))
+	for i, s := range p.schedules {
+		scheds[i] = s
+	}
+	agg, logs, err := newRunAggregator(p, t0, scheds)
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +119,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // newRunAggregator builds the aggregator of a run and its HdrHistogram
 // logs (header written); the returned writers must be flushed at the end.
-func newRunAggregator(p *plan, t0 time.Time) (*aggregator, []*bufio.Writer, error) {
+func newRunAggregator(p *plan, t0 time.Time, scheds []counts) (*aggregator, []*bufio.Writer, error) {
 	ac := aggConfig{t0: t0, window: int64(p.window), duration: int64(p.duration), lagThreshold: int64(p.lag),
 		phases: p.spans, onWindow: p.cfg.OnWindow, onResult: p.cfg.OnResult,
 		maxOpen: int(min(128, max(8, int64((p.timeout+time.Second)/p.window)+2)))}
 	var bufs []*bufio.Writer
 	for i, t := range p.cfg.Targets {
 		ac.endpoints = append(ac.endpoints, t.Name)
-		ac.schedules = append(ac.schedules, p.schedules[i])
+		ac.schedules = append(ac.schedules, scheds[i])
 		w, ok := p.cfg.HdrLog[t.Name]
 		if !ok {
 			ac.hdrLogs = append(ac.hdrLogs, nil)
@@ -159,13 +166,15 @@ func newAttackSet(ctx context.Context, p *plan, t0 time.Time, samples chan<- sam
 		var rt http.RoundTripper = &cancelTransport{rt: s.trs[i], stop: ctx}
 		if t.Retry != nil {
 			ep := int32(i)
-			rt = newRetryTransport(rt, *t.Retry, p.classifiers[i], p.schedules[i], func(intended int64, c rundata.RetryCounts) {
+			retry := *t.Retry
+			retry.Seed = p.cfg.Shard.seed(retry.Seed)
+			rt = newRetryTransport(rt, retry, p.classifiers[i], p.schedules[i], func(intended int64, c rundata.RetryCounts) {
 				samples <- sample{intended: intended, ep: ep, retry: c}
 			})
 		}
 		if cs := p.cancelsOf(t); cs != nil {
 			s.giveUps[i] = &giveUpTransport{next: rt, sched: p.schedules[i], spans: p.spans, cancels: cs,
-				seed: cancelSeed(p.cfg.Seed, t.Name)}
+				seed: p.cfg.Shard.seed(cancelSeed(p.cfg.Seed, t.Name))}
 			rt = s.giveUps[i]
 		}
 		opts := []func(*vegeta.Attacker){
@@ -250,6 +259,10 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 			code:     r.Code,
 			class:    f.cl.Classify(r.Code, r.Headers, r.Error),
 			harness:  IsHarnessError(r.Code, r.Error),
+			seq:      r.Seq,
+			bytesIn:  r.BytesIn,
+			bytesOut: r.BytesOut,
+			errText:  r.Error,
 		}
 		if f.giveUp.took(r.Seq) {
 			s.class, s.harness, s.cancelled = ClassClientTimeout, false, true

@@ -41,6 +41,43 @@ type schedule struct {
 	dur   int64 // the duration the schedule was built for
 }
 
+// counts is what the aggregator reads of a schedule: a schedule, or the
+// sum of the shards' schedules of a merged load (shardSum).
+type counts interface {
+	countIn(from, to int64) int64
+	countBefore(d int64) int64
+	rateAt(d int64) float64
+}
+
+var _ counts = schedule{}
+
+// shardSum is the schedule of a load sent by shards: the sum of theirs.
+type shardSum []schedule
+
+func (s shardSum) countIn(from, to int64) int64 {
+	var n int64
+	for _, x := range s {
+		n += x.countIn(from, to)
+	}
+	return n
+}
+
+func (s shardSum) countBefore(d int64) int64 {
+	var n int64
+	for _, x := range s {
+		n += x.countBefore(d)
+	}
+	return n
+}
+
+func (s shardSum) rateAt(d int64) float64 {
+	var r float64
+	for _, x := range s {
+		r += x.rateAt(d)
+	}
+	return r
+}
+
 // newSchedule is a constant-rate schedule over [0, duration).
 func newSchedule(rate float64, duration int64) schedule {
 	return newPiecewiseSchedule([]int64{0}, []float64{rate}, duration)

@@ -1,0 +1,212 @@
+package shards
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
+)
+
+// DefaultArmTimeout is how long an armed shard waits for its start.
+const DefaultArmTimeout = 2 * time.Minute
+
+// maxArmBody bounds an arm request (a config with request bodies).
+const maxArmBody = 64 << 20
+
+// Agent is a shard process's HTTP API (see the package doc). It runs one
+// load at a time. Its methods are safe for concurrent use.
+type Agent struct {
+	// Version is the binary's; a Fleet of another version is refused.
+	Version string
+	// Index is the shard's index as its orchestrator named it (an Indexed
+	// Job's completion index), -1 when none did; a Fleet checks it.
+	Index int
+	// AllowRemote lets the load go to targets off loopback (a shard in a
+	// cluster); without it every target must be on loopback.
+	AllowRemote bool
+	// ArmTimeout disarms a shard not started in time; 0 means
+	// DefaultArmTimeout.
+	ArmTimeout time.Duration
+	// Now is the clock; nil means time.Now (tests skew it).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	armed   *loadgen.PreparedShard
+	armedAt time.Time
+	running bool
+}
+
+// Hello is /healthz's answer.
+type Hello struct {
+	Version string `json:"version"`
+	Index   int    `json:"index"`
+}
+
+type clockAnswer struct {
+	Now int64 `json:"now"`
+}
+
+type armRequest struct {
+	Version string          `json:"version"`
+	Config  json.RawMessage `json:"config"`
+}
+
+type startRequest struct {
+	T0 int64 `json:"t0"`
+}
+
+func (a *Agent) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Handler serves the API.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, Hello{Version: a.Version, Index: a.Index})
+	})
+	mux.HandleFunc("GET /clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, clockAnswer{Now: a.now().UnixNano()})
+	})
+	mux.HandleFunc("POST /arm", a.arm)
+	mux.HandleFunc("POST /start", a.start)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code int, format string, args ...any) {
+	http.Error(w, fmt.Sprintf(format, args...), code)
+}
+
+func (a *Agent) arm(w http.ResponseWriter, r *http.Request) {
+	var req armRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxArmBody)).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "arm: %v", err)
+		return
+	}
+	if req.Version != a.Version {
+		fail(w, http.StatusConflict, "arm: the runner is version %q, this shard %q", req.Version, a.Version)
+		return
+	}
+	cfg, err := loadgen.UnmarshalShard(req.Config)
+	if err == nil {
+		err = a.checkTargets(cfg)
+	}
+	var ps *loadgen.PreparedShard
+	if err == nil {
+		ps, err = loadgen.PrepareShard(cfg)
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, "arm: %v", err)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running {
+		fail(w, http.StatusConflict, "arm: a load is running")
+		return
+	}
+	a.armed, a.armedAt = ps, a.now()
+	writeJSON(w, http.StatusOK, map[string]int64{"duration_ns": int64(ps.Duration())})
+}
+
+// checkTargets refuses targets off loopback unless allowed.
+func (a *Agent) checkTargets(cfg loadgen.Config) error {
+	for i, t := range cfg.Targets {
+		urls := t.URLs
+		if len(urls) == 0 {
+			urls = []string{t.URL}
+		}
+		for _, u := range urls {
+			if err := loopback.CheckURL(fmt.Sprintf("targets[%d]", i), u, a.AllowRemote); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// take hands the armed load to one start.
+func (a *Agent) take() (*loadgen.PreparedShard, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.running:
+		return nil, errors.New("a load is running")
+	case a.armed == nil:
+		return nil, errors.New("not armed")
+	case a.now().Sub(a.armedAt) > orDefault(a.ArmTimeout, DefaultArmTimeout):
+		a.armed = nil
+		return nil, errors.New("the arming expired")
+	}
+	ps := a.armed
+	a.armed, a.running = nil, true
+	return ps, nil
+}
+
+func (a *Agent) start(w http.ResponseWriter, r *http.Request) {
+	var req startRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "start: %v", err)
+		return
+	}
+	ps, err := a.take()
+	if err != nil {
+		fail(w, http.StatusConflict, "start: %v", err)
+		return
+	}
+	defer func() {
+		a.mu.Lock()
+		a.running = false
+		a.mu.Unlock()
+	}()
+	// t0 by this shard's clock, as a time.Time of the real clock.
+	t0 := time.Now().Add(time.Unix(0, req.T0).Sub(a.now()))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	emit := func(batch []byte) error {
+		if err := writeFrame(bw, frameBatch, batch); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	rep, err := ps.Run(r.Context(), t0, emit)
+	if r.Context().Err() != nil {
+		return // the runner is gone
+	}
+	if err != nil && rep == nil {
+		_ = writeFrame(bw, frameError, []byte(err.Error()))
+	} else {
+		b, _ := json.Marshal(rep)
+		_ = writeFrame(bw, frameReport, b)
+	}
+	_ = bw.Flush()
+	_ = rc.Flush()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
