@@ -42,6 +42,7 @@ type runOptions struct {
 	lag         time.Duration
 	maxDuration time.Duration
 	audit       bool // the audit command: the spec must have an audit block
+	shards      int  // send the load from this many shard processes
 }
 
 // DefaultMaxDuration is the longest a matrix may be estimated to take
@@ -117,6 +118,7 @@ func (o *runOptions) addMatrixFlags(f *pflag.FlagSet, checkHelp string) {
 	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
+	f.IntVar(&o.shards, "shards", 0, "send the load from this many shard processes (bulkheadlab shard) on this machine, released together, their results merged (0: the runner sends it)")
 }
 
 // flagsSet records which of the shared flags the command line gave.
@@ -155,6 +157,14 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
 		Launcher: launcher(o),
+	}
+	if o.shards > 0 {
+		fleet, stop, err := localShards(cmd.Context(), o.shards)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		r.Remote = fleet
 	}
 	if sp.AutoRepeats {
 		r.AfterRound = func(dir *runner.ResultsDir, repeat int) bool { return autoStop(w, dir.Path, repeat, sp.Repeats) }

@@ -149,6 +149,7 @@ func (r *Runner) loadConfig(run plan.Run, st *Stack, files *runFiles, sw *faultS
 		CanaryMaxP99:        run.Load.CanaryMaxP99,
 		Health:              run.Load.Health,
 		Arrivals:            run.Load.Arrivals,
+		Remote:              r.Remote,
 	}, nil
 }
 
@@ -191,6 +192,7 @@ func (r *Runner) progressFunc(run plan.Run) func(loadgen.Snapshot) {
 
 // fillMeta copies the phase spans and validity verdicts of rep into meta.
 func fillMeta(meta *rundata.RunMeta, rep *loadgen.Report) {
+	meta.Shards = rep.Shards
 	seen := map[string]bool{}
 	for _, p := range rep.Phases {
 		if !seen[p.Phase] {

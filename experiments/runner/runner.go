@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
 // ErrRunsFailed is returned by Runner.Run when the matrix finished but one
@@ -55,6 +56,10 @@ type Runner struct {
 	// experiment (an audit's call graph) is written there then, so that an
 	// experiment killed mid-way keeps it.
 	Prepared func(dir *ResultsDir) error
+	// Remote, if set, sends every run's load from other processes (shards
+	// on this machine, or pods in a cluster) instead of the runner's own;
+	// the runner merges their results (see loadgen.Remote).
+	Remote loadgen.Remote
 }
 
 // Run runs every pending run of the matrix in order. A run that comes out

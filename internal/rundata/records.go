@@ -87,6 +87,10 @@ type RunMeta struct {
 	// the faults were removed at once and the run's fault measures only
 	// until then.
 	Abort *Abort `json:"abort,omitempty"`
+	// Shards are the load generator's shards, when several processes sent
+	// the load (run --shards, run --kubernetes): their clocks, starts and
+	// what went wrong.
+	Shards []ShardStats `json:"shards,omitempty"`
 	// Attempts are the earlier attempts of this run that were INVALID and
 	// were run again, oldest first.
 	Attempts []Attempt `json:"attempts,omitempty"`

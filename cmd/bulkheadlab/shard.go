@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/loadgen/shards"
+)
+
+// newShardCmd builds the `shard` command: one load generator of several.
+func newShardCmd() *cobra.Command {
+	var (
+		listenAddr  string
+		allowRemote bool
+		index       int
+	)
+	cmd := &cobra.Command{
+		Use:   "shard",
+		Short: "Run a load-generator shard (for run --shards or a Kubernetes run)",
+		Long: `shard waits for a runner to arm it with its share of a load, then sends it
+from the instant the runner releases every shard at, and streams every result
+back for the runner to merge. ` + "`run --shards N`" + ` starts N of them on this
+machine; ` + "`run --kubernetes`" + ` runs them as the pods of an Indexed Job.
+
+The index defaults to $JOB_COMPLETION_INDEX (an Indexed Job's); the runner
+refuses a shard that answers with another one. Targets must be on loopback
+unless --allow-remote. The first line of stdout is a JSON announcement with
+the bound address.`,
+		Example: `  bulkheadlab shard --listen 127.0.0.1:0
+  bulkheadlab shard --listen :7070 --allow-remote`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("index") {
+				if v, ok := os.LookupEnv("JOB_COMPLETION_INDEX"); ok {
+					i, err := strconv.Atoi(v)
+					if err != nil || i < 0 {
+						return usageError(fmt.Errorf("$JOB_COMPLETION_INDEX: %q is not an index", v))
+					}
+					index = i
+				}
+			}
+			ln, err := listen(listenAddr, allowRemote)
+			if err != nil {
+				return err
+			}
+			a := &shards.Agent{Version: buildVersion(), Index: index, AllowRemote: allowRemote}
+			return serveAnnounced(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				announce.Announcement{Component: "shard", Name: strconv.Itoa(index)}, ln,
+				func(ctx context.Context, ln net.Listener) error { return serveHTTP(ctx, ln, a.Handler()) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listenAddr, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port); loopback unless --allow-remote")
+	f.BoolVar(&allowRemote, "allow-remote", false, "allow listening beyond loopback, and targets beyond it (a shard in a cluster)")
+	f.IntVar(&index, "index", -1, "the shard's index (default $JOB_COMPLETION_INDEX, else none)")
+	return cmd
+}
+
+// serveHTTP serves h on ln until ctx ends, then shuts down within 5 s.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
