@@ -16,6 +16,7 @@ import (
 	"compress/gzip"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,6 +80,22 @@ type Options struct {
 	Created time.Time
 }
 
+// OptionError is Build's error for a field of Options.
+type OptionError struct {
+	Field string // "Platform", "Version"
+	Value string
+	Err   error
+}
+
+func (e *OptionError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("Options.%s %v", e.Field, e.Err)
+	}
+	return fmt.Sprintf("Options.%s %q: %v", e.Field, e.Value, e.Err)
+}
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // BuildFile reads the binary at path and builds its image (see Build).
 func BuildFile(path string, opts Options) (v1.Image, error) {
 	b, err := os.ReadFile(path)
@@ -86,10 +103,11 @@ func BuildFile(path string, opts Options) (v1.Image, error) {
 		return nil, fmt.Errorf("binary: %w", err)
 	}
 	img, err := Build(b, opts)
-	if err != nil {
+	var oe *OptionError
+	if err != nil && !errors.As(err, &oe) {
 		return nil, fmt.Errorf("binary %s: %w", path, err)
 	}
-	return img, nil
+	return img, err
 }
 
 // Build returns the image of a static Linux binary: one layer with the
@@ -101,7 +119,7 @@ func BuildFile(path string, opts Options) (v1.Image, error) {
 // opts.Platform's.
 func Build(binary []byte, opts Options) (v1.Image, error) {
 	if opts.Version == "" {
-		return nil, fmt.Errorf("Options.Version is empty: the image's version label is required")
+		return nil, &OptionError{Field: "Version", Err: errors.New("empty: the image's version label is required")}
 	}
 	arch, err := elfArch(binary)
 	if err != nil {
@@ -111,13 +129,13 @@ func Build(binary []byte, opts Options) (v1.Image, error) {
 	if opts.Platform != "" {
 		p, err := v1.ParsePlatform(opts.Platform)
 		if err != nil {
-			return nil, fmt.Errorf("Options.Platform %q: %w", opts.Platform, err)
+			return nil, &OptionError{Field: "Platform", Value: opts.Platform, Err: err}
 		}
 		if p.OS != "linux" {
-			return nil, fmt.Errorf("Options.Platform %q: the os must be linux, the binary is a Linux ELF file", opts.Platform)
+			return nil, &OptionError{Field: "Platform", Value: opts.Platform, Err: errors.New("the os must be linux, the binary is a Linux ELF file")}
 		}
 		if p.Architecture != arch {
-			return nil, fmt.Errorf("Options.Platform %q: the binary is built for %s, not %s", opts.Platform, arch, p.Architecture)
+			return nil, &OptionError{Field: "Platform", Value: opts.Platform, Err: fmt.Errorf("the binary is built for %s, not %s", arch, p.Architecture)}
 		}
 		plat = *p
 	}
