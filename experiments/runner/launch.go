@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -18,12 +19,36 @@ type Stack struct {
 	// Controls maps a component with a control plane (a proxy) to its
 	// control URL.
 	Controls map[string]string
+	// Replicas, if set for a proxy component, are its replicas' control
+	// planes (a Deployment's pods): every fault switch goes to each of
+	// them, and Controls' URL is not used for it.
+	Replicas map[string][]Control
 	// Samples are the components whose /metrics the sampler scrapes.
 	Samples []SampleTarget
 	// stops run in the reverse of the start order.
 	stops []func() error
 	// died reports components that exited on their own; nil means never.
 	died func() []string
+}
+
+// Control is one proxy replica's control plane.
+type Control struct {
+	// Name labels the replica in fault events (a pod's name).
+	Name string
+	URL  string
+	// Client reaches URL (through the API server's pod proxy, say); nil
+	// means a default client.
+	Client *http.Client
+}
+
+// NewStack is a Stack of components started elsewhere (a cluster's):
+// stop, if set, is its teardown.
+func NewStack(urls, controls map[string]string, replicas map[string][]Control, stop func() error) *Stack {
+	st := &Stack{URLs: urls, Controls: controls, Replicas: replicas}
+	if stop != nil {
+		st.stops = append(st.stops, stop)
+	}
+	return st
 }
 
 // ErrComponentDied is wrapped by Died when a component exited during a run.

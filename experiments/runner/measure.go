@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,7 +60,7 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 
 	lctx, abort := context.WithCancel(ctx)
 	defer abort()
-	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, abort: abort}
+	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, replicas: st.Replicas, abort: abort}
 	// "*" in a stop condition is each endpoint, the canary not among them.
 	sw.watch = newAbortWatcher(run.Abort, endpointNames(plan.Load{Endpoints: run.Load.Endpoints}), sw)
 	cfg, err := r.loadConfig(run, st, files, sw)
@@ -225,8 +226,9 @@ func writePhases(rundir string, rep *loadgen.Report) error {
 // (abortAll), and no fault is set again in the run.
 type faultSwitcher struct {
 	faults   []plan.Faults
-	probe    []plan.Faults     // set in the probe phases
-	controls map[string]string // component → control URL
+	probe    []plan.Faults        // set in the probe phases
+	controls map[string]string    // component → control URL
+	replicas map[string][]Control // component → its replicas, when several
 
 	// abort, if set, stops the load when a switch fails.
 	abort func()
@@ -281,41 +283,99 @@ type activeFaults struct {
 	probe bool
 }
 
-// set puts fs on its proxy and returns when the proxy acknowledged it, and
-// whether it did.
-func (f *faultSwitcher) set(fs plan.Faults, probe bool) (time.Time, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
-	var err error
+// replicasOf is the control plane of every replica of component.
+func (f *faultSwitcher) replicasOf(component string) []Control {
+	if rs, ok := f.replicas[component]; ok {
+		return rs
+	}
+	return []Control{{URL: f.controls[component]}}
+}
+
+// onEach calls fn on every replica of component at once and returns, per
+// replica, when it answered and its error.
+func (f *faultSwitcher) onEach(component string, fn func(ctx context.Context, c Control) error) ([]time.Time, []error) {
+	rs := f.replicasOf(component)
+	at, errs := make([]time.Time, len(rs)), make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, c := range rs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
+			defer cancel()
+			errs[i] = fn(ctx, c)
+			at[i] = time.Now().UTC()
+			if errs[i] != nil && c.Name != "" {
+				errs[i] = fmt.Errorf("replica %s: %w", c.Name, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return at, errs
+}
+
+// put sets fs on one replica.
+func put(ctx context.Context, fs plan.Faults, c Control) error {
+	switch {
+	case fs.TCP != nil:
+		return tcpproxy.Put(ctx, c.Client, c.URL, fs.TCP)
+	case fs.Postgres != nil:
+		return pgproxy.Put(ctx, c.Client, c.URL, fs.Postgres)
+	}
+	return faultproxy.NewClient(c.URL, c.Client).Set(ctx, fs.Faults)
+}
+
+// unset removes every fault from one replica.
+func unset(ctx context.Context, c Control) error {
+	return faultproxy.NewClient(c.URL, c.Client).Clear(ctx)
+}
+
+// faultBody is fs as the proxy gets it, for the events.
+func faultBody(fs plan.Faults) []byte {
 	var body []byte
 	switch {
 	case fs.TCP != nil:
-		err = tcpproxy.Put(ctx, nil, f.controls[fs.Component], fs.TCP)
 		body, _ = json.Marshal(fs.TCP)
 	case fs.Postgres != nil:
-		err = pgproxy.Put(ctx, nil, f.controls[fs.Component], fs.Postgres)
 		body, _ = json.Marshal(fs.Postgres)
 	default:
-		err = faultproxy.NewClient(f.controls[fs.Component], nil).Set(ctx, fs.Faults)
 		body, _ = json.Marshal(fs.Faults)
 	}
-	cancel()
-	now := time.Now()
+	return body
+}
+
+// set puts fs on every replica of its proxy and returns when the last one
+// acknowledged it, and whether every one did. Each replica's switch is an
+// event of its own.
+func (f *faultSwitcher) set(fs plan.Faults, probe bool) (time.Time, bool) {
+	at, errs := f.onEach(fs.Component, func(ctx context.Context, c Control) error { return put(ctx, fs, c) })
+	rs := f.replicasOf(fs.Component)
+	body := faultBody(fs)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err != nil {
-		f.err = fmt.Errorf("set fault on %s: %w", fs.Dependency, err)
-		if f.abort != nil {
-			f.abort() // a fault phase without its fault measures nothing
-		}
-		return now, false
-	}
-	f.active = append(f.active, activeFaults{fs, probe})
 	action := rundata.FaultSet
 	if probe {
 		action = rundata.FaultProbeSet
 	}
-	f.evs = append(f.evs, rundata.FaultEvent{Time: now.UTC(), Dependency: fs.Dependency, Action: action, Faults: body})
-	return now, true
+	last, took := time.Time{}, false
+	for i, err := range errs {
+		if err == nil {
+			took = true
+			f.evs = append(f.evs, rundata.FaultEvent{Time: at[i], Dependency: fs.Dependency, Action: action, Faults: body, Replica: rs[i].Name})
+		}
+		if at[i].After(last) {
+			last = at[i]
+		}
+	}
+	if took { // in place (to be removed) once any replica took it
+		f.active = append(f.active, activeFaults{fs, probe})
+	}
+	if err := errors.Join(errs...); err != nil {
+		f.err = fmt.Errorf("set fault on %s: %w", fs.Dependency, err)
+		if f.abort != nil {
+			f.abort() // a fault phase without its fault measures nothing
+		}
+		return last, false
+	}
+	return last, true
 }
 
 // clear removes every fault set in place.
@@ -332,22 +392,36 @@ func (f *faultSwitcher) clearLocked() {
 	f.active = nil
 	f.mu.Unlock()
 	for _, fs := range active {
-		ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
-		err := faultproxy.NewClient(f.controls[fs.Component], nil).Clear(ctx)
-		cancel()
-		f.mu.Lock()
-		if err != nil {
-			f.err = fmt.Errorf("clear fault on %s: %w", fs.Dependency, err)
-			f.active = append(f.active, fs)
-		} else {
-			action := rundata.FaultClear
-			if fs.probe {
-				action = rundata.FaultProbeClear
-			}
-			f.evs = append(f.evs, rundata.FaultEvent{Time: time.Now().UTC(), Dependency: fs.Dependency, Action: action})
+		action := rundata.FaultClear
+		if fs.probe {
+			action = rundata.FaultProbeClear
 		}
-		f.mu.Unlock()
+		if err := f.unsetAll(fs, action, ""); err != nil {
+			f.mu.Lock()
+			f.err = fmt.Errorf("clear fault on %s: %w", fs.Dependency, err)
+			f.mu.Unlock()
+		}
 	}
+}
+
+// unsetAll removes fs from every replica of its proxy, recording action
+// (with reason) per replica; a fault set that a replica still has stays
+// active, to be removed again. It returns the replicas' errors.
+func (f *faultSwitcher) unsetAll(fs activeFaults, action, reason string) error {
+	at, errs := f.onEach(fs.Component, unset)
+	rs := f.replicasOf(fs.Component)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, err := range errs {
+		if err == nil {
+			f.evs = append(f.evs, rundata.FaultEvent{Time: at[i], Dependency: fs.Dependency, Action: action, Reason: reason, Replica: rs[i].Name})
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		f.active = append(f.active, fs)
+	}
+	return err
 }
 
 // abortAll removes every fault in place at once, for a stop condition
@@ -365,28 +439,31 @@ func (f *faultSwitcher) abortAll(reason string) time.Time {
 	f.active = nil
 	f.mu.Unlock()
 	cleared := time.Now().UTC()
+	var failed bool
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, fs := range active {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), switchTimeout)
-			err := faultproxy.NewClient(f.controls[fs.Component], nil).Clear(ctx)
-			cancel()
+			err := f.unsetAll(fs, rundata.FaultAbort, reason)
 			now := time.Now().UTC()
-			f.mu.Lock()
-			defer f.mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
+				failed = true
+				f.mu.Lock()
 				f.err = fmt.Errorf("clear fault on %s for a stop condition: %w", fs.Dependency, err)
-				f.active = append(f.active, fs)
-				cleared = time.Time{}
+				f.mu.Unlock()
 				return
 			}
-			f.evs = append(f.evs, rundata.FaultEvent{Time: now, Dependency: fs.Dependency, Action: rundata.FaultAbort, Reason: reason})
-			if !cleared.IsZero() && now.After(cleared) {
+			if now.After(cleared) {
 				cleared = now
 			}
 		})
 	}
 	wg.Wait()
+	if failed {
+		return time.Time{}
+	}
 	return cleared
 }
 

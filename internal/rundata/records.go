@@ -174,6 +174,10 @@ type FaultEvent struct {
 	Faults json.RawMessage `json:"faults,omitempty"`
 	// Reason, for FaultAbort, is what triggered it.
 	Reason string `json:"reason,omitempty"`
+	// Replica names the proxy replica the event is of, when the
+	// dependency's proxy has several (a Deployment's pods): each switch is
+	// recorded per replica, at the time that replica acknowledged it.
+	Replica string `json:"replica,omitempty"`
 }
 
 // PhaseValidity is the load generator's validity verdict for one endpoint and phase.
