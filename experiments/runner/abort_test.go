@@ -298,3 +298,49 @@ func TestFaultSwitcherAbort(t *testing.T) {
 		t.Errorf("a removal refused: cleared %v, failure %v, %d fault sets kept for the final clear", cleared, sw.failure(), len(sw.active))
 	}
 }
+
+// TestFaultSwitcherReplicas: a proxy with several replicas gets every
+// switch on each one, each recorded with its replica's name and its own
+// time; a replica that refuses a removal leaves the fault set active for
+// the final clear, while its sibling's removal is recorded.
+func TestFaultSwitcherReplicas(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	r0, r1, r2 := newFakeControl(false), newFakeControl(false), newFakeControl(true)
+	defer r0.Close()
+	defer r1.Close()
+	defer r2.Close()
+	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Status: 503}}
+	sw := &faultSwitcher{
+		faults:   []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
+		replicas: map[string][]Control{"proxy-A": {{Name: "pod-0", URL: r0.URL}, {Name: "pod-1", URL: r1.URL}}},
+	}
+	sw.onPhase(loadgen.Phase{Name: rundata.PhaseFault}, time.Time{})
+	if !r0.inPlace.Load() || !r1.inPlace.Load() {
+		t.Fatalf("fault phase: pod-0 %v, pod-1 %v in place", r0.inPlace.Load(), r1.inPlace.Load())
+	}
+	sw.onPhase(loadgen.Phase{Name: rundata.PhaseRecovery}, time.Time{})
+	if r0.inPlace.Load() || r1.inPlace.Load() || sw.failure() != nil {
+		t.Fatalf("recovery: pod-0 %v, pod-1 %v in place, failure %v", r0.inPlace.Load(), r1.inPlace.Load(), sw.failure())
+	}
+	var got []string
+	for _, ev := range sw.events() {
+		if ev.Time.IsZero() {
+			t.Errorf("%+v: no time", ev)
+		}
+		got = append(got, ev.Action+" "+ev.Replica)
+	}
+	slices.Sort(got)
+	if s := strings.Join(got, "; "); s != "clear pod-0; clear pod-1; set pod-0; set pod-1" {
+		t.Errorf("events: %s", s)
+	}
+
+	sw = &faultSwitcher{
+		faults:   []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
+		replicas: map[string][]Control{"proxy-A": {{Name: "pod-0", URL: r0.URL}, {Name: "pod-2", URL: r2.URL}}},
+	}
+	sw.onPhase(loadgen.Phase{Name: rundata.PhaseFault}, time.Time{})
+	sw.clear()
+	if err := sw.failure(); err == nil || !strings.Contains(err.Error(), "replica pod-2") || len(sw.active) != 1 || r0.inPlace.Load() {
+		t.Errorf("a replica refusing removal: failure %v, %d active, pod-0 in place %v", err, len(sw.active), r0.inPlace.Load())
+	}
+}
