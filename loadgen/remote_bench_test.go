@@ -37,6 +37,12 @@ func BenchmarkShardMerge(b *testing.B) {
 					batches[w][sh] = appendBatch(nil, int64(w+1)*int64(window), per[sh])
 				}
 			}
+			var encoded int
+			for _, w := range batches {
+				for _, bt := range w {
+					encoded += len(bt)
+				}
+			}
 			out := make(chan sample, 4*perWindow)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -64,6 +70,7 @@ func BenchmarkShardMerge(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/shard-window")
 			b.ReportMetric(float64(results)/b.Elapsed().Seconds(), "results/s")
+			b.ReportMetric(float64(encoded)/float64(windows*perWindow), "B/result")
 		})
 	}
 }

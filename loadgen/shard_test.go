@@ -3,6 +3,7 @@ package loadgen
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,28 @@ func FuzzDecodeBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJudgeShards: a shard whose requests were late in more than 1 % of a
+// judged phase makes every judged phase INVALID, naming it; late in a
+// phase excluded from validity (a warmup), or in under 1 %, it does not.
+func TestJudgeShards(t *testing.T) {
+	p := &plan{lag: 5 * time.Millisecond, cfg: Config{ExcludeFromValidity: []string{"warmup"}}}
+	for _, tc := range []struct {
+		late  []rundata.PhaseShare
+		valid bool
+	}{
+		{[]rundata.PhaseShare{{Phase: "warmup", Share: 0.3}, {Phase: "baseline", Share: 0.005}}, true},
+		{[]rundata.PhaseShare{{Phase: "baseline", Share: 0.02}}, false},
+	} {
+		rep := &Report{Phases: []PhaseStats{{Phase: "warmup", Excluded: true, Valid: true}, {Phase: "baseline", Valid: true}},
+			Shards: []ShardStats{{Index: 0}, {Index: 1, LateShare: tc.late}}}
+		judgeShards(rep, p, true)
+		if rep.Phases[1].Valid != tc.valid || !rep.Phases[0].Valid {
+			t.Errorf("late %+v: baseline valid %v (want %v), warmup valid %v; reasons %v", tc.late, rep.Phases[1].Valid, tc.valid, rep.Phases[0].Valid, rep.Phases[1].Reasons)
+		}
+		if !tc.valid && !strings.Contains(strings.Join(rep.Phases[1].Reasons, ";"), "shard 1: schedule lag") {
+			t.Errorf("reasons %v do not name shard 1", rep.Phases[1].Reasons)
+		}
+	}
 }
