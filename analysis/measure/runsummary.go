@@ -95,8 +95,38 @@ type RunSummary struct {
 	// Fleet is what the fleet put on the culprit's dependency, when the
 	// experiment names fleet claims.
 	Fleet *FleetRun `json:"fleet,omitempty"`
+	// Shards summarises the load generator's shards, when several
+	// processes sent the load.
+	Shards *ShardsRun `json:"shards,omitempty"`
 	// Image is the run's PNG, relative to the report folder.
 	Image string `json:"image,omitempty"`
+}
+
+// ShardsRun is what the report says of a run's shards.
+type ShardsRun struct {
+	Count int `json:"count"`
+	// OffsetErrorMs is the worst bound on a shard's clock offset;
+	// LateMs the latest a shard started after t0 (by its clock).
+	OffsetErrorMs Num `json:"offset_error_ms"`
+	LateMs        Num `json:"late_ms"`
+	// Failed counts the shards whose stream failed.
+	Failed int `json:"failed,omitempty"`
+}
+
+// shardsRun summarises shards; nil for none.
+func shardsRun(shards []rundata.ShardStats) *ShardsRun {
+	if len(shards) == 0 {
+		return nil
+	}
+	out := &ShardsRun{Count: len(shards)}
+	for _, sh := range shards {
+		out.OffsetErrorMs = Num(max(float64(out.OffsetErrorMs), Millis(sh.OffsetError)))
+		out.LateMs = Num(max(float64(out.LateMs), Millis(sh.Late)))
+		if sh.Error != "" {
+			out.Failed++
+		}
+	}
+	return out
 }
 
 // Usable reports whether verdicts may use the run's numbers: it completed,
@@ -250,6 +280,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
 		Retried: roundAttempts(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
+		Shards: shardsRun(r.Meta.Shards),
 	}
 	for _, v := range r.Meta.Validity {
 		if !v.Valid {

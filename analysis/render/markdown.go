@@ -219,6 +219,7 @@ func writeRunsMD(b *bytes.Buffer, s *verdict.Summary) {
 			measure.FmtNum(n.CanaryP99Ms), measure.FmtNum(n.CanaryLimitMs), measure.FmtNum(n.LagP99Ms), measure.FmtNum(n.SchedP99Ms[rundata.ServiceComponent]),
 			measure.FmtNum(n.SchedP99Ms[rundata.LoadgenComponent]), pct(n.MachineBusy), pct(n.MachineSteal))
 	}
+	writeShardsMD(b, s)
 	writeReasonsMD(b, s)
 	fmt.Fprintf(b, "\n## Runs: degradation and the resource that ran out first\n\n")
 	fmt.Fprintf(b, "| run | time to degrade (T) | exhausted first | after fault s | detail | then ran out (s after fault) | limits seen by the proxies |\n")
@@ -310,4 +311,28 @@ func mdRow(b *bytes.Buffer, cells []string) {
 		cells[i] = mdEscape(cells[i])
 	}
 	fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+}
+
+// writeShardsMD says, when shards sent the load, how many and how well
+// their clocks and starts were aligned (nothing otherwise).
+func writeShardsMD(b *bytes.Buffer, s *verdict.Summary) {
+	var n, failed int
+	var offErr, late float64
+	for _, r := range s.Runs {
+		if sh := r.Shards; sh != nil {
+			n = max(n, sh.Count)
+			offErr = max(offErr, float64(sh.OffsetErrorMs))
+			late = max(late, float64(sh.LateMs))
+			failed += sh.Failed
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nThe load came from %d shards per run, released together and merged result by result: their clocks were known within ±%s ms of the runner's, and the latest started %s ms after t0 (a run is INVALID past the lag limit).", n,
+		measure.FmtNum(measure.Num(offErr)), measure.FmtNum(measure.Num(late)))
+	if failed > 0 {
+		fmt.Fprintf(b, " %d shard streams failed (their runs are INVALID).", failed)
+	}
+	fmt.Fprintln(b)
 }
