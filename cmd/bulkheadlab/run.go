@@ -43,6 +43,7 @@ type runOptions struct {
 	maxDuration time.Duration
 	audit       bool // the audit command: the spec must have an audit block
 	shards      int  // send the load from this many shard processes
+	kube        kubeOptions
 }
 
 // DefaultMaxDuration is the longest a matrix may be estimated to take
@@ -97,6 +98,7 @@ means bad flags or spec, 4 the harness failed, 130 interrupted.`,
 	f.StringVar(&o.junit, "junit", "", "write the checked verdicts as JUnit XML to this file")
 	f.BoolVar(&o.noReport, "no-report", false, "skip the report (run data only)")
 	f.BoolVar(&o.hdrLogs, "hdr-logs", false, "also write each endpoint's HdrHistogram interval log (runs/<id>/hdr-<endpoint>.hlog)")
+	o.kube.addKubeFlags(f)
 	f.BoolVar(&o.defect, defectFlag, false, "TEST FAULT: start the service with bulkheads that share one semaphore")
 	_ = f.MarkHidden(defectFlag)
 	f.IntVar(&o.burn, service.BurnFlag, 0, "TEST FAULT: start the service with N goroutines spinning (a starved service)")
@@ -118,7 +120,7 @@ func (o *runOptions) addMatrixFlags(f *pflag.FlagSet, checkHelp string) {
 	f.BoolVar(&o.verbose, "verbose", false, "print every reason each run was left out or run again")
 	f.BoolVar(&o.inProcess, "in-process", false, "run the components inside this process (quick trials; the load generator then shares the runtime with the service)")
 	f.DurationVar(&o.maxDuration, "max-duration", DefaultMaxDuration, "refuse a matrix whose estimated wall time is longer")
-	f.IntVar(&o.shards, "shards", 0, "send the load from this many shard processes (bulkheadlab shard) on this machine, released together, their results merged (0: the runner sends it)")
+	f.IntVar(&o.shards, "shards", 0, "send the load from this many shards, released together, their results merged: bulkheadlab shard processes on this machine, or with --kubernetes pods (0: the runner sends it; 1 pod with --kubernetes)")
 }
 
 // flagsSet records which of the shared flags the command line gave.
@@ -158,7 +160,17 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
 		Launcher: launcher(o),
 	}
-	if o.shards > 0 {
+	if o.kube.on {
+		closeKube, err := startKube(cmd.Context(), w, o.kube, o.shards, sp, p, r)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := closeKube(); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kubernetes: cleaning up: %v (bulkheadlab kube clean deletes what is left once the run's lease expires)\n", err)
+			}
+		}()
+	} else if o.shards > 0 {
 		fleet, stop, err := localShards(cmd.Context(), o.shards)
 		if err != nil {
 			return err
@@ -270,7 +282,11 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	if o.check && len(sp.Expectations.Check) == 0 && sp.Audit == nil {
 		return nil, usageError(fmt.Errorf("--check: %s lists no predictions under expectations.check", sp.File()))
 	}
-	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote {
+	if err := o.kube.check(o, sp); err != nil {
+		return nil, err
+	}
+	// A cluster's pods send the load there, not this machine.
+	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote && !o.kube.on {
 		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
 	}
 	if o.inProcess && sp.External != nil {

@@ -51,7 +51,7 @@ func (c *Cluster) deleteRun(ctx context.Context, run string) error {
 	}
 	wait := 50 * time.Millisecond
 	for {
-		left, err := c.left(ctx, run)
+		left, err := c.Left(ctx, run)
 		if err == nil && len(left) == 0 {
 			return nil
 		}
@@ -117,8 +117,9 @@ func (c *Cluster) deletePods(ctx context.Context, run string) error {
 		metav1.ListOptions{LabelSelector: runSelector(run)})
 }
 
-// left lists the run's objects still there, as kind/name.
-func (c *Cluster) left(ctx context.Context, run string) ([]string, error) {
+// Left lists the objects of run (its label) still there, as kind/name:
+// none once Delete or Clean returned without an error.
+func (c *Cluster) Left(ctx context.Context, run string) ([]string, error) {
 	ns := c.Namespace
 	list := metav1.ListOptions{LabelSelector: runSelector(run)}
 	var out []string

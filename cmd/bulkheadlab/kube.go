@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/bulkheadlab/bulkheadlab/experiments/kuberun"
+	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
+	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/kube"
+)
+
+// kubeOptions are the flags of a run on a Kubernetes cluster.
+type kubeOptions struct {
+	on                             bool
+	kubeconfig, context, namespace string
+	image, pullPolicy, patchEnv    string
+	proxyReplicas                  int32
+	ttl, readyTimeout              time.Duration
+}
+
+// addKubeFlags adds the flags of run --kubernetes (kubectl's names for
+// the connection).
+func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
+	f.BoolVar(&k.on, "kubernetes", false, "run on a Kubernetes cluster: the proxies and --shards load pods there, the spec an external one whose targets and upstreams the pods reach")
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config; in a pod, its service account)")
+	f.StringVar(&k.context, "context", "", "kubeconfig context (default: the current one)")
+	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's, else default)")
+	f.StringVar(&k.image, "image", "", "the bulkheadlab image the pods run, of this binary's version (build it with scripts/image.sh)")
+	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
+	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of each dependency's proxy Deployment (every fault switch goes to each)")
+	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
+	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
+	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
+}
+
+// check refuses flag combinations before anything starts.
+func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
+	if !k.on {
+		for _, name := range []string{"image", "patch-env"} {
+			if (name == "image" && k.image != "") || (name == "patch-env" && k.patchEnv != "") {
+				return usageError(fmt.Errorf("--%s: only with --kubernetes", name))
+			}
+		}
+		return nil
+	}
+	switch {
+	case k.image == "":
+		return usageError(errors.New("--kubernetes: give the image the pods run with --image (build it with scripts/image.sh)"))
+	case sp.External == nil:
+		return usageError(fmt.Errorf("--kubernetes: %s is not an external spec: in a cluster the service under test and its dependencies are yours (see the README's \"Kubernetes\")", sp.File()))
+	case sp.Audit != nil:
+		return usageError(errors.New("--kubernetes: an audit's calibration sends its requests from this machine; run the audit beside the service"))
+	case o.inProcess:
+		return usageError(errors.New("--kubernetes: drop --in-process"))
+	case k.proxyReplicas < 1:
+		return usageError(fmt.Errorf("--proxy-replicas: %d is not ≥ 1", k.proxyReplicas))
+	}
+	switch k.pullPolicy {
+	case "", "Always", "IfNotPresent", "Never":
+	default:
+		return usageError(fmt.Errorf("--image-pull-policy: %q is not Always, IfNotPresent or Never", k.pullPolicy))
+	}
+	if k.patchEnv != "" {
+		if _, err := kuberun.ParseEnvPatch(k.patchEnv); err != nil {
+			return usageError(fmt.Errorf("--patch-env: %w", err))
+		}
+	}
+	return nil
+}
+
+var runIDUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// kubeRunID names the objects of an experiment started at t.
+func kubeRunID(experiment string, t time.Time) string {
+	name := strings.Trim(runIDUnsafe.ReplaceAllString(strings.ToLower(experiment), "-"), "-")
+	if len(name) > 30 {
+		name = strings.TrimRight(name[:30], "-")
+	}
+	return name + "-" + t.UTC().Format("20060102t150405z")
+}
+
+// startKube connects, creates the plan's objects and points r at them; the
+// returned close deletes them (Ctrl-C included: it takes a fresh context).
+func startKube(ctx context.Context, w io.Writer, k kubeOptions, shards int, sp *spec.Spec, p *plan.Plan, r *runner.Runner) (func() error, error) {
+	c, err := kube.Connect(kube.Options{Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: shards, ProxyReplicas: k.proxyReplicas,
+		TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
+	if k.patchEnv != "" {
+		o.Patch, _ = kuberun.ParseEnvPatch(k.patchEnv)
+	}
+	e, err := kuberun.Start(ctx, c, p, kubeRunID(sp.Name, time.Now()), buildVersion(), o)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, withCode(ExitInterrupted, err)
+		}
+		return nil, err
+	}
+	r.Launcher, r.Remote = e.Launcher, e.Remote
+	return func() error {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := e.Close(dctx)
+		if err == nil {
+			fmt.Fprintf(w, "kubernetes: run %s deleted\n", e.Run.ID)
+		}
+		return err
+	}, nil
+}
+
+// newKubeCmd builds `kube`, the cluster housekeeping.
+func newKubeCmd() *cobra.Command {
+	var k kubeOptions
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "kube",
+		Short: "Housekeeping of runs on a Kubernetes cluster",
+	}
+	clean := &cobra.Command{
+		Use:   "clean",
+		Short: "Delete the objects of runs whose runner is gone (their lease expired)",
+		Long: `clean deletes every object of the runs in the namespace whose lease expired
+(their runner was killed: a run deletes its own objects at its end, on a
+failure and on Ctrl-C), and puts back the env variables a run patched in a
+Deployment. With --all it deletes every run, live or not. Every run on a
+cluster does this for expired runs before it starts.`,
+		Example: `  bulkheadlab kube clean -n chaos
+  bulkheadlab kube clean --all --context staging`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := kube.Connect(kube.Options{Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace})
+			if err != nil {
+				return usageError(err)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			gone, err := c.Clean(ctx, all)
+			for _, g := range gone {
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted run %s\n", g)
+			}
+			if err != nil {
+				return err
+			}
+			if len(gone) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing to delete in namespace %s\n", c.Namespace)
+			}
+			return nil
+		},
+	}
+	f := clean.Flags()
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&k.context, "context", "", "kubeconfig context (default: the current one)")
+	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's, else default)")
+	f.BoolVar(&all, "all", false, "delete every run, not only the expired ones")
+	cmd.AddCommand(clean)
+	return cmd
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKubeUsageErrors: a run on a cluster refuses, before it connects,
+// what it cannot do, naming the flag; `kube clean` names a kubeconfig it
+// cannot read.
+func TestKubeUsageErrors(t *testing.T) {
+	tmp := t.TempDir()
+	ext := filepath.Join(tmp, "ext.yaml")
+	if err := os.WriteFile(ext, []byte("name: ext\nmodes: [shared]\nexternal:\n"+
+		"  targets: {a: 'http://checkout.shop.svc/a', b: 'http://checkout.shop.svc/b'}\n"+
+		"  upstreams: {A: 'http://pay.shop.svc:8080', B: 'http://stock.shop.svc:8080'}\n"+
+		"  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(tmp, "no-kubeconfig")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", ext, "--kubernetes"}, "--image"},
+		{[]string{"run", "ci-regression", "--kubernetes", "--image", "x"}, "not an external spec"},
+		{[]string{"run", ext, "--image", "x"}, "--image: only with --kubernetes"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--proxy-replicas", "0"}, "--proxy-replicas"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
+		{[]string{"kube", "clean", "--kubeconfig", missing}, missing},
+	} {
+		code, msg := execute(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(msg, tc.want) {
+			t.Errorf("bulkheadlab %s: exit %d %q, want exit %d naming %q", strings.Join(tc.args, " "), code, msg, ExitUsage, tc.want)
+		}
+	}
+}
+
+func TestKubeRunID(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 4, 5, 0, time.UTC)
+	for name, want := range map[string]string{
+		"slow-dependency":                    "slow-dependency-20261202t160405z",
+		"My_Shop Checkout!":                  "my-shop-checkout-20261202t160405z",
+		"a-very-long-experiment-name-beyond": "a-very-long-experiment-name-be-20261202t160405z",
+	} {
+		if got := kubeRunID(name, at); got != want {
+			t.Errorf("kubeRunID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package kuberun_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/experiments/kuberun"
+	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
+	"github.com/bulkheadlab/bulkheadlab/internal/kube"
+	"github.com/bulkheadlab/bulkheadlab/internal/kubetest"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+)
+
+// userDeployment creates the user's Deployment "checkout" (one container
+// "app" with PAY_URL set), whose env a run points at the proxies.
+func userDeployment(t *testing.T, c *kube.Cluster) {
+	t.Helper()
+	labels := map[string]string{"app": "checkout"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: c.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop/checkout:1",
+					Env: []corev1.EnvVar{{Name: "PAY_URL", Value: "http://payments:8080"}}}}},
+			},
+		},
+	}
+	if _, err := c.Client.AppsV1().Deployments(c.Namespace).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userEnv is the env of the user's Deployment's container.
+func userEnv(t *testing.T, c *kube.Cluster) map[string]string {
+	t.Helper()
+	d, err := c.Client.AppsV1().Deployments(c.Namespace).Get(context.Background(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+func nothingLeft(t *testing.T, c *kube.Cluster, run string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	left, err := c.Left(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("left in the cluster: %v", left)
+	}
+}
+
+// TestExperimentOnCluster runs a whole experiment against a real API
+// server with kwok's pods: the proxies' Deployments (two replicas each)
+// and Services, the shards' Indexed Job (three pods) under one Lease;
+// every fault switched on both replicas; the load of the three shards
+// released together and merged; the verdicts those of the claim (shared
+// pool: /b degraded, bulkheads: not); the user's Deployment pointed at the
+// proxies and put back; and nothing left in the cluster at the end.
+func TestExperimentOnCluster(t *testing.T) {
+	kc := kubetest.Shared(t)
+	c, err := kube.NewCluster(kc.Config, kc.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	c.PodURL = w.podURL
+	userDeployment(t, c)
+	sp := w.spec(t, "2s")
+	p, err := sp.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := kuberun.Start(ctx, c, p, "lifecycle", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 3, ProxyReplicas: 2,
+		Patch: &kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A", "STOCK_URL": "B"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	if env := userEnv(t, c); env["PAY_URL"] != e.Run.ProxyURL("A") || env["STOCK_URL"] != e.Run.ProxyURL("B") {
+		t.Errorf("the user's Deployment's env %v, want PAY_URL %s and STOCK_URL %s", env, e.Run.ProxyURL("A"), e.Run.ProxyURL("B"))
+	}
+	if n := w.started.Load(); n != 2*2+3 {
+		t.Errorf("%d containers reached, want 4 proxies and 3 shards", n)
+	}
+
+	r := &runner.Runner{Plan: p, Root: t.TempDir(), Version: testVersion, Launcher: e.Launcher, Remote: e.Remote}
+	dir, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := analysis.WriteReport(dir.Path, analysis.Options{NoImages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range sum.Verdicts {
+		if v.Name == "P1" || v.Name == "P2" {
+			if v.Outcome == analysis.Invalid || v.Outcome == analysis.Inconclusive {
+				t.Skipf("%s %s: the machine could not hold the load (%s)", v.Name, v.Outcome, v.Reason)
+			}
+			if v.Outcome != analysis.Supported {
+				t.Errorf("%s: %s (%s)", v.Name, v.Outcome, v.Reason)
+			}
+		}
+	}
+	for _, rs := range sum.Runs {
+		if rs.Shards == nil || rs.Shards.Count != 3 {
+			t.Errorf("%s: shards %+v, want 3", rs.ID, rs.Shards)
+		}
+	}
+	// Every switch of A's fault reached both replicas, each recorded.
+	m := readMeta(t, dir.Path, "slow-shared-r1")
+	replicas := map[string]int{}
+	for _, ev := range m.Faults {
+		if ev.Dependency == "A" && ev.Action == rundata.FaultSet {
+			replicas[ev.Replica]++
+		}
+	}
+	if len(replicas) != 2 {
+		t.Errorf("fault set on replicas %v, want 2 of them", replicas)
+	}
+
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nothingLeft(t, c, e.Run.Label)
+	if env := userEnv(t, c); env["PAY_URL"] != "http://payments:8080" || env["STOCK_URL"] != "" {
+		t.Errorf("the user's Deployment's env after the run: %v, want it as it was", env)
+	}
+}
+
+func readMeta(t *testing.T, dir, id string) rundata.RunMeta {
+	t.Helper()
+	b, err := os.ReadFile(dir + "/" + rundata.RunsDir + "/" + id + "/" + rundata.MetaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m rundata.RunMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
