@@ -205,6 +205,18 @@ func (r *remoteRun) finish(ctx context.Context, results []ShardResult, runErr er
 	return rep, errors.Join(errs...)
 }
 
+// ClockLimit is the most a shard's clock may be uncertain against the
+// runner's (half the best round trip of its clock exchange) for a run
+// with lag threshold lag and windows of window: the lag threshold, or a
+// quarter window when that is more. A result belongs to the window and the
+// phase of its intended send time by its shard's clock, so an error of a
+// quarter window moves at most a quarter of a window's results across a
+// boundary (the phases' boundaries, where the faults switch, have the
+// overran rule); a runner that reaches its shards through a cluster's API
+// server measures round trips of several milliseconds, more than the lag
+// threshold alone allows.
+func ClockLimit(lag, window time.Duration) time.Duration { return max(lag, window/4) }
+
 // judgeShards makes every judged phase INVALID for what went wrong with a
 // shard: the fleet's numbers can hide one shard (1/N of the requests)
 // lagging, or missing.
@@ -224,8 +236,8 @@ func judgeShards(rep *Report, p *plan, complete bool) {
 		if st.Late > lim {
 			reasons = append(reasons, fmt.Sprintf("shard %d started %v after t0 (limit %v, the lag threshold)", st.Index, st.Late, lim))
 		}
-		if st.OffsetError > lim {
-			reasons = append(reasons, fmt.Sprintf("shard %d's clock is known only within ±%v of the runner's (limit %v)", st.Index, st.OffsetError, lim))
+		if clock := ClockLimit(p.lag, p.window); st.OffsetError > clock {
+			reasons = append(reasons, fmt.Sprintf("shard %d's clock is known only within ±%v of the runner's (limit %v)", st.Index, st.OffsetError, clock))
 		}
 		for _, ph := range st.LateShare {
 			if ph.Share > 0.01 && !slices.Contains(p.cfg.ExcludeFromValidity, ph.Phase) {

@@ -154,3 +154,23 @@ func TestJudgeShards(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeShardsClock: a shard's clock known within a quarter window
+// (more than the lag threshold, as through a cluster's API server) is
+// good enough; beyond it the run is INVALID, naming the shard.
+func TestJudgeShardsClock(t *testing.T) {
+	p := &plan{lag: 5 * time.Millisecond, window: 250 * time.Millisecond}
+	for _, tc := range []struct {
+		err   time.Duration
+		valid bool
+	}{{20 * time.Millisecond, true}, {62 * time.Millisecond, true}, {80 * time.Millisecond, false}} {
+		rep := &Report{Phases: []PhaseStats{{Phase: "baseline", Valid: true}}, Shards: []ShardStats{{Index: 3, OffsetError: tc.err}}}
+		judgeShards(rep, p, true)
+		if rep.Phases[0].Valid != tc.valid {
+			t.Errorf("offset error %v: valid %v, want %v (%v)", tc.err, rep.Phases[0].Valid, tc.valid, rep.Phases[0].Reasons)
+		}
+		if !tc.valid && !strings.Contains(strings.Join(rep.Phases[0].Reasons, ";"), "shard 3's clock") {
+			t.Errorf("reasons %v", rep.Phases[0].Reasons)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/kube"
+	"github.com/bulkheadlab/bulkheadlab/loadgen/shards"
 )
 
 // kubeOptions are the flags of a run on a Kubernetes cluster.
@@ -35,7 +36,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config; in a pod, its service account)")
 	f.StringVar(&k.context, "context", "", "kubeconfig context (default: the current one)")
 	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's, else default)")
-	f.StringVar(&k.image, "image", "", "the bulkheadlab image the pods run, of this binary's version (build it with scripts/image.sh)")
+	f.StringVar(&k.image, "image", "", "the bulkheadlab image the pods run, built from the same release as this binary (scripts/image.sh)")
 	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
 	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of each dependency's proxy Deployment (every fault switch goes to each)")
 	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
@@ -91,17 +92,17 @@ func kubeRunID(experiment string, t time.Time) string {
 
 // startKube connects, creates the plan's objects and points r at them; the
 // returned close deletes them (Ctrl-C included: it takes a fresh context).
-func startKube(ctx context.Context, w io.Writer, k kubeOptions, shards int, sp *spec.Spec, p *plan.Plan, r *runner.Runner) (func() error, error) {
+func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp *spec.Spec, p *plan.Plan, r *runner.Runner) (func() error, error) {
 	c, err := kube.Connect(kube.Options{Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace})
 	if err != nil {
 		return nil, usageError(err)
 	}
-	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: shards, ProxyReplicas: k.proxyReplicas,
+	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: nShards, ProxyReplicas: k.proxyReplicas,
 		TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
 	if k.patchEnv != "" {
 		o.Patch, _ = kuberun.ParseEnvPatch(k.patchEnv)
 	}
-	e, err := kuberun.Start(ctx, c, p, kubeRunID(sp.Name, time.Now()), buildVersion(), o)
+	e, err := kuberun.Start(ctx, c, p, kubeRunID(sp.Name, time.Now()), shards.Protocol, o)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, withCode(ExitInterrupted, err)

@@ -52,7 +52,7 @@ the bound address.`,
 			if err != nil {
 				return err
 			}
-			a := &shards.Agent{Version: buildVersion(), Index: index, AllowRemote: allowRemote}
+			a := &shards.Agent{Version: shards.Protocol, Index: index, AllowRemote: allowRemote}
 			return serveAnnounced(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				announce.Announcement{Component: "shard", Name: strconv.Itoa(index)}, ln,
 				func(ctx context.Context, ln net.Listener) error { return serveHTTP(ctx, ln, a.Handler()) })

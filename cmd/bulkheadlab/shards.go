@@ -19,7 +19,7 @@ func localShards(ctx context.Context, n int) (*shards.Fleet, func(), error) {
 	}
 	// Not niced: the shards are the experiment's clock, as the runner is.
 	sup := &runner.Supervisor{}
-	f := &shards.Fleet{Version: buildVersion()}
+	f := &shards.Fleet{Version: shards.Protocol}
 	var children []*runner.Child
 	stop := func() {
 		for _, c := range children {

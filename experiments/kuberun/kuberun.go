@@ -37,7 +37,7 @@ const (
 // Options configure a run on a cluster.
 type Options struct {
 	// Image is the bulkheadlab image the proxies and shards run (see
-	// scripts/image.sh); it must be the runner's version.
+	// scripts/image.sh), of the runner's shard protocol (shards.Protocol).
 	Image      string
 	PullPolicy string
 	// Shards is the number of load pods; 0 means DefaultShards.
@@ -148,7 +148,7 @@ func (o Options) logf(format string, args ...any) {
 // Start creates the plan's objects on c under runID, waits until every
 // pod is ready, points the user's Deployment at the proxies if asked, and
 // returns the Experiment. On an error nothing is left behind. version is
-// the runner's (the shards must be the same).
+// the shards' protocol (shards.Protocol; the pods' must be the same).
 func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version string, o Options) (*Experiment, error) {
 	pxs, err := proxies(p)
 	if err != nil {

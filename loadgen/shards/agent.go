@@ -14,6 +14,12 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
+// Protocol is the version of the protocol between a runner and its
+// shards: the package doc's API, the shard's config (loadgen.MarshalShard)
+// and the batch format. It changes whenever one of them does; a runner and
+// a shard of different builds talk as long as it is the same.
+const Protocol = "bulkheadlab-shards/1"
+
 // DefaultArmTimeout is how long an armed shard waits for its start.
 const DefaultArmTimeout = 2 * time.Minute
 
@@ -23,7 +29,8 @@ const maxArmBody = 64 << 20
 // Agent is a shard process's HTTP API (see the package doc). It runs one
 // load at a time. Its methods are safe for concurrent use.
 type Agent struct {
-	// Version is the binary's; a Fleet of another version is refused.
+	// Version is the protocol's (Protocol in production); a Fleet of
+	// another is refused.
 	Version string
 	// Index is the shard's index as its orchestrator named it (an Indexed
 	// Job's completion index), -1 when none did; a Fleet checks it.

@@ -40,7 +40,7 @@ type Endpoint struct {
 // fields are read once per run.
 type Fleet struct {
 	Endpoints []Endpoint
-	// Version must equal every Agent's.
+	// Version must equal every Agent's (Protocol in production).
 	Version string
 	// Lead is the least time between the release decision and t0; it grows
 	// to three times the slowest round trip. 0 means DefaultLead.

@@ -84,7 +84,9 @@ func TestFleetMergesExactly(t *testing.T) {
 	}
 	for i, ps := range rep.Phases {
 		one := single.Phases[i]
-		if ps.Expected != one.Expected || ps.Counts.Total() != one.Expected || ps.Counts[loadgen.ClassOK] != ps.Expected || ps.Sent != one.Sent {
+		// Sent counts actual send times in the phase: a request sent late
+		// may cross a boundary, in either run.
+		if ps.Expected != one.Expected || ps.Counts.Total() != one.Expected || ps.Counts[loadgen.ClassOK] != ps.Expected || abs(ps.Sent-one.Sent) > 2 {
 			t.Errorf("%s/%s: expected %d total %d ok %d sent %d; one generator expected %d sent %d",
 				ps.Endpoint, ps.Phase, ps.Expected, ps.Counts.Total(), ps.Counts[loadgen.ClassOK], ps.Sent, one.Expected, one.Sent)
 		}
@@ -238,4 +240,11 @@ func reasonsHave(rep *loadgen.Report, s string) bool {
 		}
 	}
 	return false
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
