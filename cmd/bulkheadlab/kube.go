@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type kubeOptions struct {
 	kubeconfig, context, namespace string
 	image, pullPolicy, patchEnv    string
 	proxyReplicas                  int32
+	replicasSet                    bool // --proxy-replicas was given
 	ttl, readyTimeout              time.Duration
 }
 
@@ -38,7 +40,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's, else default)")
 	f.StringVar(&k.image, "image", "", "the bulkheadlab image the pods run, built from the same release as this binary (scripts/image.sh)")
 	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
-	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of each dependency's proxy Deployment (every fault switch goes to each)")
+	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of every dependency's proxy Deployment (every fault switch goes to each; default: external.kubernetes.replicas, else 1)")
 	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
 	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
 	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
@@ -50,6 +52,13 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 		for _, name := range []string{"image", "patch-env"} {
 			if (name == "image" && k.image != "") || (name == "patch-env" && k.patchEnv != "") {
 				return usageError(fmt.Errorf("--%s: only with --kubernetes", name))
+			}
+		}
+		if x := sp.External; x != nil && x.Kubernetes != nil {
+			for _, d := range sortedDeps(sp) {
+				if x.Proxies[d] == "" {
+					return usageError(fmt.Errorf("%s: external.proxies.%s: without it the spec runs only on a cluster: add --kubernetes, or give the address your service calls", sp.File(), d))
+				}
 			}
 		}
 		return nil
@@ -99,6 +108,18 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 	}
 	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: nShards, ProxyReplicas: k.proxyReplicas,
 		TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
+	// The spec's layout, where the flags left it.
+	if l := sp.External.Kubernetes; l != nil {
+		if !k.replicasSet {
+			o.Replicas = map[string]int32{}
+			for d, n := range l.Replicas {
+				o.Replicas[d] = int32(n)
+			}
+		}
+		if o.Shards == 0 {
+			o.Shards = l.Shards
+		}
+	}
 	if k.patchEnv != "" {
 		o.Patch, _ = kuberun.ParseEnvPatch(k.patchEnv)
 	}
@@ -167,4 +188,14 @@ cluster does this for expired runs before it starts.`,
 	f.BoolVar(&all, "all", false, "delete every run, not only the expired ones")
 	cmd.AddCommand(clean)
 	return cmd
+}
+
+// sortedDeps are the spec's dependencies in name order.
+func sortedDeps(sp *spec.Spec) []string {
+	deps := make([]string, 0, len(sp.Dependencies))
+	for d := range sp.Dependencies {
+		deps = append(deps, d)
+	}
+	slices.Sort(deps)
+	return deps
 }

@@ -20,6 +20,13 @@ func TestKubeUsageErrors(t *testing.T) {
 		"  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cluster := filepath.Join(tmp, "cluster.yaml")
+	if err := os.WriteFile(cluster, []byte("name: cluster\nmodes: [shared]\nexternal:\n"+
+		"  targets: {a: 'http://checkout.shop.svc/a', b: 'http://checkout.shop.svc/b'}\n"+
+		"  upstreams: {A: 'http://pay.shop.svc:8080', B: 'http://stock.shop.svc:8080'}\n"+
+		"  kubernetes: {replicas: {A: 2}, shards: 4}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	missing := filepath.Join(tmp, "no-kubeconfig")
 	for _, tc := range []struct {
 		args []string
@@ -33,6 +40,8 @@ func TestKubeUsageErrors(t *testing.T) {
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
 		{[]string{"kube", "clean", "--kubeconfig", missing}, missing},
+		{[]string{"run", cluster, "--allow-remote"}, "external.proxies.A: without it the spec runs only on a cluster"},
+		{[]string{"run", cluster, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
 	} {
 		code, msg := execute(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(msg, tc.want) {

@@ -126,6 +126,7 @@ func (o *runOptions) addMatrixFlags(f *pflag.FlagSet, checkHelp string) {
 // flagsSet records which of the shared flags the command line gave.
 func (o *runOptions) flagsSet(cmd *cobra.Command) {
 	o.outSet = cmd.Flags().Changed("out")
+	o.kube.replicasSet = cmd.Flags().Changed("proxy-replicas")
 	o.repeatsSet = cmd.Flags().Changed("repeats")
 }
 

@@ -44,6 +44,8 @@ type Options struct {
 	Shards int
 	// ProxyReplicas is each proxy's Deployment's replicas; 0 means 1.
 	ProxyReplicas int32
+	// Replicas overrides ProxyReplicas per dependency.
+	Replicas map[string]int32
 	// Patch, if set, points env variables of the user's Deployment at the
 	// proxies for the run, and puts them back after.
 	Patch *EnvPatch
@@ -174,7 +176,11 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		spec.PullPolicy = corePullPolicy(o.PullPolicy)
 	}
 	for _, px := range pxs {
-		spec.Proxies = append(spec.Proxies, kube.Proxy{Dependency: px.dependency, Replicas: o.ProxyReplicas,
+		replicas := o.ProxyReplicas
+		if n, ok := o.Replicas[px.dependency]; ok {
+			replicas = n
+		}
+		spec.Proxies = append(spec.Proxies, kube.Proxy{Dependency: px.dependency, Replicas: replicas,
 			Args: []string{"proxy", "--listen", fmt.Sprintf(":%d", kube.DataPort), "--control", fmt.Sprintf(":%d", kube.ControlPort),
 				"--upstream", px.upstream, "--allow-remote", "--name", px.dependency}})
 	}

@@ -63,3 +63,52 @@ func TestExternalConnMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalKubernetes: external.kubernetes lays the experiment out on a
+// cluster: replicas per dependency and shards within bounds, naming the
+// field and line; with it the proxies' addresses may be left out (a
+// Service each), and the plan still has a proxy per dependency.
+func TestExternalKubernetes(t *testing.T) {
+	base := `name: ext
+external:
+  targets:   {a: "http://checkout.shop.svc/a", b: "http://checkout.shop.svc/b"}
+  upstreams: {A: "http://pay.shop.svc:8080", B: "http://stock.shop.svc:8080"}
+  kubernetes: %s
+modes: [shared]
+`
+	for _, tt := range []struct{ k, want string }{
+		{`{replicas: {A: 2}, shards: 8}`, ""},
+		{`{}`, ""},
+		{`{replicas: {C: 2}}`, `ext.yaml:5: external.kubernetes.replicas.C: no dependency "C"`},
+		{`{replicas: {A: 0}}`, "external.kubernetes.replicas.A: 0 is not in [1, 100]"},
+		{`{shards: -1}`, "external.kubernetes.shards: -1 is not in [0, 1000]"},
+		{`{nodes: 3}`, "nodes"},
+	} {
+		s, err := Parse("ext.yaml", []byte(strings.Replace(base, "%s", tt.k, 1)))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.k, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want it to contain %q", tt.k, err, tt.want)
+		case tt.want == "":
+			p, err := s.Plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxies := 0
+			for _, c := range p.Runs[0].Components {
+				if c.Proxy != nil {
+					proxies++
+				}
+			}
+			if proxies != 2 {
+				t.Errorf("%s: %d proxies in the plan, want 2", tt.k, proxies)
+			}
+		}
+	}
+	// Without the kubernetes block the proxies' addresses are required.
+	noK := strings.Replace(base, "  kubernetes: %s\n", "", 1)
+	if _, err := Parse("ext.yaml", []byte(noK)); err == nil || !strings.Contains(err.Error(), "external.proxies.A") {
+		t.Errorf("no proxies, no kubernetes: %v", err)
+	}
+}

@@ -242,7 +242,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	for _, d := range deps {
 		listen := anyLoopback
-		if x != nil {
+		if x != nil && x.Proxies[d] != "" { // none: a Service in a cluster (external.kubernetes)
 			listen = externalProxyAddr(x.Proxies[d])
 		}
 		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,

@@ -334,10 +334,29 @@ type External struct {
 	// Rules classify responses (status/header → result class); kept opaque
 	// here and decoded by the load generator.
 	Rules *yaml.Node `yaml:"rules,omitempty"`
+	// Kubernetes, if set, is how `run --kubernetes` lays the experiment
+	// out on a cluster (its flags override it). With it, proxies may be
+	// left out: in a cluster each is a Service.
+	Kubernetes *KubeLayout `yaml:"kubernetes,omitempty"`
 	// ExternalService is how the service is reached (and started) in every
 	// mode that does not say otherwise under modes[i].external.
 	ExternalService `yaml:",inline"`
 }
+
+// KubeLayout is an external experiment's layout on a Kubernetes cluster.
+type KubeLayout struct {
+	// Replicas is each dependency's proxy Deployment's replicas, by
+	// dependency (1 for one not named).
+	Replicas map[string]int `yaml:"replicas,omitempty"`
+	// Shards is the number of load pods (1 if 0).
+	Shards int `yaml:"shards,omitempty"`
+}
+
+// MaxKubeReplicas and MaxKubeShards bound a KubeLayout.
+const (
+	MaxKubeReplicas = 100
+	MaxKubeShards   = 1000
+)
 
 // ExternalService is one configuration of the user's service: where its
 // endpoints are, what it exports, and optionally the command that starts it

@@ -500,6 +500,9 @@ func (s *Spec) validateExternal(p *problems) {
 	for _, d := range s.dependencyNames() {
 		s.checkUpstream(p, d) // tcp.go
 		path := "external.proxies." + d
+		if x.Kubernetes != nil && x.Proxies[d] == "" {
+			continue // a Service in the cluster
+		}
 		host, port, err := net.SplitHostPort(externalProxyAddr(x.Proxies[d]))
 		switch {
 		case err != nil:
@@ -510,6 +513,20 @@ func (s *Spec) validateExternal(p *problems) {
 			p.add(path, "%s is also the proxy of %s: each dependency needs its own port", x.Proxies[d], ports[host+":"+port])
 		default:
 			ports[host+":"+port] = d
+		}
+	}
+	if k := x.Kubernetes; k != nil {
+		for _, d := range sortedKeys(k.Replicas) {
+			path := "external.kubernetes.replicas." + d
+			switch n := k.Replicas[d]; {
+			case !isDep(d):
+				p.add(path, "no dependency %q", d)
+			case n < 1 || n > MaxKubeReplicas:
+				p.add(path, "%d is not in [1, %d]", n, MaxKubeReplicas)
+			}
+		}
+		if k.Shards < 0 || k.Shards > MaxKubeShards {
+			p.add("external.kubernetes.shards", "%d is not in [0, %d] (0: one)", k.Shards, MaxKubeShards)
 		}
 	}
 	s.validateTCPConditions(p)
