@@ -3,6 +3,8 @@ package kuberun_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"os"
 	"testing"
 	"time"
@@ -159,4 +161,83 @@ func readMeta(t *testing.T, dir, id string) rundata.RunMeta {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestInterruptedExperiment is Ctrl-C in the middle of an experiment on
+// the cluster, as run --kubernetes handles it: the runner stops (its run
+// interrupted), Close with a fresh context deletes every object and puts
+// the user's Deployment back.
+func TestInterruptedExperiment(t *testing.T) {
+	kc := kubetest.Shared(t)
+	c, err := kube.NewCluster(kc.Config, kc.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	c.PodURL = w.podURL
+	userDeployment(t, c)
+	p, err := w.spec(t, "60s").Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := kuberun.Start(ctx, c, p, "interrupted", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 2,
+		Patch: &kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	r := &runner.Runner{Plan: p, Root: t.TempDir(), Version: testVersion, Launcher: e.Launcher, Remote: e.Remote}
+	begin := time.Now()
+	if _, err := r.Run(ctx); err == nil {
+		t.Fatal("the interrupted experiment ended without an error")
+	}
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("the runner took %v to stop after the interrupt", d)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ccancel()
+	if err := e.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	nothingLeft(t, c, e.Run.Label)
+	if env := userEnv(t, c); env["PAY_URL"] != "http://payments:8080" {
+		t.Errorf("the user's Deployment's env after the interrupt: %v", env)
+	}
+}
+
+// TestShardNeverReady: a shard pod that never becomes ready stops the
+// experiment before any load, with an error naming it, and leaves nothing.
+func TestShardNeverReady(t *testing.T) {
+	kc := kubetest.Shared(t)
+	c, err := kube.NewCluster(kc.Config, kc.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.NeverReady(t, func(p *corev1.Pod) bool {
+		return p.Namespace == c.Namespace && p.Labels[kubetest.CompletionIndex] == "1"
+	})
+	w := newWorld(t)
+	c.PodURL = w.podURL
+	p, err := w.spec(t, "1s").Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kuberun.Start(context.Background(), c, p, "stuck", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 3,
+		ReadyTimeout: 2 * time.Second})
+	var nr *kube.NotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("err = %v, want a NotReadyError", err)
+	}
+	if st, ok := nr.Shard(1); !ok || !strings.Contains(err.Error(), "shard 1") {
+		t.Errorf("shard 1 not named: %v (%+v)", err, st)
+	}
+	if _, ok := nr.Shard(0); ok {
+		t.Errorf("shard 0 named as not ready: %v", err)
+	}
+	if n := w.started.Load(); n != 0 {
+		t.Errorf("%d containers reached before every pod was ready", n)
+	}
+	nothingLeft(t, c, kube.RunLabel("stuck"))
 }
