@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
