@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/kuberun"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
@@ -26,6 +27,7 @@ type kubeOptions struct {
 	on                             bool
 	kubeconfig, context, namespace string
 	image, pullPolicy, patchEnv    string
+	shardCPU                       string
 	proxyReplicas                  int32
 	replicasSet                    bool // --proxy-replicas was given
 	ttl, readyTimeout              time.Duration
@@ -41,6 +43,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.image, "image", "", "the bulkheadlab image the pods run, built from the same release as this binary (scripts/image.sh)")
 	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
 	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of every dependency's proxy Deployment (every fault switch goes to each; default: external.kubernetes.replicas, else 1)")
+	f.StringVar(&k.shardCPU, "shard-cpu", "", "each shard pod's CPU request, e.g. 2 (a shard sends about 4,000 requests/s per core validly; default: none)")
 	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
 	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
 	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
@@ -80,6 +83,11 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 	default:
 		return usageError(fmt.Errorf("--image-pull-policy: %q is not Always, IfNotPresent or Never", k.pullPolicy))
 	}
+	if k.shardCPU != "" {
+		if q, err := resource.ParseQuantity(k.shardCPU); err != nil || q.Sign() <= 0 {
+			return usageError(fmt.Errorf("--shard-cpu: %q is not a positive CPU quantity (2, 1500m)", k.shardCPU))
+		}
+	}
 	if k.patchEnv != "" {
 		if _, err := kuberun.ParseEnvPatch(k.patchEnv); err != nil {
 			return usageError(fmt.Errorf("--patch-env: %w", err))
@@ -107,7 +115,7 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 		return nil, usageError(err)
 	}
 	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: nShards, ProxyReplicas: k.proxyReplicas,
-		TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
+		ShardCPU: k.shardCPU, TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
 	// The spec's layout, where the flags left it.
 	if l := sp.External.Kubernetes; l != nil {
 		if !k.replicasSet {

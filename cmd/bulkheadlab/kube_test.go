@@ -38,6 +38,8 @@ func TestKubeUsageErrors(t *testing.T) {
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--proxy-replicas", "0"}, "--proxy-replicas"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "lots"}, "--shard-cpu"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "-1"}, "--shard-cpu"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
 		{[]string{"kube", "clean", "--kubeconfig", missing}, missing},
 		{[]string{"run", cluster, "--allow-remote"}, "external.proxies.A: without it the spec runs only on a cluster"},

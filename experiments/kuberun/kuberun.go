@@ -25,6 +25,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/kube"
 	"github.com/bulkheadlab/bulkheadlab/loadgen/shards"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Defaults of Options.
@@ -46,6 +47,8 @@ type Options struct {
 	ProxyReplicas int32
 	// Replicas overrides ProxyReplicas per dependency.
 	Replicas map[string]int32
+	// ShardCPU, if set, is each shard pod's CPU request ("2", "1500m").
+	ShardCPU string
 	// Patch, if set, points env variables of the user's Deployment at the
 	// proxies for the run, and puts them back after.
 	Patch *EnvPatch
@@ -171,6 +174,13 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 	}
 	if spec.TTL == 0 {
 		spec.TTL = DefaultTTL
+	}
+	if o.ShardCPU != "" {
+		q, err := resource.ParseQuantity(o.ShardCPU)
+		if err != nil || q.Sign() <= 0 {
+			return nil, fmt.Errorf("shard CPU %q is not a positive quantity (2, 1500m)", o.ShardCPU)
+		}
+		spec.ShardCPU = q
 	}
 	if o.PullPolicy != "" {
 		spec.PullPolicy = corePullPolicy(o.PullPolicy)

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -109,7 +110,9 @@ func TestCreateReadyDelete(t *testing.T) {
 	_, c := newCluster(t)
 	ctx := timeout(t, 30*time.Second)
 	start := time.Now()
-	run, err := c.Create(ctx, testSpec("run-1", 3))
+	sp := testSpec("run-1", 3)
+	sp.ShardCPU = resource.MustParse("1500m")
+	run, err := c.Create(ctx, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +156,18 @@ func TestCreateReadyDelete(t *testing.T) {
 		string(*j.Spec.CompletionMode) != "Indexed" || j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever ||
 		j.Spec.ActiveDeadlineSeconds == nil {
 		t.Errorf("job spec %+v", j.Spec)
+	}
+	// The restricted Pod Security Standard's container, as the API server
+	// stored it; a shard's CPU request.
+	for _, ps := range []corev1.PodSpec{j.Spec.Template.Spec, ds.Items[0].Spec.Template.Spec} {
+		sc := ps.Containers[0].SecurityContext
+		if sc == nil || !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
+			len(sc.Capabilities.Drop) != 1 || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("container %s security context %+v", ps.Containers[0].Name, sc)
+		}
+	}
+	if q := j.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; q.String() != "1500m" {
+		t.Errorf("shard CPU request %q, want 1500m", q.String())
 	}
 
 	if err := run.WaitReady(ctx); err != nil {

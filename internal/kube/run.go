@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -39,6 +40,9 @@ type Spec struct {
 	Shards    int
 	ShardArgs []string
 	ShardPort int32
+	// ShardCPU, if set, is each shard pod's CPU request (a load generator
+	// sends about 4,000 requests/s per core validly).
+	ShardCPU resource.Quantity
 	// TTL is the Lease's duration: a run not renewed for that long is
 	// expired, and Clean deletes it (0: one minute).
 	TTL time.Duration
@@ -246,6 +250,17 @@ func (r *Run) container(name string, args []string, ports []corev1.ContainerPort
 			{Name: "BULKHEADLAB_RUN", Value: r.ID},
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		},
+		// What the restricted Pod Security Standard asks of a container:
+		// the image's user (65532), no privilege, no capability, the
+		// runtime's seccomp profile; nothing of it writes to its root.
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             new(true),
+			RunAsUser:                new(int64(65532)),
+			AllowPrivilegeEscalation: new(false),
+			ReadOnlyRootFilesystem:   new(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/healthz", Port: intstr.FromInt32(health),
@@ -291,6 +306,11 @@ func (r *Run) shardJob() *batchv1.Job {
 		{Name: "shard", ContainerPort: r.spec.ShardPort, Protocol: corev1.ProtocolTCP},
 	}, r.spec.ShardPort)
 	c.Env = append(c.Env, corev1.EnvVar{Name: "BULKHEADLAB_SHARDS", Value: strconv.Itoa(r.spec.Shards)})
+	if q := r.spec.ShardCPU; !q.IsZero() {
+		// A request, not a limit: a limit's CFS throttling would show as
+		// schedule lag, and the run would be INVALID for it.
+		c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+	}
 	return &batchv1.Job{
 		ObjectMeta: r.meta(shardJobName(r.Label), ComponentShard, ""),
 		Spec: batchv1.JobSpec{
