@@ -31,7 +31,23 @@ func cpuShort(t *testing.T, size string) string {
 // layout with 4 KiB documents (too small to matter) leaves /b at its
 // baseline and no resource runs out: NOT SUPPORTED, exit 1.
 func TestCPUNotIsolatedPreset(t *testing.T) {
-	code, out, dir := runSpecJudged(t, "cpu-not-isolated", cpuShort(t, "768KiB"))
+	var code int
+	var out, dir string
+	for attempt := 1; ; attempt++ {
+		code, out, dir = runSpecJudged(t, "cpu-not-isolated", cpuShort(t, "768KiB"))
+		// The claim's premise is a pool far from full while the CPU runs
+		// out. A machine that starves the service beyond it (a pool
+		// fills too, in a run still valid) says nothing about the claim:
+		// once more, as for an INVALID run.
+		if code != ExitFailed || attempt == 2 {
+			break
+		}
+		s := readSummary(t, dir)
+		if full := measure(s, "CPU-NOT-ISOLATED", "runs of payload in which no worker pool"); !(full < 1) {
+			break
+		}
+		t.Logf("attempt %d: a worker pool filled as well (the machine starved the service beyond the claim's premise); once more", attempt)
+	}
 	if code != ExitOK {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
