@@ -89,12 +89,14 @@ func TestStartCommandStopsTheGroup(t *testing.T) {
 	addr := freeLoopback(t)
 	var s Supervisor
 	c, err := s.StartCommand(context.Background(), CommandSpec{Name: "service",
-		Argv: []string{"/bin/sh", "-c", `"$0" & sleep 0.5`, exe},
+		// The shell outlives the child's start (a race-built test binary
+		// on a busy machine takes over half a second), then exits.
+		Argv: []string{"/bin/sh", "-c", `"$0" & sleep 3`, exe},
 		Env:  []string{helperEnv + "=command", "CMD_LISTEN=" + addr}, Ready: "http://" + addr + "/ready", ReadyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // the shell has exited; its child serves on
+	time.Sleep(3500 * time.Millisecond) // the shell has exited; its child serves on
 	if err := c.Stop(5 * time.Second); err != nil {
 		t.Errorf("stop: %v", err)
 	}
