@@ -138,7 +138,7 @@ func (d *Dep) Serve(ctx context.Context, ln net.Listener) error {
 	if d.slots != nil {
 		longest += MaxDepQueueWait
 	}
-	return serveHTTP(ctx, ln, d.handler, longest)
+	return ServeHTTP(ctx, ln, d.handler, longest)
 }
 
 // delay draws the next response delay from the seeded source.

@@ -24,12 +24,13 @@ const (
 // idleTimeout is IdleTimeout, shortened by tests.
 var idleTimeout = IdleTimeout
 
-// serveHTTP serves h on ln until ctx ends, then shuts down gracefully
+// ServeHTTP serves h on ln until ctx ends, then shuts down gracefully
 // within ShutdownTimeout. writeTimeout bounds one response: longer than the
-// longest answer the component may legitimately take. It returns nil after
+// longest answer the component may legitimately take (0: none, for a
+// response that streams for a whole run). It returns nil after
 // a ctx-driven shutdown and the server's error otherwise. ln is closed on
 // return.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, writeTimeout time.Duration) error {
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, writeTimeout time.Duration) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: ReadTimeout,

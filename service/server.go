@@ -301,7 +301,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer burners.Wait()
 	// A response takes at most a queue wait and the dependency call.
-	return serveHTTP(ctx, ln, s.handler, s.cfg.Layout.MaxWait+s.cfg.Timeout+ReadTimeout)
+	return ServeHTTP(ctx, ln, s.handler, s.cfg.Layout.MaxWait+s.cfg.Timeout+ReadTimeout)
 }
 
 // burn spins until ctx ends (the BurnCPU test fault).

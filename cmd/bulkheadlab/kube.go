@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +57,7 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 			}
 		}
 		if x := sp.External; x != nil && x.Kubernetes != nil {
-			for _, d := range sortedDeps(sp) {
+			for _, d := range sp.DependencyNames() {
 				if x.Proxies[d] == "" {
 					return usageError(fmt.Errorf("%s: external.proxies.%s: without it the spec runs only on a cluster: add --kubernetes, or give the address your service calls", sp.File(), d))
 				}
@@ -196,14 +195,4 @@ cluster does this for expired runs before it starts.`,
 	f.BoolVar(&all, "all", false, "delete every run, not only the expired ones")
 	cmd.AddCommand(clean)
 	return cmd
-}
-
-// sortedDeps are the spec's dependencies in name order.
-func sortedDeps(sp *spec.Spec) []string {
-	deps := make([]string, 0, len(sp.Dependencies))
-	for d := range sp.Dependencies {
-		deps = append(deps, d)
-	}
-	slices.Sort(deps)
-	return deps
 }

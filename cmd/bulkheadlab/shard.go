@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/loadgen/shards"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // newShardCmd builds the `shard` command: one load generator of several.
@@ -55,7 +53,10 @@ the bound address.`,
 			a := &shards.Agent{Version: shards.Protocol, Index: index, AllowRemote: allowRemote}
 			return serveAnnounced(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				announce.Announcement{Component: "shard", Name: strconv.Itoa(index)}, ln,
-				func(ctx context.Context, ln net.Listener) error { return serveHTTP(ctx, ln, a.Handler()) })
+				func(ctx context.Context, ln net.Listener) error {
+					// No write timeout: a shard's result stream lasts the run.
+					return service.ServeHTTP(ctx, ln, a.Handler(), 0)
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -63,25 +64,4 @@ the bound address.`,
 	f.BoolVar(&allowRemote, "allow-remote", false, "allow listening beyond loopback, and targets beyond it (a shard in a cluster)")
 	f.IntVar(&index, "index", -1, "the shard's index (default $JOB_COMPLETION_INDEX, else none)")
 	return cmd
-}
-
-// serveHTTP serves h on ln until ctx ends, then shuts down within 5 s.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

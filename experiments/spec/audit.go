@@ -107,14 +107,14 @@ func (s *Spec) addAuditColumn(dep, fault, name string, slowT float64) {
 // endpoints' (in order of first use), or the external section's upstreams
 // (sorted) when the endpoints do not name them.
 func (s *Spec) auditDependencies() []string {
-	deps := s.dependencyNames()
+	deps := s.DependencyNames()
 	if s.External != nil {
 		for d := range s.External.Upstreams {
 			if !slices.Contains(deps, d) {
 				deps = append(deps, d)
 			}
 		}
-		slices.Sort(deps[len(s.dependencyNames()):])
+		slices.Sort(deps[len(s.DependencyNames()):])
 	}
 	return deps
 }

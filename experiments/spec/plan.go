@@ -139,9 +139,9 @@ func (s *Spec) FaultRates(c *Condition) Rates {
 	return r
 }
 
-// dependencyNames returns the dependencies the endpoints call, in endpoint
+// DependencyNames returns the dependencies the endpoints call, in endpoint
 // order, each once.
-func (s *Spec) dependencyNames() []string {
+func (s *Spec) DependencyNames() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range s.Endpoints {
@@ -220,7 +220,7 @@ func (s *Spec) rules() (*loadgen.Rules, error) {
 
 func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr := plan.Run{ID: r.ID, Condition: r.Condition.Name, Mode: r.Mode.Name, Repeat: r.Repeat, Seed: r.Seed}
-	deps := s.dependencyNames()
+	deps := s.DependencyNames()
 	upstream := map[string]plan.Address{}
 	x := s.External
 	for _, d := range deps {
@@ -490,7 +490,7 @@ func (s *Spec) command(r Run, es ExternalService) *plan.Command {
 		c.Ready = es.Canary
 	}
 	c.Env = append(c.Env, "BULKHEADLAB_MODE="+r.Mode.Name, "BULKHEADLAB_RUN="+r.ID)
-	for _, d := range s.dependencyNames() {
+	for _, d := range s.DependencyNames() {
 		c.Env = append(c.Env, "BULKHEADLAB_PROXY_"+envName(d)+"="+externalProxyAddr(s.External.Proxies[d]))
 	}
 	for _, k := range sortedKeys(es.Env) {

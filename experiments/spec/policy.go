@@ -166,7 +166,7 @@ func (s *Spec) validateModePolicies(p *problems, i int) {
 	}
 	for _, dep := range sortedKeys(m.Policies) {
 		if _, ok := s.Dependencies[dep]; !ok {
-			p.add(fmt.Sprintf("modes[%d].policies.%s", i, dep), "no dependency %q (dependencies: %s)", dep, strings.Join(s.dependencyNames(), ", "))
+			p.add(fmt.Sprintf("modes[%d].policies.%s", i, dep), "no dependency %q (dependencies: %s)", dep, strings.Join(s.DependencyNames(), ", "))
 		}
 	}
 }

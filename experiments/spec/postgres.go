@@ -79,7 +79,7 @@ func (s *Spec) validatePostgresEndpoints(p *problems) {
 			p.add(path, "your own service runs its own queries (external mode); leave it out")
 		}
 	}
-	for _, d := range s.dependencyNames() {
+	for _, d := range s.DependencyNames() {
 		if s.Dependencies[d].Setup != "" && (s.Dependencies[d].Protocol != ProtocolPostgres || s.External != nil) {
 			p.add("dependencies."+d+".setup", "only a PostgreSQL server the run starts (protocol: postgres, without external mode) has setup SQL")
 		}

@@ -327,7 +327,7 @@ func (s *Spec) validateConditions(p *problems) {
 		// An empty dependency is the culprit's, which validateExpectations
 		// reports when it does not exist.
 		if _, ok := s.Dependencies[c.Dependency]; !ok && c.Dependency != "" {
-			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.dependencyNames(), ", "), c.Dependency)
+			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.DependencyNames(), ", "), c.Dependency)
 		}
 		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
@@ -497,7 +497,7 @@ func (s *Spec) validateExternal(p *problems) {
 	unknown("external.upstreams", x.Upstreams, isDep, "dependency")
 	unknown("external.proxies", x.Proxies, isDep, "dependency")
 	ports := map[string]string{}
-	for _, d := range s.dependencyNames() {
+	for _, d := range s.DependencyNames() {
 		s.checkUpstream(p, d) // tcp.go
 		path := "external.proxies." + d
 		if x.Kubernetes != nil && x.Proxies[d] == "" {
