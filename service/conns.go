@@ -29,7 +29,7 @@ const (
 )
 
 // SharedConnPool is the name of the one connection pool of ConnsShared.
-const SharedConnPool = "shared"
+const SharedConnPool = rundata.SharedConnPool
 
 // ParseConnsLayout parses "per-dependency" or "shared" (the empty string is
 // not a layout; Config treats a zero ConnsLayout as ConnsPerDependency).

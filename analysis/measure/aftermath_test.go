@@ -378,3 +378,78 @@ func TestLeakedPoolIsNamed(t *testing.T) {
 		t.Errorf("a pool that did not leak: %q", got)
 	}
 }
+
+// TestLimitChecksOfASharedLimit: a service whose only limit is one agent of
+// 10 connections shared by A and B (no worker pools): the slow A holds 8 in
+// the fault phase and B gets 2, B alone had 4 in the warm-up. Only limits
+// that exist are judged — the exported pool's own count, the proxies' sum
+// under a pool whose name tells its dependencies, a ceiling inferred on
+// A+B in the phase it was seen — never B's share of 2; a sum that really
+// went over the exported limit is a certain violation, over an inferred
+// one only a doubt.
+func TestLimitChecksOfASharedLimit(t *testing.T) {
+	sample := func(over float64) func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
+		return func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
+			a, b := 1.0, 4.0 // before the fault: B busier than A, 5 in all
+			if t >= -10 && t < 0 {
+				a, b = 8, 2
+			}
+			if t > 2 && t <= 2.25 {
+				a += over // a burst after the fault
+			}
+			return nil, map[string]float64{"A": a, "B": b}, nil, nil
+		}
+	}
+	for _, tt := range []struct {
+		name     string
+		pool     string  // the exported connection pool's name; "" none
+		over     float64 // calls over the limit in the burst
+		inferred []InferredLimit
+		want     []string // every check's String, in order
+	}{
+		{"exported pool of a name that tells nothing", "agent", 0, []InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 10}},
+			[]string{"at most 10 in use in pool agent, limit 10 (connections): holds", "at most 10 calls to A+B in flight, limit 11 (inferred): holds"}},
+		{"the built-in shared pool: its dependencies' sum", "shared", 0, nil,
+			[]string{"at most 10 calls to A+B in flight, limit 10 (connections): holds", "at most 10 in use in pool shared, limit 10 (connections): holds"}},
+		{"the sum over the exported limit", "shared", 8, nil,
+			[]string{"13 calls to A+B in flight (recovery, 19.3 s), limit 10 (connections): the limit does not hold", "at most 10 in use in pool shared, limit 10 (connections): holds"}},
+		{"no metrics: the inferred shared limit alone", "", 0, []InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 10}},
+			[]string{"at most 10 calls to A+B in flight, limit 11 (inferred): holds"}},
+	} {
+		r := amRun{noPools: true, sample: sample(tt.over)}.build()
+		r.Meta.Pools = nil
+		for i := range r.Meta.Endpoints {
+			r.Meta.Endpoints[i].Pool = ""
+		}
+		if tt.pool != "" {
+			for i, s := range r.Metrics {
+				if s.Component == rundata.ServiceComponent {
+					a, _ := rundir.ValueAt(r.Metric(rundata.ProxyComponent("A"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
+					b, _ := rundir.ValueAt(r.Metric(rundata.ProxyComponent("B"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
+					r.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolLimit, tt.pool)] = 10
+					r.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolInUse, tt.pool)] = min(a+b, 10)
+				}
+			}
+		}
+		var got []string
+		for _, c := range r.limitChecks(tt.inferred) {
+			got = append(got, c.String())
+			if strings.Contains(c.Dependency, "B") && !strings.Contains(c.Dependency, "+") {
+				t.Errorf("%s: B judged on its own: %s", tt.name, c)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("%s: checks\n%s\nwant\n%s", tt.name, strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+		}
+	}
+	r := amRun{noPools: true, sample: sample(0)}.build()
+	r.Meta.Pools = nil
+	for i := range r.Meta.Endpoints {
+		r.Meta.Endpoints[i].Pool = ""
+	}
+	// An inferred limit passed in the fault phase is only a doubt.
+	cs := r.limitChecks([]InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 7}})
+	if len(cs) != 1 || cs[0].Holds || cs[0].Certain() || cs[0].Doubt == "" {
+		t.Errorf("inferred limit of 7 under a sum of 10: %+v, want a violation with a doubt", cs)
+	}
+}

@@ -51,7 +51,7 @@ const (
 )
 
 // InferenceRule documents how limits are inferred; the report prints it.
-const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when every dependency's callers failed and no dependency capped on its own varies less than the sum"
+const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when every dependency's callers failed and the sum varies less than half the dependencies' variances added up (their counts move against each other) or no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
 
 // plateauTol is how far below the maximum a sample still counts as at the
 // cap: a permit is free for an instant between two calls. Below 5 the
@@ -144,23 +144,56 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 	}
 	// One limit shared by the dependencies holds back the calls to every
 	// one of them: every dependency's callers failed. And the sum is then
-	// flatter than any part (one dependency takes what the others free);
-	// a dependency capped on its own varies less than the sum.
+	// flatter than any part (one dependency takes what the others free):
+	// the parts move against each other, so the sum varies less than the
+	// parts' variances added up; limits of their own, each flat, add their
+	// variances, and a dependency capped on its own then varies less than
+	// the sum.
+	var parts float64
+	capped := fs.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second)))
 	for _, d := range deps {
 		if !failing([]string{d}) {
 			return out
 		}
-		if s, capped := single[d]; capped && s.variance < l.variance {
-			return out
+		parts += variance(series[d], capped)
+	}
+	if !(l.variance < MaxSharedVarianceShare*parts) {
+		for _, d := range deps {
+			if s, capped := single[d]; capped && s.variance < l.variance {
+				return out
+			}
 		}
 	}
 	l.Dependencies = slices.Clone(deps)
-	// A dependency capped at the same level is the shared limit seen
-	// through it.
-	out = slices.DeleteFunc(out, func(x InferredLimit) bool {
-		return len(x.Dependencies) == 1 && math.Abs(float64(x.Limit-l.Limit)) <= plateauTol(float64(l.Limit))
-	})
+	// A dependency's own ceiling under the shared one is its share of it
+	// (what the others left it), not a limit of its own.
+	out = slices.DeleteFunc(out, func(x InferredLimit) bool { return len(x.Dependencies) == 1 })
 	return append([]InferredLimit{l}, out...)
+}
+
+// MaxSharedVarianceShare: the dependencies' counts under one shared limit
+// move against each other, so their sum varies less than this share of
+// their variances added up.
+const MaxSharedVarianceShare = 0.5
+
+// variance is the variance of s's values from its first sample on or after
+// from (NaN without samples).
+func variance(s []rundir.Point, from time.Time) float64 {
+	var m, sq float64
+	n := 0
+	for _, p := range s {
+		if p.Time.Before(from) {
+			continue
+		}
+		n++
+		d := p.Value - m
+		m += d / float64(n)
+		sq += d * (p.Value - m)
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sq / float64(n)
 }
 
 // plateau finds a ceiling in s: its median level, if at least

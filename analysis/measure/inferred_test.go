@@ -69,6 +69,20 @@ func TestInferLimits(t *testing.T) {
 		// As measured: B's count nearly constant, so the sum sits at 12 ± 1.
 		{"bulkheads of 10, B steady", ramp(10), func(i int) float64 { return float64(2 + i%11/10) }, map[string]float64{"a": 0.5, "b": 0}, "calls to A capped at 10"},
 		{"A alone at the cap, B idle and fine", ramp(20), func(int) float64 { return 0 }, map[string]float64{"a": 0.5, "b": 0}, "calls to A capped at 20"},
+		// One agent of 10 sockets: slow A holds about 8, B gets what is left
+		// (1–3); the two proxies are sampled a moment apart, so the sum is
+		// 10 ± 1, flatter than the parts added up: one limit, not "A capped
+		// at 8" and "B capped at 2".
+		{"one shared limit of 10, A holding 8", func(i int) float64 { return float64(10 - (1 + i%3) + (i%12)/11) },
+			func(i int) float64 { return float64(1 + i%3) }, map[string]float64{"a": 0.6, "b": 0.3}, "calls to A+B capped at 10 → one shared limit"},
+		// Two bulkheads of 10, both full and failing: each is flat on its
+		// own and the sum varies as much as both together.
+		{"two full bulkheads of 10", ramp(10), func(i int) float64 {
+			if i%5 == 0 {
+				return 9
+			}
+			return 10
+		}, map[string]float64{"a": 0.5, "b": 0.5}, "calls to A capped at 10; calls to B capped at 10"},
 		{"no limit: in flight varies", noise(30, 60), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
 		{"a plateau but nothing failed", ramp(45), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
 	} {

@@ -15,7 +15,7 @@ import (
 )
 
 // LeakRule documents how leaked permits are found; the report prints it.
-const LeakRule = "after the fault, once its calls could have drained (T + the longest queue wait + a sample), a pool that at every sample to the run's end had at least L more permits in use than its dependencies' proxies had calls in flight has leaked L permits — when so long a stretch at L or more is improbable by the baseline's own samples of the same difference (below 1 in 10 000); without pool metrics, a probe burst's peak at a proxy after the fault below its peak before, or fast rejections while the proxies see fewer calls in flight than the limit inferred in the fault phase"
+const LeakRule = "after the fault, once its calls could have drained (T + the longest queue wait + a sample), a pool that at every sample to the run's end had at least L more permits in use than its dependencies' proxies had calls in flight has leaked L permits — when so long a stretch at L or more is improbable by the baseline's own samples of the same difference (below 1 in 10 000); without pool metrics, a probe burst's peak at a proxy after the fault below its peak before, or fast rejections, to the run's end, while the proxies see fewer calls in flight than the limit inferred in the fault phase (rejections that stop before the end are a slow recovery, not a leak)"
 
 // maxLeakChance is how probable, by the baseline's samples, a stretch of
 // samples that all show a leak must be for the leak to count: below it,
@@ -229,9 +229,9 @@ func leakChance(base []float64, level float64, n int) float64 {
 // rejected while its proxies saw fewer calls in flight than the limit.
 func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []PoolLeak {
 	var out []PoolLeak
-	for _, lim := range inferred {
+	rejecting := func(deps []string, from, to time.Time) bool {
 		var rejected, total int64
-		for _, ep := range r.callersOf(lim.Dependencies) {
+		for _, ep := range r.callersOf(deps) {
 			for _, w := range r.EndpointWindows(ep) {
 				if inRange(w.Start, from, to) {
 					rejected += w.Counts[rundata.ClassRejected]
@@ -239,7 +239,12 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 				}
 			}
 		}
-		if total == 0 || float64(rejected)/float64(total) < MinCappedErrorRate {
+		return total > 0 && float64(rejected)/float64(total) >= MinCappedErrorRate
+	}
+	for _, lim := range inferred {
+		// Rejections that stopped before the run's end are a slow recovery:
+		// the permits came back. A leak rejects to the end.
+		if !rejecting(lim.Dependencies, from, to) || !rejecting(lim.Dependencies, from.Add(to.Sub(from)/2), to) {
 			continue
 		}
 		peak, n := 0.0, 0

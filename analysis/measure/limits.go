@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,11 @@ import (
 )
 
 // LimitRule documents how a limit is held to; the report prints it.
-const LimitRule = "the most calls a dependency's proxy had in flight at once in any sample interval (its peak gauge, else its samples) must not exceed the limit on them: the sum of the limits of the pools its callers draw from (declared, else the service's pool metrics), else the limit inferred from the proxies in the fault phase; judged wherever no call can outlive the service's timeout (not in the fault phase of a fault that holds calls near T or longer — a hang, a delay above 0.75 T, a heavy tail, a capacity queue — or whose clients give up, nor for T + the longest queue wait after it), because the proxy notices a call the service abandoned only a moment after the service has freed its permit; the calls the proxy counted as abandoned in the interval are allowed on top"
+const LimitRule = "only limits that exist are judged: a pool's declared size, a limit the service exports (a worker pool's or a connection pool's), or a ceiling inferred from the proxies in the fault phase (a flat count while the callers failed; one shared by several dependencies is one limit on their sum, never a share of it per dependency); " +
+	"the most calls the proxies of a limit's dependencies had in flight at once in any sample interval (their peak gauges, else their samples, summed over the dependencies it bounds) must not exceed it, and an exported pool's own count in use must not exceed its exported limit at the same sample; " +
+	"an exported limit is read at each sample (the limit in force then), a declared one holds throughout, an inferred one only in the fault phase it was seen in (within its plateau's tolerance); " +
+	"judged wherever no call can outlive the service's timeout (not in the fault phase of a fault that holds calls near T or longer — a hang, a delay above 0.75 T, a heavy tail, a capacity queue — or whose clients give up, nor for T + the longest queue wait after it), because the proxy notices a call the service abandoned only a moment after the service has freed its permit; the calls the proxy counted as abandoned in the interval are allowed on top; " +
+	"a declared or exported limit that does not hold is a certain violation, an inferred one only a doubt (the service's real limit may differ)"
 
 // outliveShare is the share of T above which a fault's delay may make the
 // service abandon calls that the proxy still holds.
@@ -21,15 +26,24 @@ const outliveShare = 0.75
 
 // Limit sources.
 const (
-	LimitDeclared = "declared"
-	LimitInferred = "inferred"
+	LimitDeclared    = "declared"
+	LimitExported    = "exported"
+	LimitConnections = "connections"
+	LimitInferred    = "inferred"
 )
 
-// LimitCheck is one dependency's peak of calls in flight against its limit.
+// LimitCheck is the peak of calls in flight under one limit: one
+// dependency's, the sum over the dependencies a limit is shared by, or an
+// exported pool's own count in use.
 type LimitCheck struct {
-	Dependency string `json:"dependency"`
-	Limit      int    `json:"limit"`
-	Source     string `json:"source"`
+	// Dependency names what is held to the limit: "A", "A+B" for a limit
+	// shared by several dependencies, or "pool db" for an exported pool's
+	// own count; Dependencies are the dependencies (none for a pool's own
+	// count).
+	Dependency   string   `json:"dependency"`
+	Dependencies []string `json:"dependencies,omitempty"`
+	Limit        int      `json:"limit"`
+	Source       string   `json:"source"`
 	// Peak is the most calls in flight at once, PeakPhase the phase it was
 	// in and PeakS its time from the run's start in seconds.
 	Peak      int    `json:"peak"`
@@ -39,65 +53,149 @@ type LimitCheck struct {
 	// interval allowed (0 when it held).
 	Excess int  `json:"excess"`
 	Holds  bool `json:"holds"`
+	// Doubt, on a check that did not hold, says why that is not certain
+	// evidence of a broken limit on its own (a limit inferred from outside
+	// may not be the service's); empty when it is.
+	Doubt string `json:"doubt,omitempty"`
 }
 
 // String is the check's evidence line: "14 calls to A in flight, limit 10:
-// the limit does not hold under a burst".
+// the limit does not hold".
 func (c LimitCheck) String() string {
-	if c.Holds {
-		return fmt.Sprintf("at most %d calls to %s in flight, limit %d (%s): holds", c.Peak, c.Dependency, c.Limit, c.Source)
+	what := "calls to " + c.Dependency + " in flight"
+	if len(c.Dependencies) == 0 {
+		what = "in use in " + c.Dependency
 	}
-	return fmt.Sprintf("%d calls to %s in flight (%s, %s s), limit %d (%s): the limit does not hold", c.Peak, c.Dependency,
+	if c.Holds {
+		return fmt.Sprintf("at most %d %s, limit %d (%s): holds", c.Peak, what, c.Limit, c.Source)
+	}
+	s := fmt.Sprintf("%d %s (%s, %s s), limit %d (%s): the limit does not hold", c.Peak, what,
 		c.PeakPhase, FmtHuman(float64(c.PeakS)), c.Limit, c.Source)
+	if c.Doubt != "" {
+		s += " — " + c.Doubt
+	}
+	return s
 }
 
-// limitChecks applies LimitRule to every dependency of the run with a
-// known limit.
+// Certain reports whether a check that did not hold is certain evidence of a
+// broken limit.
+func (c LimitCheck) Certain() bool { return !c.Holds && c.Doubt == "" }
+
+// limitSeries is a limit over time: its value at a sample's time, false
+// where it is not known (or not in force).
+type limitSeries func(time.Time) (float64, bool)
+
+// constLimit is a limit in force throughout.
+func constLimit(l float64) limitSeries { return func(time.Time) (float64, bool) { return l, true } }
+
+// limitChecks applies LimitRule to the run: every dependency whose callers'
+// pools have known limits, every exported connection pool (its dependencies
+// when its name tells them, and its own count), and every limit inferred in
+// the fault phase over dependencies no known limit covers.
 func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 	var out []LimitCheck
+	covered := map[string]bool{}
 	for _, d := range r.dependencies() {
-		limit, source := r.declaredLimit(d), LimitDeclared
-		if limit == 0 {
-			for _, l := range inferred {
-				if len(l.Dependencies) == 1 && l.Dependencies[0] == d {
-					limit, source = l.Limit, LimitInferred
-				}
-			}
-		}
+		limit, source := r.declaredLimit(d)
 		if limit == 0 {
 			continue
 		}
-		if c, ok := r.limitCheck(d, limit, source); ok {
+		covered[d] = true
+		if c, ok := r.limitCheck([]string{d}, constLimit(float64(limit)), source); ok {
+			out = append(out, c)
+		}
+	}
+	for _, pool := range r.ConnPoolNames() {
+		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
+		at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
+		if deps := r.connPoolDeps(pool); len(deps) > 0 {
+			if c, ok := r.limitCheck(deps, at, LimitConnections); ok {
+				out = append(out, c)
+			}
+			for _, d := range deps {
+				covered[d] = true
+			}
+		}
+		if c, ok := r.gaugeCheck(pool, rundir.PoolKey(rundata.MetricConnPoolInUse, pool), at, LimitConnections); ok {
+			out = append(out, c)
+		}
+	}
+	for _, pool := range r.PoolNames() {
+		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
+		if len(limit) == 0 {
+			continue
+		}
+		at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
+		if c, ok := r.gaugeCheck(pool, rundir.PoolKey(rundata.MetricPoolInUse, pool), at, LimitExported); ok {
+			out = append(out, c)
+		}
+	}
+	for _, l := range inferred {
+		if slices.ContainsFunc(l.Dependencies, func(d string) bool { return covered[d] }) {
+			continue // a known limit says more than one seen from outside
+		}
+		if c, ok := r.limitCheck(l.Dependencies, r.inferredInForce(l), LimitInferred); ok {
+			if !c.Holds {
+				c.Doubt = "the limit was inferred from outside, and the service's own may be higher: declare its pools or export their limits to decide"
+			}
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
+// inferredInForce is an inferred limit as a series: in force in the fault
+// phase it was seen in, at its plateau's upper edge (a sample may sit that
+// far above the median level and still count as at the cap).
+func (r *Run) inferredInForce(l InferredLimit) limitSeries {
+	span, ok := r.PhaseSpan(rundata.PhaseFault)
+	edge := float64(l.Limit) + plateauTol(float64(l.Limit))
+	return func(t time.Time) (float64, bool) {
+		return edge, ok && t.After(span.Start) && !t.After(span.End)
+	}
+}
+
+// connPoolDeps are the dependencies an exported connection pool serves as
+// its name tells them: an endpoint's name (its dependency), a dependency's
+// name, or the built-in service's shared pool (every dependency); nil for
+// a name that tells nothing (the pool's own count is still judged).
+func (r *Run) connPoolDeps(pool string) []string {
+	for _, e := range r.Meta.Endpoints {
+		if e.Dependency != "" && (e.Name == pool || e.Dependency == pool) {
+			return []string{e.Dependency}
+		}
+	}
+	if pool == rundata.SharedConnPool {
+		return r.dependencies()
+	}
+	return nil
+}
+
 // declaredLimit is the sum of the limits of the pools dependency d's
-// callers draw from; 0 when one of them is unknown.
-func (r *Run) declaredLimit(d string) int {
+// callers draw from, and whether they were declared or exported; 0 when
+// one of them is unknown.
+func (r *Run) declaredLimit(d string) (int, string) {
 	pools := map[string]bool{}
 	for _, e := range r.Meta.Endpoints {
 		if e.Dependency == d {
 			if e.Pool == "" {
-				return 0
+				return 0, ""
 			}
 			pools[e.Pool] = true
 		}
 	}
-	sum := 0
+	sum, source := 0, LimitDeclared
 	for p := range pools {
 		l := r.PoolInfo(p).Limit
 		if l == 0 {
-			l = int(r.metricMax(rundir.PoolKey(rundata.MetricPoolLimit, p)))
+			l, source = int(r.metricMax(rundir.PoolKey(rundata.MetricPoolLimit, p))), LimitExported
 		}
 		if l == 0 {
-			return 0
+			return 0, ""
 		}
 		sum += l
 	}
-	return sum
+	return sum, source
 }
 
 // metricMax is the largest value of the service's series key, 0 without.
@@ -109,29 +207,58 @@ func (r *Run) metricMax(key string) float64 {
 	return m
 }
 
-// limitCheck finds d's peak over the run against limit: the interval with
-// the largest excess when one went over, else the highest peak.
-func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) {
-	comp := rundata.ProxyComponent(d)
-	peaks := r.Metric(comp, rundata.MetricProxyInflightPeak)
-	if len(peaks) == 0 {
-		peaks = r.Metric(comp, rundata.MetricProxyInflight)
+// inflightSum is, at each sample of the first dependency's proxy, the sum
+// of deps' peaks in flight (their peak gauges, else their samples) and of
+// the calls they counted abandoned so far; false when a proxy has neither.
+func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bool) {
+	half := r.sampleInterval() / 2
+	series := make([][]rundir.Point, len(deps))
+	for i, d := range deps {
+		comp := rundata.ProxyComponent(d)
+		series[i] = r.Metric(comp, rundata.MetricProxyInflightPeak)
+		if len(series[i]) == 0 {
+			series[i] = r.Metric(comp, rundata.MetricProxyInflight)
+		}
+		if len(series[i]) == 0 {
+			return nil, nil, false
+		}
 	}
-	if len(peaks) == 0 {
+	for _, p := range series[0] {
+		v, c, complete := p.Value, 0.0, true
+		for i, d := range deps {
+			if i > 0 {
+				x, found := nearest(series[i], p.Time, half)
+				complete = complete && found
+				v += x
+			}
+			if n, found := rundir.ValueAt(r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyCancelled), p.Time); found {
+				c += n
+			}
+		}
+		if complete {
+			peaks = append(peaks, rundir.Point{Time: p.Time, Value: v})
+			cancelled = append(cancelled, rundir.Point{Time: p.Time, Value: c})
+		}
+	}
+	return peaks, cancelled, len(peaks) > 0
+}
+
+// limitCheck finds the peak of deps' calls in flight (summed) over the run
+// against limit: the interval with the largest excess when one went over,
+// else the highest peak.
+func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (LimitCheck, bool) {
+	peaks, cancelled, ok := r.inflightSum(deps)
+	if !ok {
 		return LimitCheck{}, false
 	}
-	cancelled := r.Metric(comp, rundata.MetricProxyCancelled)
-	origin := r.Origin()
 	judged := r.limitJudged()
-	top, worst, worstExcess := rundir.Point{Time: origin, Value: -1}, rundir.Point{}, 0.0
-	prev, half := origin, r.sampleInterval()/2
-	n := 0
-	for _, p := range peaks {
-		if !judged(p.Time) {
+	prev, half := r.Origin(), r.sampleInterval()/2
+	return r.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
+		l, ok := limit(p.Time)
+		if !judged(p.Time) || !ok {
 			prev = p.Time
-			continue
+			return 0, 0, false
 		}
-		n++
 		allowed := 0.0
 		// Both series are sampled at the same ticks, each a moment apart:
 		// the interval is widened by half a tick at each end.
@@ -139,21 +266,47 @@ func (r *Run) limitCheck(d string, limit int, source string) (LimitCheck, bool) 
 			allowed = n
 		}
 		prev = p.Time
-		if p.Value > top.Value {
-			top = p
+		return l, allowed, true
+	}, LimitCheck{Dependency: strings.Join(deps, "+"), Dependencies: slices.Clone(deps), Source: source})
+}
+
+// gaugeCheck holds an exported pool's own count in use (series key) to its
+// exported limit at every sample.
+func (r *Run) gaugeCheck(pool, key string, limit limitSeries, source string) (LimitCheck, bool) {
+	return r.peakOver(r.Metric(rundata.ServiceComponent, key), func(p rundir.Point) (float64, float64, bool) {
+		l, ok := limit(p.Time)
+		return l, 0, ok && l > 0
+	}, LimitCheck{Dependency: "pool " + pool, Source: source})
+}
+
+// peakOver fills c from the samples that judge says are judged (with the
+// limit in force and the calls allowed above it at each).
+func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, allowed float64, ok bool), c LimitCheck) (LimitCheck, bool) {
+	origin := r.Origin()
+	top, worst, worstExcess := rundir.Point{Time: origin, Value: -1}, rundir.Point{}, 0.0
+	topLimit, worstLimit, n := 0.0, 0.0, 0
+	for _, p := range samples {
+		limit, allowed, ok := judge(p)
+		if !ok {
+			continue
 		}
-		if e := p.Value - float64(limit) - allowed; e > worstExcess {
-			worst, worstExcess = p, e
+		n++
+		if p.Value > top.Value {
+			top, topLimit = p, limit
+		}
+		if e := p.Value - limit - allowed; e > worstExcess {
+			worst, worstExcess, worstLimit = p, e, limit
 		}
 	}
 	if n == 0 {
 		return LimitCheck{}, false
 	}
-	c := LimitCheck{Dependency: d, Limit: limit, Source: source, Holds: worstExcess < 0.5}
-	at := top
+	c.Holds = worstExcess < 0.5
+	at, lim := top, topLimit
 	if !c.Holds {
-		at, c.Excess = worst, int(math.Round(worstExcess))
+		at, lim, c.Excess = worst, worstLimit, int(math.Round(worstExcess))
 	}
+	c.Limit = int(math.Round(lim))
 	c.Peak, c.PeakS, c.PeakPhase = int(math.Round(at.Value)), Num(at.Time.Sub(origin).Seconds()), r.phaseAt(at.Time)
 	return c, true
 }

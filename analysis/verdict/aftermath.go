@@ -16,19 +16,30 @@ type runFinding struct {
 	judged, holds bool
 	value         float64
 	evidence      string
+	// doubt, on a run where the claim did not hold, says why that is not
+	// certain on its own (the machine could have caused it, the limit was
+	// only inferred); empty: the run is a counterexample.
+	doubt string
+	// unsure, on a run that could not be judged, says why that leaves a
+	// violation possible; empty: the run cannot exercise the claim at all
+	// (no fault, no limit to hold), which is no doubt about it.
+	unsure string
 }
 
-// matrixClaim judges a claim that must hold in every usable run of the
-// matrix. A run where it failed decides NOT SUPPORTED whatever the other
-// cells' runs were; SUPPORTED needs every cell to have usable runs, each
-// judged (INVALID when a cell had only INVALID runs, INCONCLUSIVE when a
-// usable run could not be judged).
-//
-// With majority, a cell decides NOT SUPPORTED only when at least half of
-// its judged runs failed; a cell where fewer did makes the verdict
-// INCONCLUSIVE, naming them (a noisy run, or a service that does not
-// always fail), for a claim whose single run can be moved by the machine.
-func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valueName, valueUnit string, majority bool,
+// matrixClaim judges an invariant, a claim that must hold in every usable
+// run of the matrix, by counterexample:
+//   - NOT SUPPORTED as soon as one valid, complete run shows a violation
+//     whose evidence is itself certain (whatever the other cells' runs
+//     were: a cell that cannot exercise the failure never dilutes it), or
+//     when violations with a doubt repeat in at least two runs and half the
+//     judged runs of a cell (the doubt does not explain them away);
+//   - INVALID when no counterexample was found and a cell had only INVALID
+//     runs;
+//   - INCONCLUSIVE when a violation's evidence is uncertain (each run named,
+//     with why) or a run that could show one could not be judged;
+//   - SKIPPED when no run could exercise the claim;
+//   - SUPPORTED when every cell has usable runs and none violates it.
+func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valueName, valueUnit string,
 	read func(measure.RunSummary) runFinding) Verdict {
 	var need [][2]string
 	for _, c := range cells {
@@ -37,53 +48,52 @@ func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valu
 		}
 	}
 	b := newBuilder(name, claim, cells, ex, need...)
-	var held, values, cellsHeld []float64
-	var failed, unjudged, minority []string
+	var held, values []float64
+	var counter, repeated, doubts, unjudged []string
+	inapplicable, runs := 0, 0
 	for _, c := range b.cells {
-		var cellFailed []string
+		var cellDoubts []string
 		judged := 0
 		for _, r := range c.UsedRuns {
+			runs++
 			f := read(r)
 			switch {
+			case !f.judged && f.unsure != "":
+				unjudged = append(unjudged, r.ID+" ("+f.unsure+")")
+				continue
 			case !f.judged:
-				unjudged = append(unjudged, r.ID)
+				inapplicable++
 				continue
 			case f.holds:
 				held = append(held, 1)
+			case f.doubt == "":
+				held = append(held, 0)
+				counter = append(counter, r.ID+": "+f.evidence)
 			default:
 				held = append(held, 0)
-				cellFailed = append(cellFailed, r.ID+": "+f.evidence)
+				cellDoubts = append(cellDoubts, r.ID+": "+f.evidence+" — "+f.doubt)
 			}
 			judged++
 			values = append(values, f.value)
 		}
-		switch {
-		case judged == 0:
-		case majority && 2*len(cellFailed) < judged:
-			cellsHeld = append(cellsHeld, 1)
-			for _, f := range cellFailed {
-				minority = append(minority, fmt.Sprintf("%s (in %d of %d runs of %s/%s)", f, len(cellFailed), judged, c.Condition, c.Mode))
+		if len(cellDoubts) >= 2 && 2*len(cellDoubts) >= judged {
+			for _, d := range cellDoubts {
+				repeated = append(repeated, fmt.Sprintf("%s (in %d of %d runs of %s/%s)", d, len(cellDoubts), judged, c.Condition, c.Mode))
 			}
-		case len(cellFailed) > 0:
-			cellsHeld = append(cellsHeld, 0)
-			failed = append(failed, cellFailed...)
-		default:
-			cellsHeld = append(cellsHeld, 1)
+		} else {
+			doubts = append(doubts, cellDoubts...)
 		}
 	}
-	if majority {
-		b.info("runs in which it held", "share", measure.EstimateOf(held))
-		b.check("cells where it held in more than half the runs", "share", measure.EstimateOf(cellsHeld), ">=", 1)
-	} else {
-		b.check("runs in which it held", "share", measure.EstimateOf(held), ">=", 1)
-	}
-	if len(minority) > 0 && len(failed) == 0 {
-		b.unsure = append(b.unsure, "it failed in fewer than half the runs of a cell: "+strings.Join(minority, "; "))
-	}
+	b.info("runs in which it held", "share", measure.EstimateOf(held))
 	b.info(valueName, valueUnit, maxEstimate(values))
-	if len(failed) > 0 {
-		b.notes = append(b.notes, strings.Join(failed, "; "))
-		return b.decide()
+	if inapplicable > 0 && len(held) > 0 {
+		b.notes = append(b.notes, fmt.Sprintf("judged in %d of %s: the others could not exercise it", len(held)+len(unjudged), Runs(runs)))
+	}
+	if len(counter)+len(repeated) > 0 {
+		v := b.decide()
+		v.Outcome = NotSupported
+		v.Reason = "violated in " + strings.Join(append(counter, repeated...), "; ")
+		return v
 	}
 	var allInvalid []string
 	var leftOut []Exclusion
@@ -99,15 +109,15 @@ func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valu
 		v.Excluded = append(v.Excluded, leftOut...)
 		return v
 	}
+	if len(doubts) > 0 {
+		b.unsure = append(b.unsure, "a violation whose evidence is not certain: "+strings.Join(doubts, "; "))
+	}
 	if len(unjudged) > 0 {
 		b.unsure = append(b.unsure, "could not be judged in "+strings.Join(unjudged, ", "))
 	}
 	v := b.decide()
-	if len(held) == 0 && v.Outcome != Skipped {
+	if len(held) == 0 && v.Outcome != Skipped && v.Outcome != Inconclusive {
 		v.Outcome, v.Reason = Skipped, "no run it can judge"
-		if len(unjudged) > 0 {
-			v.Reason += " (" + strings.Join(unjudged, ", ") + ")"
-		}
 	}
 	return v
 }
@@ -128,30 +138,61 @@ func maxEstimate(v []float64) measure.Estimate {
 }
 
 // recoveryVerdict: after the fault every endpoint is back at its baseline
-// within the bound and stays there (RecoveryRule), in every run.
+// within the bound and stays there (RecoveryRule), in every run. An
+// endpoint still failing at the end of the recovery phase is a
+// counterexample; one that came back late, or is still slow but not
+// failing, is a violation with a doubt (a busy machine delays; a longer
+// recovery phase would tell a slow recovery from none).
 func recoveryVerdict(cells []Cell, ex rundata.Expectations) Verdict {
 	return matrixClaim("RECOVERY", fmt.Sprintf("after the fault every endpoint is back at its baseline within %s T and stays there", measure.FmtG(ex.RecoveryMaxT)),
-		cells, ex, "longest time to recover", "T", true, func(r measure.RunSummary) runFinding {
+		cells, ex, "longest time to recover", "T", func(r measure.RunSummary) runFinding {
 			rec := r.Recovery
 			if rec == nil {
 				return runFinding{}
 			}
 			f := runFinding{judged: rec.Judged, holds: rec.Recovered, value: float64(rec.TimeT)}
-			var bad []string
+			var bad, doubts, unsure []string
+			certain := false
 			for _, e := range rec.Endpoints {
-				if !e.Recovered {
+				switch {
+				case !e.Judged && e.Noisy:
+					unsure = append(unsure, "/"+e.Endpoint+" missed in latency alone while the canary was slow")
+				case !e.Judged:
+					unsure = append(unsure, "/"+e.Endpoint+"'s recovery phase ended too soon after it came back to tell")
+				case e.Recovered:
+				case math.IsNaN(float64(e.TimeT)) && float64(e.LastErrorRate) > ex.DegradedErrorRate:
+					certain = true
 					bad = append(bad, e.String())
+				case math.IsNaN(float64(e.TimeT)):
+					bad = append(bad, e.String())
+					doubts = append(doubts, "/"+e.Endpoint+" was still slow but not failing at the end: a longer recovery phase would tell a slow recovery from none")
+				default:
+					bad = append(bad, e.String())
+					doubts = append(doubts, "/"+e.Endpoint+" came back in full, only late: a busy machine delays a recovery")
 				}
 			}
 			f.evidence = strings.Join(bad, ", ")
+			if !certain {
+				f.doubt = strings.Join(doubts, "; ")
+			}
+			if !f.judged {
+				f.unsure = strings.Join(unsure, "; ")
+				if f.unsure == "" {
+					f.unsure = "its recovery could not be told"
+				}
+			}
 			return f
 		})
 }
 
-// noLeakVerdict: no run lost a permit after its fault (LeakRule).
+// noLeakVerdict: no run lost a permit after its fault (LeakRule). Every
+// source of a leak finding is certain evidence: the pool's own count beside
+// the proxies' (improbable by the baseline's own samples), a probe's peak,
+// or rejections to the run's end with fewer calls in flight than the
+// limit.
 func noLeakVerdict(cells []Cell, ex rundata.Expectations) Verdict {
 	return matrixClaim("NO-LEAK", "a fault leaves no permit taken: after it every pool has all its permits back",
-		cells, ex, "most permits lost in a run", "permits", false, func(r measure.RunSummary) runFinding {
+		cells, ex, "most permits lost in a run", "permits", func(r measure.RunSummary) runFinding {
 			l := r.Leaks
 			if l == nil {
 				return runFinding{}
@@ -169,19 +210,29 @@ func noLeakVerdict(cells []Cell, ex rundata.Expectations) Verdict {
 }
 
 // limitVerdict: no dependency ever had more calls in flight than its limit
-// (LimitRule).
+// (LimitRule). A declared or exported limit that did not hold is a
+// counterexample; an inferred one a doubt.
 func limitVerdict(cells []Cell, ex rundata.Expectations) Verdict {
 	return matrixClaim("LIMIT-HOLDS", "no dependency ever has more calls in flight than the limit on them, bursts included",
-		cells, ex, "largest excess over a limit", "calls", false, func(r measure.RunSummary) runFinding {
+		cells, ex, "largest excess over a limit", "calls", func(r measure.RunSummary) runFinding {
 			if len(r.Limits) == 0 {
 				return runFinding{}
 			}
 			f := runFinding{judged: true, holds: true}
+			var doubts []string
+			certain := false
 			for _, c := range r.Limits {
 				f.holds = f.holds && c.Holds
 				f.value = math.Max(f.value, float64(c.Excess))
+				certain = certain || c.Certain()
+				if !c.Holds && c.Doubt != "" {
+					doubts = append(doubts, c.Doubt)
+				}
 			}
 			f.evidence = measure.DescribeLimits(r.Limits)
+			if !certain && len(doubts) > 0 {
+				f.doubt = doubts[0]
+			}
 			return f
 		})
 }

@@ -101,6 +101,11 @@ const (
 	MetricMachineCPUs         = "machine_cpus"
 )
 
+// SharedConnPool is the name of the built-in service's one connection pool
+// when every dependency draws from it (conns_layout: shared); every other
+// connection pool is named after its endpoint.
+const SharedConnPool = "shared"
+
 // Metric names of finite capacity (DepConfig.Capacity of a stub, the
 // capacity fault of a proxy); the dependency-capacity rule reads them.
 const (
