@@ -66,6 +66,11 @@ type Exhaustion struct {
 	// ran out (the first is the one named above); empty when none did or
 	// the service's resources are not observable.
 	Ranked []ResourceHit `json:"ranked,omitempty"`
+	// PoolFirst says whether the resource named is the service's pool
+	// (PoolFirstRule): yes, no or unknown, and PoolFirstWhy why not or why
+	// it cannot be told.
+	PoolFirst    string `json:"pool_first,omitempty"`
+	PoolFirstWhy string `json:"pool_first_why,omitempty"`
 }
 
 // ResourceHit is one bounded resource that ran out, with its evidence.

@@ -59,9 +59,11 @@ type RunSummary struct {
 	// Endpoints are sorted by name.
 	Endpoints []EndpointStats `json:"endpoints"`
 	// TimeToDegradeT is the time from fault start to the end of the victim's
-	// first degraded window, in units of T; null when it never degraded or
-	// the run had no fault.
+	// first degraded span (MinSpanResults of its results) within the fault,
+	// in units of T; null when it never degraded or the run had no fault.
 	TimeToDegradeT Num `json:"time_to_degrade_t"`
+	// VictimSpans are the victim's spans of the fault phase (SpanStat).
+	VictimSpans []SpanStat `json:"victim_spans,omitempty"`
 	// Inferred are the limits seen from outside the service, in the
 	// proxies' in-flight counts (InferenceRule).
 	Inferred []InferredLimit `json:"inferred_limits,omitempty"`
@@ -302,6 +304,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	if t, ok := r.timeToDegrade(ex); ok {
 		s.TimeToDegradeT = Num(t)
 	}
+	s.VictimSpans = r.victimSpans(ex)
 	for _, p := range r.PoolNames() {
 		s.Pools = append(s.Pools, r.poolStats(p))
 	}
@@ -321,6 +324,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 		}
 	}
 	s.Exhausted = r.exhaustion(s.Inferred)
+	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = r.poolFirst(s.Exhausted, s.Inferred)
 	for _, f := range runFamilies {
 		f(r, &s, ex)
 	}
@@ -510,46 +514,176 @@ func (r *Run) windowSeconds(ep string) float64 {
 	return d.Seconds()
 }
 
-// degraded reports whether w is degraded against a baseline p99 in ms.
+// degraded reports whether w (a span of windows) is degraded against a
+// baseline p99 in ms.
 func degraded(w rundata.Window, baseP99 float64, ex rundata.Expectations) bool {
+	return degradedAgainst(w, baseP99, ex, DegradeControl{})
+}
+
+// DegradeControl is the victim's noise in the control (healthy) cell: the
+// largest ratio of a fault-phase span's p99 to its run's baseline p99, and
+// the largest error rate of such a span. A span of the fault run is
+// degraded only beyond both the expectations' thresholds and these.
+type DegradeControl struct {
+	P99Ratio, ErrorRate float64
+}
+
+// degradedAgainst reports whether span w is degraded against its baseline
+// p99 (ms) and the control's noise.
+func degradedAgainst(w rundata.Window, baseP99 float64, ex rundata.Expectations, c DegradeControl) bool {
 	tot := w.Counts.Total()
 	if tot == 0 {
 		return false
 	}
-	if float64(w.Counts.Failed())/float64(tot) > ex.DegradedErrorRate {
+	if e := float64(w.Counts.Failed()) / float64(tot); e > ex.DegradedErrorRate && e > c.ErrorRate {
 		return true
 	}
-	return baseP99 > 0 && Millis(w.Latency.P99) > ex.DegradedP99Factor*baseP99
+	ratio := Millis(w.Latency.P99) / baseP99
+	return baseP99 > 0 && ratio > ex.DegradedP99Factor && ratio > c.P99Ratio
 }
 
 // timeToDegrade is the time in units of T from fault start to the end of the
-// victim's first degraded window that starts no earlier than half a window
-// before the fault and before the fault ends.
+// victim's first degraded span (MinSpanResults) within the fault.
 func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
 	d, ok := r.firstDegraded(ex.Victim, func(w rundata.Window, base float64) bool { return degraded(w, base, ex) })
 	return float64(d) / float64(r.Meta.Timeout), ok
 }
 
+// MinSpanResults is the fewest of an endpoint's results a degraded
+// judgement is made over: a span of consecutive windows holding at least
+// this many, so that one slow request cannot be a span's p99 (with 50
+// results a window's p99 is its maximum).
+const MinSpanResults = 100
+
+// spans returns, for each of ep's windows starting in [from, to), the
+// shortest run of consecutive windows from it that holds MinSpanResults
+// results (all of the range's, when it holds fewer) and ends by to (plus
+// half a window), merged into one window; a window that cannot start such a
+// span starts none.
+func (r *Run) spans(ep string, from, to time.Time) []rundata.Window {
+	var ws []rundata.Window
+	for _, w := range r.EndpointWindows(ep) {
+		if !w.Start.Before(from) && (to.IsZero() || w.Start.Before(to)) {
+			ws = append(ws, w)
+		}
+	}
+	// An endpoint too slow to send MinSpanResults in the whole range is
+	// judged over all of it.
+	need := int64(MinSpanResults)
+	var total int64
+	for _, w := range ws {
+		total += w.Counts.Total()
+	}
+	need = max(1, min(need, total))
+	var out []rundata.Window
+	for i := range ws {
+		var n int64
+		for j := i; j < len(ws); j++ {
+			n += ws[j].Counts.Total()
+			end := ws[j].Start.Add(ws[j].Duration)
+			if !to.IsZero() && end.After(to.Add(ws[j].Duration/2)) {
+				break
+			}
+			if n >= need {
+				out = append(out, mergeWindows(ws[i:j+1]))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mergeWindows is ws as one window: counts added, p99 of the merged
+// latencies (mergedQuantile), from the first's start to the last's end.
+func mergeWindows(ws []rundata.Window) rundata.Window {
+	m := ws[0]
+	last := ws[len(ws)-1]
+	m.Duration = last.Start.Add(last.Duration).Sub(m.Start)
+	for _, w := range ws[1:] {
+		for c, n := range w.Counts {
+			m.Counts[c] += n
+		}
+		m.Latency.Count += w.Latency.Count
+		m.Latency.Max = max(m.Latency.Max, w.Latency.Max)
+	}
+	if len(ws) > 1 {
+		m.Latency.P99 = mergedQuantile(ws, 0.99)
+	}
+	return m
+}
+
 // firstDegraded is the time from fault start to the end of endpoint ep's
-// first window, starting no earlier than half a window before the fault and
-// before the fault ends, that bad (given its baseline p99 in ms) finds
-// degraded; false when none is, or the run had no fault.
+// first span (spans), starting no earlier than half a window before the
+// fault and ending by the fault's end, that bad (given its baseline p99 in
+// ms) finds degraded; false when none is, or the run had no fault.
 func (r *Run) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float64) bool) (time.Duration, bool) {
 	fs, ok := r.FaultStart()
 	if !ok || r.Meta.Timeout <= 0 {
 		return 0, false
 	}
-	fe := r.FaultEnd()
 	base := r.baselineP99(ep)
-	for _, w := range r.EndpointWindows(ep) {
-		if w.Start.Before(fs.Add(-w.Duration/2)) || (!fe.IsZero() && !w.Start.Before(fe)) {
-			continue
-		}
-		if bad(w, base) {
-			return max(w.Start.Add(w.Duration).Sub(fs), 0), true
+	for _, sp := range r.spans(ep, fs.Add(-r.Meta.Window/2), r.FaultEnd()) {
+		if bad(sp, base) {
+			return max(sp.Start.Add(sp.Duration).Sub(fs), 0), true
 		}
 	}
 	return 0, false
+}
+
+// SpanStat is one span of an endpoint's fault-phase windows (spans): its
+// end from the phase's start in T, its p99 over the run's baseline p99, and
+// its error rate. The victim's spans of every run are kept so that P1 can
+// judge a fault run's against the control cell's.
+type SpanStat struct {
+	EndT      Num `json:"end_t"`
+	P99Ratio  Num `json:"p99_ratio"`
+	ErrorRate Num `json:"error_rate"`
+}
+
+// victimSpans are the victim's spans over the fault phase.
+func (r *Run) victimSpans(ex rundata.Expectations) []SpanStat {
+	span, ok := r.PhaseSpan(rundata.PhaseFault)
+	if !ok || r.Meta.Timeout <= 0 {
+		return nil
+	}
+	base := r.baselineP99(ex.Victim)
+	var out []SpanStat
+	for _, sp := range r.spans(ex.Victim, span.Start.Add(-r.Meta.Window/2), span.End) {
+		tot := sp.Counts.Total()
+		out = append(out, SpanStat{EndT: Num(float64(sp.Start.Add(sp.Duration).Sub(span.Start)) / float64(r.Meta.Timeout)),
+			P99Ratio: Num(Ratio(Millis(sp.Latency.P99), base)), ErrorRate: Num(float64(sp.Counts.Failed()) / float64(tot))})
+	}
+	return out
+}
+
+// TimeToDegradeAgainst is the time, in T from the fault phase's start, to
+// the end of the first of the run's victim spans degraded beyond both the
+// expectations' thresholds and the control's noise; undefined when none is.
+func TimeToDegradeAgainst(s RunSummary, ex rundata.Expectations, c DegradeControl) Num {
+	for _, sp := range s.VictimSpans {
+		e, r := float64(sp.ErrorRate), float64(sp.P99Ratio)
+		if (e > ex.DegradedErrorRate && e > c.ErrorRate) || (r > ex.DegradedP99Factor && r > c.P99Ratio) {
+			return sp.EndT
+		}
+	}
+	return Undefined
+}
+
+// ControlOf is the victim's noise over control runs: the largest span p99
+// ratio and error rate of their fault phases (zero without runs).
+func ControlOf(runs []RunSummary) DegradeControl {
+	var c DegradeControl
+	for _, r := range runs {
+		for _, sp := range r.VictimSpans {
+			if v := float64(sp.P99Ratio); !math.IsNaN(v) {
+				c.P99Ratio = max(c.P99Ratio, v)
+			}
+			if v := float64(sp.ErrorRate); !math.IsNaN(v) {
+				c.ErrorRate = max(c.ErrorRate, v)
+			}
+		}
+	}
+	return c
 }
 
 // Endpoint returns the stats of endpoint name, all undefined when absent.

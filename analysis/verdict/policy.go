@@ -104,7 +104,7 @@ func victimAtBaseline(name, claim string, cells []Cell, ex rundata.Expectations,
 func adaptiveCost(cells []Cell, ex rundata.Expectations) Verdict {
 	mode := ex.Policy.Adaptive.Mode
 	b := newBuilder("ADAPTIVE-COST", fmt.Sprintf("%s: /%s's successful throughput is higher with %s than with bulkheads (isolation costs less)",
-		ex.Busy, ex.Culprit, mode), cells, ex, [2]string{ex.Busy, "bulkhead"}, [2]string{ex.Busy, mode})
+		ex.Busy, ex.Culprit, mode), cells, ex, [2]string{ex.Busy, ex.BulkheadMode}, [2]string{ex.Busy, mode})
 	bh, ad := b.cells[0], b.cells[1]
 	gain := measure.Bootstrap([][]float64{
 		bh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),

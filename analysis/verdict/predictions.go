@@ -18,30 +18,48 @@ func predictions(cells []Cell, ex rundata.Expectations) []Verdict {
 	return []Verdict{p1(cells, ex), p2(cells, ex), failFast(cells, ex), p3(cells, ex), p4(cells, ex), exhausted(cells, ex)}
 }
 
+// p1 is the shared pool's harm: under the slow condition /victim degrades
+// within the bound — judged over spans of at least measure.MinSpanResults
+// of its results inside the fault phase, beyond both the expectations'
+// thresholds and the victim's own noise in the control (healthy) cell of
+// the same mode, so that neither one slow request nor a noisy machine can
+// pass for the fault's harm.
 func p1(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
-		ex.Slow, ex.Victim, ex.Culprit, measure.FmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, "shared"})
+		ex.Slow, ex.Victim, ex.Culprit, measure.FmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, ex.SharedMode})
 	c := b.cells[0]
-	deg := c.vals(func(r measure.RunSummary) measure.Num {
-		if math.IsNaN(float64(r.TimeToDegradeT)) {
-			return 0
+	var control measure.DegradeControl
+	if ctl := FindCell(cells, ex.Healthy, ex.SharedMode); ctl != nil && len(ctl.UsedRuns) > 0 {
+		control = measure.ControlOf(ctl.UsedRuns)
+		b.notes = append(b.notes, fmt.Sprintf("control %s/%s: /%s's worst span p99 %s× its baseline, error rate %s",
+			ex.Healthy, ex.SharedMode, ex.Victim, measure.FmtG(control.P99Ratio), measure.FmtG(control.ErrorRate)))
+	} else {
+		b.notes = append(b.notes, "no control cell ("+ex.Healthy+"/"+ex.SharedMode+"): judged against the baseline alone")
+	}
+	times := c.vals(func(r measure.RunSummary) measure.Num { return measure.TimeToDegradeAgainst(r, ex, control) })
+	deg := make([]float64, len(times))
+	var within []float64
+	for i, t := range times {
+		if !math.IsNaN(t) {
+			deg[i] = 1
+			within = append(within, t)
 		}
-		return 1
-	})
+	}
 	b.check("repeats in which /"+ex.Victim+" degraded", "share", measure.EstimateOf(deg), ">=", 1)
-	b.check("time to degradation", "T", c.TimeToDegradeT, "<=", ex.P1MaxTimeToDegrade)
+	b.check("time to degradation", "T", measure.EstimateOf(within), "<=", ex.P1MaxTimeToDegrade)
 	b.info("/"+ex.Victim+" fault p99", "ms", c.VictimP99Ms)
 	b.info("/"+ex.Culprit+" fault p99", "ms", c.CulpritP99Ms)
 	b.info("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
 	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
-	b.notes = append(b.notes, fmt.Sprintf("degraded window: p99 > %s× baseline or error rate > %s", measure.FmtG(ex.DegradedP99Factor), measure.FmtG(ex.DegradedErrorRate)))
+	b.notes = append(b.notes, fmt.Sprintf("degraded span (at least %d results, within the fault): p99 > %s× baseline or error rate > %s, and beyond the control's",
+		measure.MinSpanResults, measure.FmtG(ex.DegradedP99Factor), measure.FmtG(ex.DegradedErrorRate)))
 	return b.decide()
 }
 
 // p2 is isolation: under bulkheads the victim stays at its baseline.
 func p2(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)",
-		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, "bulkhead"})
+		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, ex.BulkheadMode})
 	c := b.cells[0]
 	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
 	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
@@ -59,7 +77,7 @@ func p2(cells []Cell, ex rundata.Expectations) Verdict {
 // more than MaxUnclassified of the culprit's results matched no rule.
 func failFast(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder(FailFast, fmt.Sprintf("bulkhead + %s: /%s's failures are fast rejections (503 from its bulkhead, < %s·T)",
-		ex.Slow, ex.Culprit, measure.FmtG(ex.P2FastRejectMaxT)), cells, ex, [2]string{ex.Slow, "bulkhead"})
+		ex.Slow, ex.Culprit, measure.FmtG(ex.P2FastRejectMaxT)), cells, ex, [2]string{ex.Slow, ex.BulkheadMode})
 	c := b.cells[0]
 	share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FastRejectShare }))
 	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
@@ -105,7 +123,7 @@ func unclassifiedStatuses(runs []measure.RunSummary, ep string) string {
 
 func p3(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
-		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, "shared"}, [2]string{ex.Busy, "bulkhead"})
+		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, ex.SharedMode}, [2]string{ex.Busy, ex.BulkheadMode})
 	sh, bh := b.cells[0], b.cells[1]
 	cost := measure.Bootstrap([][]float64{
 		sh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
@@ -120,7 +138,7 @@ func p3(cells []Cell, ex rundata.Expectations) Verdict {
 func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
 		ex.Victim, ex.Failing, ex.Slow), cells, ex,
-		[2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"}, [2]string{ex.Failing, "shared"}, [2]string{ex.Failing, "bulkhead"})
+		[2]string{ex.Slow, ex.SharedMode}, [2]string{ex.Slow, ex.BulkheadMode}, [2]string{ex.Failing, ex.SharedMode}, [2]string{ex.Failing, ex.BulkheadMode})
 	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
 	errR := func(r measure.RunSummary) measure.Num {
 		return measure.Num(100 * float64(r.Endpoint(ex.Victim).FaultErrorRate))
@@ -185,28 +203,35 @@ func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
+// exhausted: under the slow condition the first bounded resource to run
+// out is the pool (measure.PoolFirstRule): the pool the service exports,
+// a limit inferred from the proxies that stands for one, or the connection
+// pool of a service whose bulkhead it is. A run where that cannot be told
+// is left out of the share and makes the verdict INCONCLUSIVE, naming it.
 func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
 	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
-		cells, ex, [2]string{ex.Slow, "shared"}, [2]string{ex.Slow, "bulkhead"})
-	var first []string
-	unseen := 0
+		cells, ex, [2]string{ex.Slow, ex.SharedMode}, [2]string{ex.Slow, ex.BulkheadMode})
+	var first, unknown []string
 	for _, c := range b.cells {
+		var v []float64
 		for _, r := range c.UsedRuns {
-			if r.Exhausted.Resource == measure.ResourceNotObservable || r.Exhausted.Resource == measure.ResourcePoolInferred {
-				unseen++
+			first = append(first, r.ID+": "+r.Exhausted.Resource)
+			switch r.Exhausted.PoolFirst {
+			case measure.PoolFirstYes:
+				v = append(v, 1)
+			case measure.PoolFirstUnknown:
+				unknown = append(unknown, r.ID+": "+r.Exhausted.PoolFirstWhy)
+			default:
+				v = append(v, 0)
 			}
 		}
-		share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
-			first = append(first, r.ID+": "+r.Exhausted.Resource)
-			if r.Exhausted.Resource == measure.ResourcePool {
-				return 1
-			}
-			return 0
-		}))
-		b.check("runs of "+c.Mode+" where the pool ran out first", "share", share, ">=", 1)
+		if len(v) == 0 && len(c.UsedRuns) > 0 {
+			continue // every run unknown: said below
+		}
+		b.check("runs of "+c.Mode+" where the pool ran out first", "share", measure.EstimateOf(v), ">=", 1)
 	}
-	if unseen > 0 {
-		b.unsure = append(b.unsure, fmt.Sprintf("the pools of %d runs are not observable (at most inferred from the proxies): name the service's pool metrics under external.metrics", unseen))
+	if len(unknown) > 0 {
+		b.unsure = append(b.unsure, "whether the pool ran out first cannot be told in "+strings.Join(unknown, "; "))
 	}
 	if len(first) > 0 {
 		b.notes = append(b.notes, strings.Join(first, ", "))

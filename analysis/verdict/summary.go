@@ -162,6 +162,13 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 	for _, f := range families {
 		s.Verdicts = append(s.Verdicts, f(&s)...)
 	}
+	for i, v := range s.Verdicts {
+		// The spec's own word on what its matrix cannot decide: the verdict
+		// says so, as validate did, whatever its runs happened to show.
+		if why := ex.Undecidable[v.Name]; why != "" {
+			s.Verdicts[i].Outcome, s.Verdicts[i].Reason = Skipped, why
+		}
+	}
 	for _, r := range s.Runs {
 		for _, d := range r.Damaged {
 			s.Damaged = append(s.Damaged, r.ID+": "+d)

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -79,7 +78,8 @@ func (s *Spec) declaresLimits() bool {
 	}
 	for i := range s.Modes {
 		x := s.ExternalOf(&s.Modes[i])
-		if len(x.Pools) == 0 && (x.Metrics == nil || x.Metrics.Limit == "") {
+		m := x.Metrics
+		if len(x.Pools) == 0 && (m == nil || (m.Limit == "" && (m.Conns == nil || m.Conns.Limit == ""))) {
 			return false
 		}
 	}
@@ -100,8 +100,11 @@ func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
 			return "NO-LEAK sees a permit lost without a service error only through the service's pool metrics (external.metrics in_use or available) or probe bursts (load.probe)", true
 		}
 	case "LIMIT-HOLDS":
-		if !s.declaresLimits() && s.Load.Probe == nil && !slices.ContainsFunc(s.Conditions, func(c Condition) bool { return c.Name == s.Expectations.Slow }) {
-			return "LIMIT-HOLDS needs a limit to hold the proxies' peaks to: declared pools (external.pools), exported limits (external.metrics.limit), or a slow condition to infer them from", true
+		// A limit inferred from the proxies is judged only in the fault
+		// phase it was seen in, which a slow fault leaves out: it cannot
+		// decide the claim on its own.
+		if !s.declaresLimits() && s.Load.Probe == nil {
+			return "LIMIT-HOLDS needs a limit that exists to hold the proxies' peaks to: declared pools (external.pools), exported limits (external.metrics.limit, or external.metrics.conns for connection pools), or probe bursts (load.probe)", true
 		}
 	default:
 		return "", false

@@ -13,12 +13,12 @@ import (
 // compares.
 func (s *Spec) needs(pred string) (conds []string, modes []string) {
 	e := s.Expectations
-	both := []string{ModeShared, ModeBulkhead}
+	both := []string{e.SharedMode, e.BulkheadMode}
 	switch pred {
 	case "P1":
-		return []string{e.Slow}, []string{ModeShared}
+		return []string{e.Slow}, []string{e.SharedMode}
 	case "P2", "FAILFAST":
-		return []string{e.Slow}, []string{ModeBulkhead}
+		return []string{e.Slow}, []string{e.BulkheadMode}
 	case "P3":
 		return []string{e.Busy}, both
 	case "P4":
@@ -73,20 +73,16 @@ func (s *Spec) Undecidable(pred string) string {
 	}
 	for _, m := range modes {
 		if !slices.ContainsFunc(s.Modes, func(x Mode) bool { return x.Name == m }) {
-			missing = append(missing, "mode "+m)
+			missing = append(missing, "mode "+m+s.modeRoleHint(m))
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Sprintf("%s compares %s × %s, and the matrix has no %s", pred,
 			strings.Join(conds, "+"), strings.Join(modes, "+"), strings.Join(missing, ", no "))
 	}
-	if pred == "EXHAUSTED" && s.External != nil {
-		for i := range s.Modes {
-			if s.ExternalOf(&s.Modes[i]).Metrics == nil {
-				return fmt.Sprintf("EXHAUSTED needs the pools of the service in mode %s, which are not observable without external.metrics", s.Modes[i].Name)
-			}
-		}
-	}
+	// EXHAUSTED of a service without metrics reads the limits inferred from
+	// the proxies in the slow condition (a run where no cap showed is
+	// INCONCLUSIVE, named).
 	return ""
 }
 
@@ -178,4 +174,49 @@ func (s *Spec) ExternalOf(m *Mode) ExternalService {
 		x.Dir = o.Dir
 	}
 	return x
+}
+
+// modeRoles gives the expectations the modes that play the shared pool and
+// the bulkheads unless the spec names them (expectations.shared_mode,
+// bulkhead_mode): the mode of that name, else the one mode whose layout
+// (pools:) it is. A mode is matched by its layout, not its name.
+func (s *Spec) modeRoles() {
+	for _, r := range []struct {
+		key, layout string
+		field       *string
+	}{{"expectations.shared_mode", ModeShared, &s.Expectations.SharedMode}, {"expectations.bulkhead_mode", ModeBulkhead, &s.Expectations.BulkheadMode}} {
+		if s.set(r.key) || slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == r.layout }) {
+			continue
+		}
+		if of := s.modesOfLayout(r.layout); len(of) == 1 {
+			*r.field = of[0]
+		}
+	}
+}
+
+// modesOfLayout names the modes whose pools are laid out as layout.
+func (s *Spec) modesOfLayout(layout string) []string {
+	var of []string
+	for i := range s.Modes {
+		if s.Modes[i].layout() == layout {
+			of = append(of, s.Modes[i].Name)
+		}
+	}
+	return of
+}
+
+// modeRoleHint says, for a role's mode missing from the matrix, which modes
+// could play it: " (modes with pools: bulkhead: split, split-b; name one as
+// expectations.bulkhead_mode)".
+func (s *Spec) modeRoleHint(m string) string {
+	for _, r := range []struct{ role, layout, key string }{
+		{s.Expectations.SharedMode, ModeShared, "shared_mode"}, {s.Expectations.BulkheadMode, ModeBulkhead, "bulkhead_mode"}} {
+		if m != r.role {
+			continue
+		}
+		if of := s.modesOfLayout(r.layout); len(of) > 1 {
+			return fmt.Sprintf(" (modes with pools: %s: %s; name one as expectations.%s)", r.layout, strings.Join(of, ", "), r.key)
+		}
+	}
+	return ""
 }

@@ -29,8 +29,14 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 		{"no slow condition", "name: x\nconditions: [healthy, busy]\n", []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
 		{"recovery too short", "name: x\nphases: {recovery: 1s}\n", []string{"P1", "P2", "NO-LEAK", "LIMIT-HOLDS"}},
 		// A user's service without metrics: a leak that does not make it
-		// reject is invisible, limits are inferred from the slow condition.
-		{"external one mode", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY", "LIMIT-HOLDS"}},
+		// reject is invisible, and a limit inferred from the slow condition
+		// is judged only in its fault phase, which the slow fault leaves
+		// out: LIMIT-HOLDS needs a limit that exists.
+		{"external one mode", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY"}},
+		{"external with declared pools", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  pools: [{name: a, size: 10, endpoints: [a]}, {name: b, size: 10, endpoints: [b]}]\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY", "LIMIT-HOLDS"}},
+		{"external with connection-pool metrics", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n  metrics: {url: 'http://127.0.0.1:1/metrics', conns: {in_use: c_in_use, limit: c_max}}\nmodes: [bulkhead]\n", []string{"P2", "RECOVERY", "LIMIT-HOLDS"}},
+		// Modes of your own names: matched by their layout.
+		{"modes of your own names", "name: x\nmodes: [{name: one-pool, pools: shared}, {name: split, pools: bulkhead}]\n", []string{"P1", "P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
 		{"external with probes", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\nconditions: [failing]\nload: {probe: {}}\n", []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
 		{"external failing only", extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes: [bulkhead]\nconditions: [failing]\n", []string{"RECOVERY"}},
 	} {
@@ -46,7 +52,8 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 		"name: x\nmodes: [bulkhead]\nexpectations: {check: [P1, P2]}\n":    "expectations.check[0]: P1 compares slow × shared, and the matrix has no mode shared",
 		"name: x\nconditions: [slow]\nexpectations: {check: [P3]}\n":       "P3 compares busy × shared+bulkhead, and the matrix has no condition busy",
 		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n": "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED, RECOVERY, NO-LEAK, LIMIT-HOLDS)",
-		extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes:\n  - shared\n  - name: bulkhead\n    external: {start: [./svc], ready: 'http://127.0.0.1:1/'}\nexpectations: {check: [EXHAUSTED]}\n": "EXHAUSTED needs the pools of the service in mode shared, which are not observable without external.metrics",
+		extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes:\n  - shared\n  - name: bulkhead\n    external: {start: [./svc], ready: 'http://127.0.0.1:1/'}\nexpectations: {check: [LIMIT-HOLDS]}\n": "LIMIT-HOLDS needs a limit that exists",
+		"name: x\nmodes: [{name: s1, pools: shared}, {name: b1, pools: bulkhead}, {name: b2, pools: bulkhead}]\nexpectations: {check: [P2]}\n": "the matrix has no mode bulkhead (modes with pools: bulkhead: b1, b2; name one as expectations.bulkhead_mode)",
 	} {
 		_, err := Parse("x.yaml", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -77,7 +84,7 @@ conditions: [slow, failing, busy]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Expectations.Check; !reflect.DeepEqual(got, []string{"P1", "P2", "RECOVERY", "LIMIT-HOLDS"}) {
+	if got := s.Expectations.Check; !reflect.DeepEqual(got, []string{"P1", "P2", "RECOVERY"}) {
 		t.Errorf("check %v", got)
 	}
 	p, err := s.Plan()

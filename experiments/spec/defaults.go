@@ -150,6 +150,7 @@ func (s *Spec) applyDefaults() {
 	}
 	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
 	s.auditRoles() // audit.go
+	s.modeRoles()  // decidable.go
 	switch {
 	case s.set("expectations.check"):
 	case s.Audit != nil:
@@ -158,6 +159,17 @@ func (s *Spec) applyDefaults() {
 		// By default, check what the matrix can decide; a list the user
 		// wrote is validated instead (validate: undecidable → error).
 		s.Expectations.Check = s.Decidable(s.Expectations.Check)
+	}
+	s.Expectations.Undecidable = nil
+	if s.Audit == nil {
+		for _, pred := range AllPredictions() {
+			if why := s.Undecidable(pred); why != "" {
+				if s.Expectations.Undecidable == nil {
+					s.Expectations.Undecidable = map[string]string{}
+				}
+				s.Expectations.Undecidable[pred] = why
+			}
+		}
 	}
 	v := &s.Validity
 	setF := func(p **float64, def float64) {

@@ -19,6 +19,11 @@ type Expectations struct {
 	// the one whose dependency gets the fault ("a").
 	Victim  string `yaml:"victim" json:"victim"`
 	Culprit string `yaml:"culprit" json:"culprit"`
+	// SharedMode and BulkheadMode are the modes that play the shared pool
+	// and the bulkheads: by default the modes of those names, else the one
+	// mode whose layout (pools:) is shared, or bulkhead.
+	SharedMode   string `yaml:"shared_mode" json:"shared_mode"`
+	BulkheadMode string `yaml:"bulkhead_mode" json:"bulkhead_mode"`
 
 	// DegradedP99Factor: a window of the victim is degraded when its p99 is
 	// above this factor times its baseline p99 ...
@@ -56,6 +61,10 @@ type Expectations struct {
 	MaxRelativeSpread float64 `yaml:"max_relative_spread" json:"max_relative_spread"`
 	// Check lists the predictions `run --check` asserts, e.g. ["P1","P2"].
 	Check []string `yaml:"check" json:"check"`
+	// Undecidable says, per prediction the spec's matrix cannot decide,
+	// why (written by the spec's defaults, the one judgement validate shows
+	// and the verdicts follow: such a verdict is SKIPPED with the reason).
+	Undecidable map[string]string `yaml:"undecidable,omitempty" json:"undecidable,omitempty"`
 	// Policy names the runs of the policy claims; nil: none judged.
 	Policy *PolicyClaims `yaml:"policy,omitempty" json:"policy,omitempty"`
 	// Sizing names the swept mode of the sizing claims; nil: none judged.
@@ -110,7 +119,7 @@ var AftermathPredictions = []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}
 func DefaultExpectations() Expectations {
 	return Expectations{
 		Healthy: "healthy", Slow: "slow", Failing: "failing", Busy: "busy",
-		Victim: "b", Culprit: "a",
+		Victim: "b", Culprit: "a", SharedMode: "shared", BulkheadMode: "bulkhead",
 		DegradedP99Factor:    3,
 		DegradedErrorRate:    0.05,
 		P1MaxTimeToDegrade:   10,
