@@ -53,7 +53,7 @@ func TestDefaultCheckIsDecidable(t *testing.T) {
 		"name: x\nconditions: [slow]\nexpectations: {check: [P3]}\n":       "P3 compares busy × shared+bulkhead, and the matrix has no condition busy",
 		"name: x\nconditions: [slow, busy]\nexpectations: {check: [P4]}\n": "(decidable here: P1, P2, FAILFAST, P3, EXHAUSTED, RECOVERY, NO-LEAK, LIMIT-HOLDS)",
 		extBase + "  targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\nmodes:\n  - shared\n  - name: bulkhead\n    external: {start: [./svc], ready: 'http://127.0.0.1:1/'}\nexpectations: {check: [LIMIT-HOLDS]}\n": "LIMIT-HOLDS needs a limit that exists",
-		"name: x\nmodes: [{name: s1, pools: shared}, {name: b1, pools: bulkhead}, {name: b2, pools: bulkhead}]\nexpectations: {check: [P2]}\n": "the matrix has no mode bulkhead (modes with pools: bulkhead: b1, b2; name one as expectations.bulkhead_mode)",
+		"name: x\nmodes: [{name: s1, pools: shared}, {name: b1, pools: bulkhead}, {name: b2, pools: bulkhead}]\nexpectations: {check: [P2]}\n":                                                                                      "the matrix has no mode bulkhead (modes with pools: bulkhead: b1, b2; name one as expectations.bulkhead_mode)",
 	} {
 		_, err := Parse("x.yaml", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
