@@ -623,9 +623,19 @@ func (r *Run) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float6
 	}
 	base := r.baselineP99(ep)
 	for _, sp := range r.spans(ep, fs.Add(-r.Meta.Window/2), r.FaultEnd()) {
-		if bad(sp, base) {
-			return max(sp.Start.Add(sp.Duration).Sub(fs), 0), true
+		if !bad(sp, base) {
+			continue
 		}
+		// The span decides that it degraded; its first window degraded by
+		// itself, if any, says when.
+		end := sp.Start.Add(sp.Duration)
+		for _, w := range r.EndpointWindows(ep) {
+			if !w.Start.Before(sp.Start) && w.Start.Before(end) && bad(w, base) {
+				end = w.Start.Add(w.Duration)
+				break
+			}
+		}
+		return max(end.Sub(fs), 0), true
 	}
 	return 0, false
 }
@@ -650,7 +660,10 @@ func (r *Run) victimSpans(ex rundata.Expectations) []SpanStat {
 	var out []SpanStat
 	for _, sp := range r.spans(ex.Victim, span.Start.Add(-r.Meta.Window/2), span.End) {
 		tot := sp.Counts.Total()
-		out = append(out, SpanStat{EndT: Num(float64(sp.Start.Add(sp.Duration).Sub(span.Start)) / float64(r.Meta.Timeout)),
+		// A span is dated by its first window (the degradation it shows
+		// began there at the latest) so that spans do not delay it.
+		end := sp.Start.Add(r.Meta.Window)
+		out = append(out, SpanStat{EndT: Num(float64(end.Sub(span.Start)) / float64(r.Meta.Timeout)),
 			P99Ratio: Num(Ratio(Millis(sp.Latency.P99), base)), ErrorRate: Num(float64(sp.Counts.Failed()) / float64(tot))})
 	}
 	return out

@@ -37,7 +37,7 @@ type runFinding struct {
 //     runs;
 //   - INCONCLUSIVE when a violation's evidence is uncertain (each run named,
 //     with why) or a run that could show one could not be judged;
-//   - SKIPPED when no run could exercise the claim;
+//   - SKIPPED when no run could be judged at all;
 //   - SUPPORTED when every cell has usable runs and none violates it.
 func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valueName, valueUnit string,
 	read func(measure.RunSummary) runFinding) Verdict {
@@ -116,8 +116,11 @@ func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valu
 		b.unsure = append(b.unsure, "could not be judged in "+strings.Join(unjudged, ", "))
 	}
 	v := b.decide()
-	if len(held) == 0 && v.Outcome != Skipped && v.Outcome != Inconclusive {
+	if len(held) == 0 && v.Outcome != Skipped && len(doubts) == 0 {
 		v.Outcome, v.Reason = Skipped, "no run it can judge"
+		if len(unjudged) > 0 {
+			v.Reason += ": " + strings.Join(unjudged, ", ")
+		}
 	}
 	return v
 }

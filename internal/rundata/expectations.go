@@ -168,6 +168,8 @@ func (e Expectations) WithDefaults() Expectations {
 	str(&e.Busy, d.Busy)
 	str(&e.Victim, d.Victim)
 	str(&e.Culprit, d.Culprit)
+	str(&e.SharedMode, d.SharedMode)
+	str(&e.BulkheadMode, d.BulkheadMode)
 	num(&e.DegradedP99Factor, d.DegradedP99Factor)
 	num(&e.DegradedErrorRate, d.DegradedErrorRate)
 	num(&e.P1MaxTimeToDegrade, d.P1MaxTimeToDegrade)
