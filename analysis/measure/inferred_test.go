@@ -75,6 +75,10 @@ func TestInferLimits(t *testing.T) {
 		// at 8" and "B capped at 2".
 		{"one shared limit of 10, A holding 8", func(i int) float64 { return float64(10 - (1 + i%3) + (i%12)/11) },
 			func(i int) float64 { return float64(1 + i%3) }, map[string]float64{"a": 0.6, "b": 0.3}, "calls to A+B capped at 10 → one shared limit"},
+		// The same agent where B's callers only waited for a socket (slower,
+		// not failing): the counts still move against each other.
+		{"one shared limit of 10, B only waiting", func(i int) float64 { return float64(10 - (1 + i%3) + (i%12)/11) },
+			func(i int) float64 { return float64(1 + i%3) }, map[string]float64{"a": 0.6, "b": 0}, "calls to A+B capped at 10 → one shared limit"},
 		// Two bulkheads of 10, both full and failing: each is flat on its
 		// own and the sum varies as much as both together.
 		{"two full bulkheads of 10", ramp(10), func(i int) float64 {

@@ -3,6 +3,7 @@ package measure
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -95,39 +96,35 @@ func constLimit(l float64) limitSeries { return func(time.Time) (float64, bool) 
 func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 	var out []LimitCheck
 	covered := map[string]bool{}
+	add := func(c LimitCheck, ok bool) {
+		if ok {
+			out = append(out, c)
+		}
+	}
 	for _, d := range r.dependencies() {
 		limit, source := r.declaredLimit(d)
 		if limit == 0 {
 			continue
 		}
 		covered[d] = true
-		if c, ok := r.limitCheck([]string{d}, constLimit(float64(limit)), source); ok {
-			out = append(out, c)
-		}
+		add(r.limitCheck([]string{d}, constLimit(float64(limit)), source))
 	}
-	for _, pool := range r.ConnPoolNames() {
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
-		at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
-		if deps := r.connPoolDeps(pool); len(deps) > 0 {
-			if c, ok := r.limitCheck(deps, at, LimitConnections); ok {
-				out = append(out, c)
+	// Every pool the service exports: the proxies of the dependencies its
+	// name tells, at the limit it exported then, and its own count.
+	for _, x := range []struct{ limit, inUse, source string }{
+		{rundata.MetricPoolLimit, rundata.MetricPoolInUse, LimitExported},
+		{rundata.MetricConnPoolLimit, rundata.MetricConnPoolInUse, LimitConnections},
+	} {
+		for _, pool := range r.exportedPools(x.limit) {
+			limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(x.limit, pool))
+			at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
+			if deps := r.namedPoolDeps(pool); len(deps) > 0 && !slices.ContainsFunc(deps, func(d string) bool { return covered[d] }) {
+				add(r.limitCheck(deps, at, x.source))
+				for _, d := range deps {
+					covered[d] = true
+				}
 			}
-			for _, d := range deps {
-				covered[d] = true
-			}
-		}
-		if c, ok := r.gaugeCheck(pool, rundir.PoolKey(rundata.MetricConnPoolInUse, pool), at, LimitConnections); ok {
-			out = append(out, c)
-		}
-	}
-	for _, pool := range r.PoolNames() {
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
-		if len(limit) == 0 {
-			continue
-		}
-		at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
-		if c, ok := r.gaugeCheck(pool, rundir.PoolKey(rundata.MetricPoolInUse, pool), at, LimitExported); ok {
-			out = append(out, c)
+			add(r.gaugeCheck(pool, rundir.PoolKey(x.inUse, pool), at, x.source))
 		}
 	}
 	for _, l := range inferred {
@@ -144,6 +141,20 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 	return out
 }
 
+// exportedPools names the pools of the service's samples with a series of
+// the limit metric.
+func (r *Run) exportedPools(limit string) []string {
+	set := map[string]bool{}
+	for _, s := range r.Metrics {
+		if s.Component == rundata.ServiceComponent {
+			for _, p := range rundata.LabelValues(s.Values, limit, "pool") {
+				set[p] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
 // inferredInForce is an inferred limit as a series: in force in the fault
 // phase it was seen in, at its plateau's upper edge (a sample may sit that
 // far above the median level and still count as at the cap).
@@ -155,11 +166,11 @@ func (r *Run) inferredInForce(l InferredLimit) limitSeries {
 	}
 }
 
-// connPoolDeps are the dependencies an exported connection pool serves as
-// its name tells them: an endpoint's name (its dependency), a dependency's
-// name, or the built-in service's shared pool (every dependency); nil for
-// a name that tells nothing (the pool's own count is still judged).
-func (r *Run) connPoolDeps(pool string) []string {
+// namedPoolDeps are the dependencies an exported pool serves as its name
+// tells them: an endpoint's name (its dependency), a dependency's name, or
+// the built-in service's shared pool (every dependency); nil for a name
+// that tells nothing (the pool's own count is still judged).
+func (r *Run) namedPoolDeps(pool string) []string {
 	for _, e := range r.Meta.Endpoints {
 		if e.Dependency != "" && (e.Name == pool || e.Dependency == pool) {
 			return []string{e.Dependency}
@@ -207,15 +218,21 @@ func (r *Run) metricMax(key string) float64 {
 	return m
 }
 
-// inflightSum is, at each sample of the first dependency's proxy, the sum
-// of deps' peaks in flight (their peak gauges, else their samples) and of
-// the calls they counted abandoned so far; false when a proxy has neither.
+// inflightSum is, at each sample of the first dependency's proxy, the calls
+// in flight to deps — one dependency's peak gauge (else its samples), the
+// sum of several's samples — and the calls they counted abandoned so far;
+// false when a proxy has neither.
 func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bool) {
 	half := r.sampleInterval() / 2
 	series := make([][]rundir.Point, len(deps))
 	for i, d := range deps {
 		comp := rundata.ProxyComponent(d)
-		series[i] = r.Metric(comp, rundata.MetricProxyInflightPeak)
+		// One proxy's peak is of its own calls at one moment; peaks of
+		// several proxies come from different moments of the interval and
+		// do not add up: a sum is of their samples.
+		if len(deps) == 1 {
+			series[i] = r.Metric(comp, rundata.MetricProxyInflightPeak)
+		}
 		if len(series[i]) == 0 {
 			series[i] = r.Metric(comp, rundata.MetricProxyInflight)
 		}
@@ -253,7 +270,7 @@ func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (Limit
 	}
 	judged := r.limitJudged()
 	prev, half := r.Origin(), r.sampleInterval()/2
-	return r.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
+	c, ok := r.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
 		l, ok := limit(p.Time)
 		if !judged(p.Time) || !ok {
 			prev = p.Time
@@ -266,8 +283,14 @@ func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (Limit
 			allowed = n
 		}
 		prev = p.Time
-		return l, allowed, true
+		// Proxies are sampled a moment apart: a call that left one and a
+		// call that entered another in between are both counted.
+		return l, allowed + float64(len(deps)-1), true
 	}, LimitCheck{Dependency: strings.Join(deps, "+"), Dependencies: slices.Clone(deps), Source: source})
+	if ok && !c.Holds && len(deps) > 1 && c.Doubt == "" {
+		c.Doubt = "a sum over several proxies, each sampled at its own moment, can count a call that moved between them: the pool's own count decides"
+	}
+	return c, ok
 }
 
 // gaugeCheck holds an exported pool's own count in use (series key) to its

@@ -1,0 +1,218 @@
+//go:build e2e
+
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/service"
+)
+
+// evidenceExp is an external experiment whose service is the built-in one
+// started by command as a user's would be (it knows nothing of the runner),
+// in one mode per entry of modes: its serve flags after the dependencies'.
+type evidenceExp struct {
+	name       string
+	modes      map[string][]string // mode name → layout flags and defects
+	pools      map[string]string   // mode name → its pools: line ("" for a built-in name)
+	metrics    string              // external.metrics, "" for none
+	conditions string
+	check      string // expectations.check, "" for the default
+}
+
+// spec writes e's spec with fresh addresses and dependencies of 10 ms.
+func (e evidenceExp) spec(t *testing.T) string {
+	t.Helper()
+	bin := binary(t)
+	deps := map[string]string{}
+	for _, d := range []string{"A", "B"} {
+		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps[d] = "http://" + serveOn(t, dep.Serve)
+	}
+	pa, pb := freeAddr(t), freeAddr(t)
+	var modes strings.Builder
+	for _, m := range sortedKeys(e.modes) {
+		addr := freeAddr(t)
+		argv := []string{bin, "serve", "--listen", addr, "--timeout", "250ms", "--max-wait", "250ms", "--dep-a", "http://" + pa, "--dep-b", "http://" + pb}
+		argv = append(argv, e.modes[m]...)
+		metrics := ""
+		if e.metrics != "" {
+			metrics = fmt.Sprintf("\n      metrics: {url: \"http://%s/metrics\", %s}", addr, e.metrics)
+		}
+		pools := ""
+		if p := e.pools[m]; p != "" {
+			pools = "\n    pools: " + p
+		}
+		fmt.Fprintf(&modes, "  - name: %s%s\n    external:\n      start: %s\n      targets: {a: \"http://%s/a\", b: \"http://%s/b\"}\n      canary: \"http://%s/healthz\"%s\n",
+			m, pools, yamlList(argv), addr, addr, addr, metrics)
+	}
+	check := ""
+	if e.check != "" {
+		check = "\nexpectations: {check: [" + e.check + "]}"
+	}
+	return fmt.Sprintf(`name: %s
+seed: 7
+external:
+  upstreams: {A: %q, B: %q}
+  proxies: {A: %q, B: %q}
+  rules:
+    - {status: 503, header: X-Bulkhead-Reject, class: rejected}
+    - {status: 504, header: X-Dependency-Error, class: dep_timeout}
+    - {status: 502, header: X-Dependency-Error, class: dep_error}
+modes:
+%sservice: {timeout: 250ms, max_wait: 250ms, pool_size: 8, queue: 8}
+load: {rates: {a: 100, b: 100}}
+phases: {warmup: 1s, baseline: 2s, fault: 2500ms, recovery: 3s}
+conditions: [%s]
+validity: {retries: 2}%s
+`, e.name, deps["A"], deps["B"], pa, pb, modes.String(), e.conditions, check)
+}
+
+func sortedKeys(m map[string][]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func yamlList(v []string) string {
+	q := make([]string, len(v))
+	for i, s := range v {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// workerPoolMetrics maps the built-in service's worker-pool gauges.
+const workerPoolMetrics = "in_use: bulkhead_pool_in_use, limit: bulkhead_pool_limit, waiting: bulkhead_pool_waiting, rejected: bulkhead_pool_rejected_total"
+
+// TestALeakIsNotSupportedWhereverTheMatrixLooks: a service that keeps the
+// permit of a call whose dependency failed, in a matrix of healthy, slow
+// and failing cells (one repeat): the failing cell's run is a
+// counterexample that no healthy or slow cell dilutes — RECOVERY NOT
+// SUPPORTED with and without pool metrics, NO-LEAK NOT SUPPORTED with them,
+// exit 1 naming the run and its evidence. The same service without the
+// leak passes, exit 0, both ways.
+func TestALeakIsNotSupportedWhereverTheMatrixLooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four external experiments of three runs")
+	}
+	for _, tt := range []struct {
+		name, metrics string
+		leak          bool
+		notSupported  []string
+	}{
+		{"leak, pool metrics", workerPoolMetrics, true, []string{"RECOVERY", "NO-LEAK"}},
+		{"leak, no metrics", "", true, []string{"RECOVERY"}},
+		{"correct, pool metrics", workerPoolMetrics, false, nil},
+		{"correct, no metrics", "", false, nil},
+	} {
+		flags := []string{"--mode", "bulkhead", "--pool-size", "8", "--queue", "8"}
+		if tt.leak {
+			flags = append(flags, "--defect", string(service.DefectLeakOnError))
+		}
+		e := evidenceExp{name: "leak-matrix", modes: map[string][]string{"split": flags}, pools: map[string]string{"split": "bulkhead"},
+			metrics: tt.metrics, conditions: "healthy, slow, failing"}
+		code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
+		s := readSummary(t, dir)
+		if !tt.leak {
+			if code != ExitOK {
+				t.Errorf("%s: exit %d, want %d; output:\n%s", tt.name, code, ExitOK, out)
+			}
+			continue
+		}
+		if code != ExitFailed {
+			t.Errorf("%s: exit %d, want %d; output:\n%s", tt.name, code, ExitFailed, out)
+		}
+		for _, v := range tt.notSupported {
+			if o := outcomeOf(s, v); o != analysis.NotSupported {
+				t.Errorf("%s: %s %s, want NOT SUPPORTED; output:\n%s", tt.name, v, o, out)
+			}
+		}
+		if !strings.Contains(out, "failing-split-r1") || !strings.Contains(out, "did not recover") {
+			t.Errorf("%s: the output does not name the failing run and its evidence:\n%s", tt.name, out)
+		}
+	}
+}
+
+// TestOneSharedConnectionLimitPasses: a correct service whose only limit
+// is one pool of 10 connections shared by both dependencies (worker pools
+// far larger), its gauges given as external.metrics.conns or not at all:
+// --check passes (exit 0) — no dependency's share of the shared limit is
+// taken for a limit of its own. The same layout whose worker pool lets a
+// burst past its limit (racy-counter) fails LIMIT-HOLDS with its gauges.
+func TestOneSharedConnectionLimitPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three external experiments")
+	}
+	conns := []string{"--mode", "shared", "--pool-size", "40", "--queue", "40", "--conns", "10", "--conns-layout", "shared"}
+	for _, tt := range []struct {
+		name, metrics string
+		want          int
+	}{
+		{"conns gauges", "conns: {in_use: bulkheadlab_conn_pool_in_use, limit: bulkheadlab_conn_pool_limit, waiting: bulkheadlab_conn_pool_waiting}", ExitOK},
+		{"no metrics", "", ExitOK},
+	} {
+		e := evidenceExp{name: "one-agent", modes: map[string][]string{"agent": conns}, pools: map[string]string{"agent": "shared"},
+			metrics: tt.metrics, conditions: "healthy, slow"}
+		code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
+		if code != tt.want {
+			t.Errorf("%s: exit %d, want %d; output:\n%s", tt.name, code, tt.want, out)
+		}
+		s := readSummary(t, dir)
+		for _, r := range s.Runs {
+			for _, c := range r.Limits {
+				if !c.Holds {
+					t.Errorf("%s, %s: %s", tt.name, r.ID, c)
+				}
+				if c.Dependency == "A" || c.Dependency == "B" {
+					t.Errorf("%s, %s: a dependency judged on its own under the shared limit: %s", tt.name, r.ID, c)
+				}
+			}
+			for _, l := range r.Inferred {
+				if len(l.Dependencies) == 1 {
+					t.Errorf("%s, %s: inferred %s, a share of the shared limit", tt.name, r.ID, l)
+				}
+			}
+		}
+	}
+	racy := []string{"--mode", "bulkhead", "--pool-size", "8", "--queue", "0", "--defect", string(service.DefectRacyCounter)}
+	e := evidenceExp{name: "racy", modes: map[string][]string{"split": racy}, pools: map[string]string{"split": "bulkhead"},
+		metrics: workerPoolMetrics, conditions: "spike", check: "LIMIT-HOLDS"}
+	code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
+	if o := outcomeOf(readSummary(t, dir), "LIMIT-HOLDS"); code != ExitFailed || o != analysis.NotSupported {
+		t.Errorf("racy counter: exit %d, LIMIT-HOLDS %s; want %d, NOT SUPPORTED; output:\n%s", code, o, ExitFailed, out)
+	}
+}
+
+// TestAHealthyRunIsNoDegradation: the built-in default matrix's shared
+// cells, re-judged with the healthy condition as the fault run, give P1
+// NOT SUPPORTED: nothing degraded beyond the control's noise.
+func TestAHealthyRunIsNoDegradation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an experiment")
+	}
+	_, _, dir := runSpecJudged(t, "p1-control", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
+		"conditions: [healthy, slow, failing, busy]", "conditions: [healthy, slow]"))
+	if o := outcomeOf(readSummary(t, dir), "P1"); o != analysis.Supported {
+		t.Fatalf("P1 %s on the slow run, want SUPPORTED", o)
+	}
+	if o := rejudge(t, dir, "P1", func(ex *analysis.Expectations) { ex.Slow = ex.Healthy }); o != analysis.NotSupported {
+		t.Errorf("P1 %s with the healthy run as the fault run, want NOT SUPPORTED", o)
+	}
+}
