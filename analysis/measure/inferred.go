@@ -51,7 +51,7 @@ const (
 )
 
 // InferenceRule documents how limits are inferred; the report prints it.
-const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when some caller failed and the sum varies less than half the dependencies' variances added up (their counts move against each other), or when every dependency's callers failed and no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
+const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when some caller failed and the sum varies less than the most varying dependency's count (their counts move against each other), or when every dependency's callers failed and no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
 
 // plateauTol is how far below the maximum a sample still counts as at the
 // cap: a permit is free for an instant between two calls. Below 5 the
@@ -143,26 +143,26 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 		return out
 	}
 	// One limit shared by the dependencies holds back the calls to every
-	// one of them: every dependency's callers failed. And the sum is then
-	// flatter than any part (one dependency takes what the others free):
-	// the parts move against each other, so the sum varies less than the
-	// parts' variances added up; limits of their own, each flat, add their
-	// variances, and a dependency capped on its own then varies less than
-	// the sum.
+	// one of them, and the sum is then flatter than the parts (one
+	// dependency takes what the others free): the parts move against each
+	// other, so the sum varies less than the most varying part, where
+	// counts of their own add their variances. Without that sign every
+	// dependency's callers must have failed, and no dependency capped on
+	// its own may vary less than the sum.
 	// Parts that move against each other are enough once some caller ran
 	// into the cap: a dependency whose callers only waited for a permit
 	// (slower, not failing) is held back by it too.
-	var parts float64
+	var most float64
 	capped := fs.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second)))
 	allFailing := true
 	for _, d := range deps {
 		allFailing = allFailing && failing([]string{d})
-		parts += variance(series[d], capped)
+		most = math.Max(most, variance(series[d], capped))
 	}
 	switch {
 	case !failing(deps):
 		return out
-	case l.variance < MaxSharedVarianceShare*parts:
+	case l.variance < most:
 	case !allFailing:
 		return out
 	default:
@@ -178,11 +178,6 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 	out = slices.DeleteFunc(out, func(x InferredLimit) bool { return len(x.Dependencies) == 1 })
 	return append([]InferredLimit{l}, out...)
 }
-
-// MaxSharedVarianceShare: the dependencies' counts under one shared limit
-// move against each other, so their sum varies less than this share of
-// their variances added up.
-const MaxSharedVarianceShare = 0.5
 
 // variance is the variance of s's values from its first sample on or after
 // from (NaN without samples).

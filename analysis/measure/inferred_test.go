@@ -79,6 +79,11 @@ func TestInferLimits(t *testing.T) {
 		// not failing): the counts still move against each other.
 		{"one shared limit of 10, B only waiting", func(i int) float64 { return float64(10 - (1 + i%3) + (i%12)/11) },
 			func(i int) float64 { return float64(1 + i%3) }, map[string]float64{"a": 0.6, "b": 0}, "calls to A+B capped at 10 → one shared limit"},
+		// As measured (the built-in service with one pool of 10
+		// connections, a slow A): the sum sits at 10 but for two moments
+		// between calls, A and B take turns.
+		{"one shared limit of 10, as measured", func(i int) float64 { return []float64{8, 9, 9, 8, 9, 9, 8, 9, 9, 9}[i%10] },
+			func(i int) float64 { return []float64{1, 1, 1, 2, 1, 1, 1, 1, 1, 1}[i%10] }, map[string]float64{"a": 0.85, "b": 0}, "calls to A+B capped at 10 → one shared limit"},
 		// Two bulkheads of 10, both full and failing: each is flat on its
 		// own and the sum varies as much as both together.
 		{"two full bulkheads of 10", ramp(10), func(i int) float64 {

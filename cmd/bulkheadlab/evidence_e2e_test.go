@@ -4,6 +4,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +131,7 @@ func TestALeakIsNotSupportedWhereverTheMatrixLooks(t *testing.T) {
 		}
 		e := evidenceExp{name: "leak-matrix", modes: map[string][]string{"split": flags}, pools: map[string]string{"split": "bulkhead"},
 			metrics: tt.metrics, conditions: "healthy, slow, failing"}
-		code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
+		code, out, dir := checkQuietly(t, e)
 		s := readSummary(t, dir)
 		if !tt.leak {
 			if code != ExitOK {
@@ -170,7 +173,7 @@ func TestOneSharedConnectionLimitPasses(t *testing.T) {
 	} {
 		e := evidenceExp{name: "one-agent", modes: map[string][]string{"agent": conns}, pools: map[string]string{"agent": "shared"},
 			metrics: tt.metrics, conditions: "healthy, slow"}
-		code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
+		code, out, dir := checkQuietly(t, e)
 		if code != tt.want {
 			t.Errorf("%s: exit %d, want %d; output:\n%s", tt.name, code, tt.want, out)
 		}
@@ -215,4 +218,22 @@ func TestAHealthyRunIsNoDegradation(t *testing.T) {
 	if o := rejudge(t, dir, "P1", func(ex *analysis.Expectations) { ex.Slow = ex.Healthy }); o != analysis.NotSupported {
 		t.Errorf("P1 %s with the healthy run as the fault run, want NOT SUPPORTED", o)
 	}
+}
+
+// checkQuietly runs e with --check until the machine let it judge: no run
+// INVALID and nothing left undecided (exit 3: a busy machine's noise can
+// leave a recovery untold), at most three times.
+func checkQuietly(t *testing.T, e evidenceExp) (code int, out, dir string) {
+	t.Helper()
+	for i := 1; i <= 3; i++ {
+		code, out, dir = runSpecJudged(t, e.name, e.spec(t), "--check")
+		if k := os.Getenv("BULKHEADLAB_KEEP"); k != "" {
+			_ = exec.Command("cp", "-r", dir, filepath.Join(k, fmt.Sprintf("%s-%d", e.name, time.Now().UnixNano()))).Run()
+		}
+		if code != ExitInvalid {
+			return code, out, dir
+		}
+		t.Logf("attempt %d: the machine's noise left a verdict undecided; again", i)
+	}
+	return code, out, dir
 }
