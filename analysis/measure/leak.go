@@ -154,13 +154,18 @@ func (r *Run) sampleInterval() time.Duration {
 	return time.Duration(gaps[len(gaps)/2])
 }
 
-// poolDeps are the dependencies the endpoints of pool call, in meta order.
+// poolDeps are the dependencies the endpoints of pool call, in meta order;
+// for a pool no endpoint declares (a user's service that exports its pools
+// without declaring them), those its name tells (namedPoolDeps).
 func (r *Run) poolDeps(pool string) []string {
 	var deps []string
 	for _, e := range r.Meta.Endpoints {
 		if e.Pool == pool && e.Dependency != "" && !slices.Contains(deps, e.Dependency) {
 			deps = append(deps, e.Dependency)
 		}
+	}
+	if len(deps) == 0 {
+		return r.namedPoolDeps(pool)
 	}
 	return deps
 }
