@@ -314,8 +314,13 @@ func (r *Run) poolHits(from, to time.Time) []hit {
 			}
 			if w >= q || rose {
 				at, exact := exactAt(since, p.Time, from)
-				hits = append(hits, hit{ResourcePool, at, fmt.Sprintf("pool %s: in_use %s/%s, waiting %s/%s, rejections rising: %t",
-					pool, FmtG(p.Value), FmtG(lim), FmtG(w), FmtG(q), rose), pool, exact, ""})
+				waits := fmt.Sprintf("waiting %s/%s", FmtG(w), FmtG(q))
+				if q <= 0 {
+					// No queue: a waiting count is not against one.
+					waits = "no queue, waiting " + FmtG(w)
+				}
+				hits = append(hits, hit{ResourcePool, at, fmt.Sprintf("pool %s: in_use %s/%s, %s, rejections rising: %t",
+					pool, FmtG(p.Value), FmtG(lim), waits, rose), pool, exact, ""})
 				break
 			}
 		}

@@ -154,7 +154,9 @@ func (s RunSummary) Exclusion() string {
 
 // EndpointStats are one endpoint's numbers in one run.
 type EndpointStats struct {
-	Endpoint      string `json:"endpoint"`
+	Endpoint string `json:"endpoint"`
+	// Dependency is the dependency the endpoint calls ("" when unknown).
+	Dependency    string `json:"dependency,omitempty"`
 	BaselineP50Ms Num    `json:"baseline_p50_ms"`
 	BaselineP99Ms Num    `json:"baseline_p99_ms"`
 	FaultP50Ms    Num    `json:"fault_p50_ms"`
@@ -364,7 +366,7 @@ func (r *Run) mainPhase() string {
 }
 
 func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
-	st := EndpointStats{Endpoint: ep, BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
+	st := EndpointStats{Endpoint: ep, Dependency: r.dependencyOf(ep), BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
 		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
 	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		st.BaselineP50Ms = Num(Millis(ps.Latency.P50))
@@ -733,4 +735,15 @@ func RejectedShare(e EndpointStats) Num {
 	}
 	c := e.FaultCounts
 	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
+}
+
+// dependencyOf is the dependency endpoint ep calls, "" when the run does
+// not say.
+func (r *Run) dependencyOf(ep string) string {
+	for _, e := range r.Meta.Endpoints {
+		if e.Name == ep {
+			return e.Dependency
+		}
+	}
+	return ""
 }

@@ -26,9 +26,8 @@ func renderMarkdown(s *verdict.Summary) []byte {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	p("# bulkheadlab report: %s\n", s.Experiment)
-	p("Victim endpoint /%s (healthy dependency), culprit /%s (faulted dependency). "+
-		"Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
-		s.Expectations.Victim, s.Expectations.Culprit, measure.MinRepeatsForCI)
+	p("%s Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
+		rolesLine(s), measure.MinRepeatsForCI)
 	if len(s.Notices) > 0 {
 		p("## Read this first\n")
 		for _, n := range s.Notices {
@@ -335,4 +334,27 @@ func writeShardsMD(b *bytes.Buffer, s *verdict.Summary) {
 		fmt.Fprintf(b, " %d shard streams failed (their runs are INVALID).", failed)
 	}
 	fmt.Fprintln(b)
+}
+
+// rolesLine names the victim and the culprit as the runs know them:
+// "Victim endpoint /b (dependency B, healthy), culprit /a (dependency A,
+// faulted)." — or, when both call the same dependency, says so.
+func rolesLine(s *verdict.Summary) string {
+	ex := s.Expectations
+	var vd, cd string
+	for _, r := range s.Runs {
+		if vd == "" {
+			vd = r.Endpoint(ex.Victim).Dependency
+		}
+		if cd == "" {
+			cd = r.Endpoint(ex.Culprit).Dependency
+		}
+	}
+	switch {
+	case vd != "" && vd == cd:
+		return fmt.Sprintf("Victim endpoint /%s, culprit /%s: both call %s.", ex.Victim, ex.Culprit, vd)
+	case vd == "" || cd == "":
+		return fmt.Sprintf("Victim endpoint /%s (healthy dependency), culprit /%s (faulted dependency).", ex.Victim, ex.Culprit)
+	}
+	return fmt.Sprintf("Victim endpoint /%s (%s, healthy), culprit /%s (%s, faulted).", ex.Victim, vd, ex.Culprit, cd)
 }

@@ -136,8 +136,8 @@ func p3(cells []Cell, ex rundata.Expectations) Verdict {
 }
 
 func p4(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when A is %s than when it is %s",
-		ex.Victim, ex.Failing, ex.Slow), cells, ex,
+	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when %s is %s than when it is %s",
+		ex.Victim, culpritDependency(cells, ex), ex.Failing, ex.Slow), cells, ex,
 		[2]string{ex.Slow, ex.SharedMode}, [2]string{ex.Slow, ex.BulkheadMode}, [2]string{ex.Failing, ex.SharedMode}, [2]string{ex.Failing, ex.BulkheadMode})
 	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
 	errR := func(r measure.RunSummary) measure.Num {
@@ -237,4 +237,17 @@ func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
 		b.notes = append(b.notes, strings.Join(first, ", "))
 	}
 	return b.decide()
+}
+
+// culpritDependency names the culprit's dependency as the runs know it
+// ("A"), else "/culprit's dependency".
+func culpritDependency(cells []Cell, ex rundata.Expectations) string {
+	for _, c := range cells {
+		for _, r := range c.UsedRuns {
+			if d := r.Endpoint(ex.Culprit).Dependency; d != "" {
+				return d
+			}
+		}
+	}
+	return "/" + ex.Culprit + "'s dependency"
 }
