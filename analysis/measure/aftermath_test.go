@@ -288,6 +288,21 @@ func TestLeaks(t *testing.T) {
 			}
 			return nil, map[string]float64{"A": a, "B": 2}, nil, nil
 		}}, 10, false, "calls to A: 0 in flight while their callers were rejected, limit 10"},
+		// A service that recovers slowly but fully: rejections go on for
+		// 2 s after the fault with nothing in flight, then stop: its
+		// permits came back, no leak.
+		{"no pool metrics: rejected for a while, then back", amRun{noPools: true, win: func(ep string, t float64) (float64, rundata.Class, float64) {
+			if ep == "a" && t > -10 && t < 2 {
+				return 1, rundata.ClassRejected, 12
+			}
+			return 0, rundata.ClassRejected, 15
+		}, sample: func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
+			a := 0.0
+			if t < 0 && t > -10 {
+				a = 10
+			}
+			return nil, map[string]float64{"A": a, "B": 2}, nil, nil
+		}}, 0, false, ""},
 		{"no pool metrics, probes before and after", amRun{noPools: true, probes: true, win: drained,
 			sample: func(t float64) (map[string]float64, map[string]float64, map[string]float64, map[string]float64) {
 				peak := map[string]float64{"A": 2, "B": 2}

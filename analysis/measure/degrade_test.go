@@ -74,3 +74,44 @@ func TestDegradedAgainstTheControl(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolFirst: EXHAUSTED's reading of the first resource — an exported
+// pool is the pool; a limit inferred from outside stands for one when it
+// matches a declared pool or, with none declared, no connection pool of
+// the same limit; a service's only connection pool is its bulkhead.
+func TestPoolFirst(t *testing.T) {
+	inferred := []InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 20, AfterFaultS: 0.3}}
+	for _, tt := range []struct {
+		name     string
+		resource string
+		pools    []rundata.PoolInfo
+		connMax  float64 // an exported connection pool "agent" of this limit; 0 none
+		external bool
+		want     string
+	}{
+		{"an exported pool", ResourcePool, nil, 0, false, PoolFirstYes},
+		{"inferred, nothing declared", ResourcePoolInferred, nil, 0, true, PoolFirstYes},
+		{"inferred, a declared pool of its size", ResourcePoolInferred, []rundata.PoolInfo{{Name: "shared", Limit: 20}}, 0, true, PoolFirstYes},
+		{"inferred, no declared pool of its size", ResourcePoolInferred, []rundata.PoolInfo{{Name: "a", Limit: 6}, {Name: "b", Limit: 6}}, 0, true, PoolFirstUnknown},
+		{"inferred, a connection pool of the same limit", ResourcePoolInferred, nil, 20, true, PoolFirstUnknown},
+		{"the only connection pool of a service without worker pools", ResourceConnections, nil, 20, true, PoolFirstYes},
+		{"a connection pool under declared pools of other sizes", ResourceConnections, []rundata.PoolInfo{{Name: "a", Limit: 10}}, 8, true, PoolFirstNo},
+		{"connections of the built-in service", ResourceConnections, nil, 8, false, PoolFirstNo},
+		{"cpu", ResourceCPU, nil, 0, true, PoolFirstNo},
+		{"not observable", ResourceNotObservable, nil, 0, true, PoolFirstUnknown},
+	} {
+		r := amRun{noPools: true}.build()
+		r.Meta.External, r.Meta.Pools = tt.external, tt.pools
+		if tt.connMax > 0 {
+			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: amT0, Component: rundata.ServiceComponent,
+				Values: map[string]float64{rundata.Key(rundata.MetricConnPoolLimit, rundata.L("pool", "agent")): tt.connMax}})
+		}
+		e := Exhaustion{Resource: tt.resource}
+		if tt.resource == ResourceConnections {
+			e.Ranked = []ResourceHit{{Resource: ResourceConnections, Name: "agent"}}
+		}
+		if got, why := r.poolFirst(e, inferred); got != tt.want {
+			t.Errorf("%s: %s (%s), want %s", tt.name, got, why, tt.want)
+		}
+	}
+}
