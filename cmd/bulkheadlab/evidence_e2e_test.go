@@ -215,7 +215,7 @@ func TestAHealthyRunIsNoDegradation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an experiment")
 	}
-	_, _, dir := runSpecJudged(t, "p1-control", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
+	_, _, dir := runSpecJudged(t, "slow-dependency", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
 		"conditions: [healthy, slow, failing, busy]", "conditions: [healthy, slow]"))
 	if o := outcomeOf(readSummary(t, dir), "P1"); o != analysis.Supported {
 		t.Fatalf("P1 %s on the slow run, want SUPPORTED", o)
