@@ -233,6 +233,7 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		o.logf("kubernetes: deployment %s points at the proxies (put back at the end)", pt.Deployment)
 	}
 	l := &launcher{urls: map[string]string{}, controls: map[string]string{}, replicas: map[string][]runner.Control{}}
+	var reachable []reachTarget
 	for _, px := range pxs {
 		pods, err := run.ProxyPods(ctx, px.dependency)
 		if err != nil {
@@ -243,7 +244,9 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 			if err != nil {
 				return fail(err)
 			}
-			l.replicas[px.component] = append(l.replicas[px.component], runner.Control{Name: pods[i].Name, URL: u, Client: &http.Client{Transport: rt}})
+			hc := &http.Client{Transport: rt}
+			l.replicas[px.component] = append(l.replicas[px.component], runner.Control{Name: pods[i].Name, URL: u, Client: hc})
+			reachable = append(reachable, newReachTarget(&pods[i], "the proxy of "+px.dependency+", control port", kube.ControlPort, u, hc))
 		}
 		if len(l.replicas[px.component]) == 0 {
 			return fail(fmt.Errorf("the proxy of %s has no pod", px.dependency))
@@ -261,8 +264,17 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		if err != nil {
 			return fail(err)
 		}
-		fleet.Endpoints = append(fleet.Endpoints, shards.Endpoint{Name: pods[i].Name, URL: u, Client: &http.Client{Transport: rt}})
+		hc := &http.Client{Transport: rt}
+		fleet.Endpoints = append(fleet.Endpoints, shards.Endpoint{Name: pods[i].Name, URL: u, Client: hc})
+		reachable = append(reachable, newReachTarget(&pods[i], fmt.Sprintf("shard %d", i), kube.ShardPort, u, hc))
 	}
+	// Ready is the kubelet's word; the runner reaches every pod through the
+	// API server, which may not (a network policy, a node the API server
+	// has no route to): once, before any load.
+	if err := reachAll(ctx, reachable); err != nil {
+		return fail(fmt.Errorf("the runner cannot reach every pod through the API server's pod proxy; no load was sent:\n%w", err))
+	}
+	o.logf("kubernetes: every pod answers through the API server (%d proxies' control ports, %d shards)", len(reachable)-len(pods), len(pods))
 	e.Launcher, e.Remote = l, fleet
 	return e, nil
 }
