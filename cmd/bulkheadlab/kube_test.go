@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,41 @@ func TestKubeRunID(t *testing.T) {
 	} {
 		if got := kubeRunID(name, at); got != want {
 			t.Errorf("kubeRunID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestValidateClusterSpec: `validate` of a spec laid out for a cluster
+// (external.kubernetes) does not ask for --allow-remote — its targets are
+// loaded from the shard pods — while a spec run from this machine still
+// does.
+func TestValidateClusterSpec(t *testing.T) {
+	tmp := t.TempDir()
+	body := "modes: [shared]\nexternal:\n" +
+		"  targets: {a: 'http://checkout.shop.svc/a', b: 'http://checkout.shop.svc/b'}\n" +
+		"  upstreams: {A: 'http://pay.shop.svc:8080', B: 'http://stock.shop.svc:8080'}\n"
+	for _, tt := range []struct {
+		name, layout string
+		want, not    string
+	}{
+		{"cluster", "  kubernetes: {shards: 2}\n", "run --kubernetes", "--allow-remote"},
+		{"machine", "  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n", "needs --allow-remote", "--kubernetes"},
+	} {
+		file := filepath.Join(tmp, tt.name+".yaml")
+		if err := os.WriteFile(file, []byte("name: "+tt.name+"\n"+body+tt.layout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetArgs([]string{"validate", file})
+		root.SetOut(&out)
+		root.SetErr(&out)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("validate %s: %v\n%s", tt.name, err, out.String())
+		}
+		if !strings.Contains(out.String(), tt.want) || strings.Contains(out.String(), tt.not) {
+			t.Errorf("validate %s: output says %q: %v, %q: %v; want only the first:\n%s", tt.name,
+				tt.want, strings.Contains(out.String(), tt.want), tt.not, strings.Contains(out.String(), tt.not), out.String())
 		}
 	}
 }
