@@ -166,8 +166,10 @@ func newKubeCmd() *cobra.Command {
 		Long: `clean deletes every object of the runs in the namespace whose lease expired
 (their runner was killed: a run deletes its own objects at its end, on a
 failure and on Ctrl-C), and puts back the env variables a run patched in a
-Deployment. With --all it deletes every run, live or not. Every run on a
-cluster does this for expired runs before it starts.`,
+Deployment. A run whose lease has not expired (live, or killed less than
+its --kube-ttl ago) is named, with when its lease expires. With --all it
+deletes every run, live or not. Every run on a cluster does this for
+expired runs before it starts.`,
 		Example: `  bulkheadlab kube clean -n chaos
   bulkheadlab kube clean --all --context staging`,
 		Args: noArgs,
@@ -185,9 +187,13 @@ cluster does this for expired runs before it starts.`,
 			if err != nil {
 				return err
 			}
-			if len(gone) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "nothing to delete in namespace %s\n", c.Namespace)
+			var held []kube.HeldRun
+			if !all {
+				if held, err = c.HeldRuns(ctx, time.Now()); err != nil {
+					return err
+				}
 			}
+			fmt.Fprint(cmd.OutOrStdout(), cleanReport(len(gone), held, c.Namespace, time.Now()))
 			return nil
 		},
 	}
@@ -198,4 +204,24 @@ cluster does this for expired runs before it starts.`,
 	f.BoolVar(&all, "all", false, "delete every run, not only the expired ones")
 	cmd.AddCommand(clean)
 	return cmd
+}
+
+// cleanReport says what `kube clean` left: each run whose lease has not
+// expired, until when, and how to delete it now; "nothing to delete" only
+// when nothing is left.
+func cleanReport(deleted int, held []kube.HeldRun, namespace string, now time.Time) string {
+	if len(held) == 0 {
+		if deleted > 0 {
+			return ""
+		}
+		return fmt.Sprintf("nothing to delete in namespace %s\n", namespace)
+	}
+	var b strings.Builder
+	for _, h := range held {
+		fmt.Fprintf(&b, "run %s is held by %s until %s (in %s): live, or its runner was killed less than its lease (--kube-ttl) ago\n",
+			h.Run, h.Holder, h.Expires.UTC().Format(time.TimeOnly), h.Expires.Sub(now).Round(time.Second))
+	}
+	b.WriteString("a live run deletes its own objects when it ends; a killed run's are deleted by `bulkheadlab kube clean` once its lease expires, " +
+		"or now by `bulkheadlab kube clean --all`, which deletes every run, live ones too\n")
+	return b.String()
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/kube"
 )
 
 // TestKubeUsageErrors: a run on a cluster refuses, before it connects,
@@ -97,6 +99,36 @@ func TestValidateClusterSpec(t *testing.T) {
 		if !strings.Contains(out.String(), tt.want) || strings.Contains(out.String(), tt.not) {
 			t.Errorf("validate %s: output says %q: %v, %q: %v; want only the first:\n%s", tt.name,
 				tt.want, strings.Contains(out.String(), tt.want), tt.not, strings.Contains(out.String(), tt.not), out.String())
+		}
+	}
+}
+
+// TestCleanReport: `kube clean` names a run whose lease has not expired,
+// when it expires and how to delete it now, instead of "nothing to
+// delete".
+func TestCleanReport(t *testing.T) {
+	now := time.Date(2026, 12, 2, 16, 4, 5, 0, time.UTC)
+	held := []kube.HeldRun{{Run: "shop-20261202t160300z", Holder: "laptop-4242", Renewed: now.Add(-20 * time.Second), Expires: now.Add(40 * time.Second)}}
+	for _, tt := range []struct {
+		name      string
+		deleted   int
+		held      []kube.HeldRun
+		want, not []string
+	}{
+		{"killed run", 0, held, []string{"run shop-20261202t160300z is held by laptop-4242 until 16:04:45 (in 40s)", "once its lease expires", "kube clean --all"}, []string{"nothing to delete"}},
+		{"nothing", 0, nil, []string{"nothing to delete in namespace chaos"}, []string{"--all"}},
+		{"deleted", 2, nil, nil, []string{"nothing to delete"}},
+	} {
+		got := cleanReport(tt.deleted, tt.held, "chaos", now)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q does not say %q", tt.name, got, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: %q says %q", tt.name, got, n)
+			}
 		}
 	}
 }
