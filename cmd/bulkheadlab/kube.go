@@ -25,7 +25,8 @@ import (
 type kubeOptions struct {
 	on                             bool
 	kubeconfig, context, namespace string
-	image, pullPolicy, patchEnv    string
+	image, pullPolicy              string
+	patchEnv                       []string // one per Deployment (a mode's service)
 	shardCPU                       string
 	proxyReplicas                  int32
 	replicasSet                    bool // --proxy-replicas was given
@@ -43,7 +44,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
 	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of every dependency's proxy Deployment (every fault switch goes to each; default: external.kubernetes.replicas, else 1)")
 	f.StringVar(&k.shardCPU, "shard-cpu", "", "each shard pod's CPU request, e.g. 2 (a shard sends about 4,000 requests/s per core validly; default: none)")
-	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
+	f.StringArrayVar(&k.patchEnv, "patch-env", nil, "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]; repeat it for each mode's Deployment")
 	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
 	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
 }
@@ -52,7 +53,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 	if !k.on {
 		for _, name := range []string{"image", "patch-env"} {
-			if (name == "image" && k.image != "") || (name == "patch-env" && k.patchEnv != "") {
+			if (name == "image" && k.image != "") || (name == "patch-env" && len(k.patchEnv) > 0) {
 				return usageError(fmt.Errorf("--%s: only with --kubernetes", name))
 			}
 		}
@@ -87,12 +88,41 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 			return usageError(fmt.Errorf("--shard-cpu: %q is not a positive CPU quantity (2, 1500m)", k.shardCPU))
 		}
 	}
-	if k.patchEnv != "" {
-		if _, err := kuberun.ParseEnvPatch(k.patchEnv); err != nil {
-			return usageError(fmt.Errorf("--patch-env: %w", err))
-		}
+	if _, err := k.patches(); err != nil {
+		return err
 	}
 	return nil
+}
+
+// patches parses every --patch-env, one per Deployment.
+func (k *kubeOptions) patches() ([]*kuberun.EnvPatch, error) {
+	var out []*kuberun.EnvPatch
+	seen := map[string]bool{}
+	for _, s := range k.patchEnv {
+		p, err := kuberun.ParseEnvPatch(s)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--patch-env: %w", err))
+		}
+		if seen[p.Deployment] {
+			return nil, usageError(fmt.Errorf("--patch-env: Deployment %s given twice: give each Deployment once, with all its variables", p.Deployment))
+		}
+		seen[p.Deployment] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// patchWarning is the warning when --patch-env points fewer Deployments at
+// the proxies than the spec has modes, "" otherwise: each mode's service
+// is a Deployment of its own, and one not pointed at the proxies calls
+// its dependencies directly — no fault reaches it.
+func patchWarning(patched, modes int) string {
+	if patched == 0 || patched >= modes {
+		return ""
+	}
+	return fmt.Sprintf("--patch-env points %d Deployment(s) at the proxies, but the spec has %d modes: each mode's service is its own Deployment, "+
+		"and one not pointed at the proxies (by --patch-env, or by its own configuration) calls its dependencies directly, so no fault reaches it "+
+		"and its verdicts measure nothing: give --patch-env once per mode's Deployment", patched, modes)
 }
 
 var runIDUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -127,8 +157,9 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 			o.Shards = l.Shards
 		}
 	}
-	if k.patchEnv != "" {
-		o.Patch, _ = kuberun.ParseEnvPatch(k.patchEnv)
+	o.Patches, _ = k.patches() // checked before
+	if w := patchWarning(len(o.Patches), len(sp.Modes)); w != "" {
+		fmt.Fprintf(o.Log, "WARNING: %s\n", w)
 	}
 	e, err := kuberun.Start(ctx, c, p, kubeRunID(sp.Name, time.Now()), shards.Protocol, o)
 	if err != nil {

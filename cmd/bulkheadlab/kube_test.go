@@ -41,6 +41,8 @@ func TestKubeUsageErrors(t *testing.T) {
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--proxy-replicas", "0"}, "--proxy-replicas"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "checkout:B_URL=B"}, "Deployment checkout given twice"},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "stock:"}, "--patch-env"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "lots"}, "--shard-cpu"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "-1"}, "--shard-cpu"},
 		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
@@ -129,6 +131,25 @@ func TestCleanReport(t *testing.T) {
 			if strings.Contains(got, n) {
 				t.Errorf("%s: %q says %q", tt.name, got, n)
 			}
+		}
+	}
+}
+
+// TestPatchWarning: fewer patched Deployments than modes is warned about
+// loudly, naming both counts; none, or one per mode, is not.
+func TestPatchWarning(t *testing.T) {
+	for _, tt := range []struct {
+		patched, modes int
+		want           string
+	}{
+		{1, 2, "points 1 Deployment(s) at the proxies, but the spec has 2 modes"},
+		{2, 2, ""},
+		{0, 2, ""},
+		{3, 2, ""},
+	} {
+		got := patchWarning(tt.patched, tt.modes)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("patchWarning(%d, %d) = %q, want %q", tt.patched, tt.modes, got, tt.want)
 		}
 	}
 }

@@ -49,9 +49,10 @@ type Options struct {
 	Replicas map[string]int32
 	// ShardCPU, if set, is each shard pod's CPU request ("2", "1500m").
 	ShardCPU string
-	// Patch, if set, points env variables of the user's Deployment at the
-	// proxies for the run, and puts them back after.
-	Patch *EnvPatch
+	// Patches point env variables of the user's Deployments (one per mode:
+	// each mode's service is its own Deployment) at the proxies for the
+	// run, and put them back after, in reverse order.
+	Patches []*EnvPatch
 	// ReadyTimeout bounds the wait for every pod; 0 means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -101,7 +102,7 @@ type Experiment struct {
 	cluster   *kube.Cluster
 	stopAlive context.CancelFunc
 	aliveErr  chan error
-	restore   func(context.Context) error
+	restores  []func(context.Context) error
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -218,16 +219,11 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		return fail(err)
 	}
 	o.logf("kubernetes: every pod ready")
-	if pt := o.Patch; pt != nil {
-		env := map[string]string{}
-		for k, dep := range pt.Env {
-			u := run.ProxyURL(dep)
-			if u == "" {
-				return fail(fmt.Errorf("--patch-env: %s=%s: no proxy of that dependency (the spec's are %s)", k, dep, depNames(pxs)))
-			}
-			env[k] = u
-		}
-		if e.restore, err = run.PatchEnv(ctx, pt.Deployment, pt.Container, env); err != nil {
+	for _, px := range pxs {
+		o.logf("kubernetes: the proxy of %s is the Service %s", px.dependency, run.ProxyURL(px.dependency))
+	}
+	for _, pt := range o.Patches {
+		if err := e.patch(ctx, run, pt, pxs); err != nil {
 			return fail(err)
 		}
 		o.logf("kubernetes: deployment %s points at the proxies (put back at the end)", pt.Deployment)
@@ -279,14 +275,33 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 	return e, nil
 }
 
+// patch points pt's Deployment at the proxies and records how to put it
+// back.
+func (e *Experiment) patch(ctx context.Context, run *kube.Run, pt *EnvPatch, pxs []proxyOf) error {
+	env := map[string]string{}
+	for k, dep := range pt.Env {
+		u := run.ProxyURL(dep)
+		if u == "" {
+			return fmt.Errorf("--patch-env %s: %s=%s: no proxy of that dependency (the spec's are %s)", pt.Deployment, k, dep, depNames(pxs))
+		}
+		env[k] = u
+	}
+	restore, err := run.PatchEnv(ctx, pt.Deployment, pt.Container, env)
+	if err != nil {
+		return err
+	}
+	e.restores = append(e.restores, restore)
+	return nil
+}
+
 // Close puts the user's Deployment back, stops renewing the lease and
 // deletes every object of the run; it is idempotent. ctx should outlive a
 // cancelled run's (Ctrl-C): use a fresh one with a deadline.
 func (e *Experiment) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		var errs []error
-		if e.restore != nil {
-			if err := e.restore(ctx); err != nil {
+		for i := len(e.restores) - 1; i >= 0; i-- {
+			if err := e.restores[i](ctx); err != nil {
 				errs = append(errs, fmt.Errorf("putting the deployment back: %w", err))
 			}
 		}

@@ -288,6 +288,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 		}
 		return finish(rundata.StatusFailed, err)
 	}
+	meta.Proxies = proxyURLs(run, stack)
 	rep, err := r.measure(ctx, rundir, run, stack, &meta)
 	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil {
 		err = derr // the data were measured against a dead component
@@ -305,6 +306,21 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 	meta.Startup = rep.Start.Sub(launched)
 	meta, _, err = finish(rundata.StatusComplete, nil)
 	return meta, !rep.Valid && targetDown(rep), err
+}
+
+// proxyURLs maps each dependency of run to its proxy's data-plane URL in
+// stack; nil without a proxy.
+func proxyURLs(run plan.Run, stack *Stack) map[string]string {
+	var out map[string]string
+	for _, c := range run.Components {
+		if u, ok := stack.URLs[c.Name]; ok && c.Proxy != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[c.Proxy.Name] = u
+		}
+	}
+	return out
 }
 
 func (r *Runner) versions() map[string]string {
