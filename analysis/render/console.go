@@ -107,7 +107,7 @@ func warning(s *verdict.Summary) string {
 	if len(undecided) > 0 {
 		msg = strings.Join(undecided, ", ") + " could not be judged"
 	}
-	return fmt.Sprintf("WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. See why above; rerun on a quieter machine.", bad, len(s.Runs), msg)
+	return fmt.Sprintf("WARNING: %d of %d runs are INVALID or damaged and are not evidence; %s. See why above, and what to change.", bad, len(s.Runs), msg)
 }
 
 func printVerdicts(w io.Writer, s *verdict.Summary, width int) error {

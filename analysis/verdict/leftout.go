@@ -3,7 +3,10 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
@@ -152,7 +155,7 @@ func leftOut(runs []measure.RunSummary, ex rundata.Expectations) *LeftOut {
 	if len(rules) == 0 {
 		rules = lo.AttemptsByRule
 	}
-	lo.Advice = advice(rules, ex)
+	lo.Advice = advice(rules, causesOf(runs))
 	return lo
 }
 
@@ -168,37 +171,146 @@ func counted(by map[string]int) []RuleCount {
 	return out
 }
 
-// advice is what to change for the rules broken, as one sentence.
-func advice(rules []RuleCount, ex rundata.Expectations) string {
+// IdleMachine is the share of the machine's CPU below which a run's
+// machine counts as idle: a rule the machine's load breaks (lag, canary,
+// rate, load-generator errors, unsent requests) did not break for want
+// of CPU there, and a quieter machine would not help.
+const IdleMachine = 0.25
+
+// TargetDownShare is the share of transport errors (no HTTP answer) in a
+// health rule's break above which the target counts as down: the service
+// did not answer, which no machine load explains.
+const TargetDownShare = 50.0 // %
+
+// machineRules are the rules a busy machine breaks.
+var machineRules = []string{measure.RuleLag, measure.RuleCanary, measure.RuleRate, measure.RuleHarness, measure.RuleUnsent}
+
+// causes is what the left-out runs tell of why they broke their rules.
+type causes struct {
+	// busiest is the largest machine CPU share among the runs that broke
+	// a machine rule; NaN when one of them did not record it.
+	busiest float64
+	// machineRuns counts the runs that broke a machine rule.
+	machineRuns int
+	// down counts the runs whose health break was the target not
+	// answering (transport errors ≥ TargetDownShare, machine not busy);
+	// downShare is the largest such share, in %.
+	down      int
+	downShare float64
+	// unhealthy counts the other runs that broke the health rule.
+	unhealthy int
+	// failed counts the runs that failed in the harness, interrupted the
+	// runs stopped by Ctrl-C.
+	failed, interrupted int
+}
+
+var reTransport = regexp.MustCompile(`([\d.e+-]+) % ` + rundata.ClassTransportError.String())
+
+// causesOf reads the causes from the runs no verdict uses.
+func causesOf(runs []measure.RunSummary) causes {
+	c := causes{}
+	for _, r := range runs {
+		if r.Usable() {
+			continue
+		}
+		busy := float64(r.Noise.MachineBusy)
+		switch {
+		case r.Status == rundata.StatusFailed:
+			c.failed++
+		case r.Status != rundata.StatusComplete:
+			c.interrupted++
+		}
+		if slices.ContainsFunc(r.Broken, func(b measure.RuleBreak) bool { return slices.Contains(machineRules, b.Rule) }) {
+			c.machineRuns++
+			if math.IsNaN(busy) || math.IsNaN(c.busiest) {
+				c.busiest = math.NaN()
+			} else {
+				c.busiest = max(c.busiest, busy)
+			}
+		}
+		if !slices.ContainsFunc(r.Broken, func(b measure.RuleBreak) bool { return b.Rule == measure.RuleHealth }) {
+			continue
+		}
+		if share := transportShare(r.Invalid); share >= TargetDownShare && !(busy >= IdleMachine) {
+			c.down++
+			c.downShare = max(c.downShare, share)
+		} else {
+			c.unhealthy++
+		}
+	}
+	return c
+}
+
+// transportShare is the largest share of transport errors, in %, that a
+// health reason among reasons names; 0 if none does.
+func transportShare(reasons []string) float64 {
+	var out float64
+	for _, reason := range reasons {
+		if measure.ClassifyReason(reason).Rule != measure.RuleHealth {
+			continue
+		}
+		if m := reTransport.FindStringSubmatch(reason); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				out = max(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// machineIdle reports whether every run that broke a machine rule had an
+// idle machine (and recorded it).
+func (c causes) machineIdle() bool {
+	return c.machineRuns > 0 && !math.IsNaN(c.busiest) && c.busiest < IdleMachine
+}
+
+// advice is what to change for the rules broken, as one sentence, by what
+// the runs tell of the cause: a dead target is the service's to fix, a
+// quieter machine is advised only when the machine was busy (or did not
+// say), and a limit is offered for relaxing only where the machine's load
+// may have broken it.
+func advice(rules []RuleCount, c causes) string {
 	has := map[string]bool{}
 	for _, r := range rules {
 		has[r.Rule] = true
 	}
+	machine := slices.ContainsFunc(machineRules, func(rule string) bool { return has[rule] })
+	idle := machine && c.machineIdle()
 	var do []string
-	if has[measure.RuleLag] || has[measure.RuleCanary] || has[measure.RuleRate] || has[measure.RuleHarness] || has[measure.RuleUnsent] {
+	if has[measure.RuleHealth] && c.down > 0 {
+		do = append(do, fmt.Sprintf("the target did not answer in %s (up to %s %% transport errors: refused, reset or closed connections, which no machine load causes), so the baseline health rule (validity.baseline_min_success) broke: check that the service runs and answers at its target URLs (its log), then run again",
+			Runs(c.down), measure.FmtHuman(c.downShare)))
+	}
+	if has[measure.RuleHealth] && (c.unhealthy > 0 || c.down == 0) {
+		do = append(do, "check that every endpoint answers before the fault")
+	}
+	switch {
+	case idle:
+		do = append(do, fmt.Sprintf("the machine was idle (at most %s %% CPU busy), so a quieter machine will not help: see each run's reasons (--verbose) for what held the load generator or the service up (connections, file descriptors, the target)",
+			measure.FmtHuman(100*c.busiest)))
+	case machine && c.machineRuns > 0 && !math.IsNaN(c.busiest):
+		do = append(do, fmt.Sprintf("run on a quieter machine (nothing else loading its CPU; it was up to %s %% busy)", measure.FmtHuman(100*c.busiest)))
+	case machine:
 		do = append(do, "run on a quieter machine (nothing else loading its CPU)")
 	}
 	if has[measure.RuleLag] || has[measure.RuleCanary] || has[measure.RuleStationary] {
 		do = append(do, "give it a longer warm-up (phases.warmup)")
 	}
 	var keys []string
-	if has[measure.RuleLag] {
+	if has[measure.RuleLag] && !idle {
 		keys = append(keys, "validity.max_lag_p99")
 	}
-	if has[measure.RuleCanary] {
+	if has[measure.RuleCanary] && !idle {
 		keys = append(keys, "validity.canary_max_p99")
 	}
-	if has[measure.RuleHealth] {
+	if has[measure.RuleHealth] && (c.unhealthy > 0 || c.down == 0) {
 		keys = append(keys, "validity.baseline_min_success")
 	}
 	if len(keys) > 0 {
 		do = append(do, "or, if this machine is always this busy, relax "+strings.Join(keys, " or ")+" in the spec (the verdicts are then only as sharp as the limit)")
 	}
-	if has[measure.RuleHealth] {
-		do = append([]string{"check that every endpoint answers before the fault"}, do...)
-	}
 	if has[RuleIncomplete] {
-		do = append(do, "finish the interrupted runs with bulkheadlab run --resume DIR")
+		do = append(do, incompleteAdvice(c)...)
 	}
 	if has[RuleDamaged] {
 		do = append(do, "run the damaged runs again (damaged data are never evidence)")
@@ -207,6 +319,18 @@ func advice(rules []RuleCount, ex rundata.Expectations) string {
 		return ""
 	}
 	return "To have them count: " + strings.Join(do, "; ") + "."
+}
+
+// incompleteAdvice is what to do about runs that did not complete.
+func incompleteAdvice(c causes) []string {
+	var do []string
+	if c.failed > 0 {
+		do = append(do, "fix what made "+Runs(c.failed)+" fail (the error is in runs/<id>/meta.json, the components' output in runs/<id>/logs) and redo them with bulkheadlab run --resume DIR")
+	}
+	if c.interrupted > 0 || c.failed == 0 {
+		do = append(do, "finish the interrupted runs with bulkheadlab run --resume DIR")
+	}
+	return do
 }
 
 // Sentence is the summary as a reader reads it first: "12 of 24 runs left

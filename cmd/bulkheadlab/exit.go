@@ -18,7 +18,9 @@ const (
 	// ExitInvalid: the run was INVALID — the harness could not hold the load,
 	// so nothing can be concluded about the hypothesis.
 	ExitInvalid = 3
-	// ExitError: the harness itself failed (I/O, a child process died...).
+	// ExitError: the setup is broken before any load (a start command did
+	// not run, a target gave no HTTP answer: runner.ErrSetup), or the
+	// harness itself failed (I/O, a child process died...).
 	ExitError = 4
 	// ExitInterrupted: stopped by SIGINT/SIGTERM (128 + SIGINT).
 	ExitInterrupted = 130

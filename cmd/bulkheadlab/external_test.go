@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,79 @@ modes: [bulkhead]
 		case p.Endpoint == "b" && p.Counts[loadgen.ClassOK] != p.Counts.Total():
 			t.Errorf("/b in the fault phase: %v, want all ok behind its bulkhead", p.Counts)
 		}
+	}
+}
+
+// TestRunExternalBrokenSetup: a start command that does not exist, a
+// service that closes every connection and a target where nothing listens
+// stop `run` before any load with exit 4 and a message naming the mode,
+// what failed and why, in well under 10 s, with no results folder — not
+// INVALID runs, retries and a report of nothing (issue: "a broken setup is
+// not noise").
+func TestRunExternalBrokenSetup(t *testing.T) {
+	closer := serveOn(t, func(ctx context.Context, ln net.Listener) error {
+		go func() { <-ctx.Done(); ln.Close() }()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+	})
+	binary(t) // built before the clock starts
+	missing := filepath.Join(t.TempDir(), "no-such-service")
+	for _, tt := range []struct {
+		name, addr, start string
+		want              []string
+	}{
+		{"missing start command", freeAddr(t), fmt.Sprintf("[%q, --listen, \"127.0.0.1:0\"]", missing),
+			[]string{"could not be set up", "mode bulkhead", fmt.Sprintf("start command %q", missing+" --listen 127.0.0.1:0"), "does not exist"}},
+		{"closes every connection", closer, "",
+			[]string{"could not be set up", "mode bulkhead", "endpoint a: GET http://" + closer + "/a", "closed without an answer"}},
+		{"nothing listens", freeAddr(t), "",
+			[]string{"could not be set up", "mode bulkhead", "endpoint b: GET http://", "nothing listens there"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			start := ""
+			if tt.start != "" {
+				start = "  start: " + tt.start + "\n  ready: \"http://" + tt.addr + "/healthz\"\n"
+			}
+			spec := fmt.Sprintf(`name: broken
+external:
+  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
+  upstreams: {A: "http://%[2]s", B: "http://%[2]s"}
+  proxies:   {A: "%[3]s", B: "%[4]s"}
+%[5]svalidity: {retries: 2}
+load: {rates: {a: 20, b: 20}}
+phases: {warmup: 300ms, baseline: 1s, fault: 1s, recovery: 300ms}
+conditions: [slow]
+modes: [bulkhead]
+`, tt.addr, freeAddr(t), freeAddr(t), freeAddr(t), start)
+			file := filepath.Join(tmp, "broken.yaml")
+			if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			r := startRunner(t, tmp, "run", file, "--out", tmp)
+			code := r.wait(t, 60*time.Second)
+			took := time.Since(began)
+			out := r.out.String()
+			if code != ExitError {
+				t.Fatalf("run: exit %d, want %d; output:\n%s", code, ExitError, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not say %q:\n%s", w, out)
+				}
+			}
+			if took > 8*time.Second {
+				t.Errorf("run took %s to give up, want well under 10 s", took)
+			}
+			if dir := resultsDir(tmp, "broken"); dir != "" {
+				t.Errorf("results folder %s written, want none", dir)
+			}
+		})
 	}
 }

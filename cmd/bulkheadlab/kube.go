@@ -25,7 +25,8 @@ import (
 type kubeOptions struct {
 	on                             bool
 	kubeconfig, context, namespace string
-	image, pullPolicy, patchEnv    string
+	image, pullPolicy              string
+	patchEnv                       []string // one per Deployment (a mode's service)
 	shardCPU                       string
 	proxyReplicas                  int32
 	replicasSet                    bool // --proxy-replicas was given
@@ -43,7 +44,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.pullPolicy, "image-pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)")
 	f.Int32Var(&k.proxyReplicas, "proxy-replicas", 1, "replicas of every dependency's proxy Deployment (every fault switch goes to each; default: external.kubernetes.replicas, else 1)")
 	f.StringVar(&k.shardCPU, "shard-cpu", "", "each shard pod's CPU request, e.g. 2 (a shard sends about 4,000 requests/s per core validly; default: none)")
-	f.StringVar(&k.patchEnv, "patch-env", "", "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]")
+	f.StringArrayVar(&k.patchEnv, "patch-env", nil, "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]; repeat it for each mode's Deployment")
 	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
 	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
 }
@@ -52,7 +53,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 	if !k.on {
 		for _, name := range []string{"image", "patch-env"} {
-			if (name == "image" && k.image != "") || (name == "patch-env" && k.patchEnv != "") {
+			if (name == "image" && k.image != "") || (name == "patch-env" && len(k.patchEnv) > 0) {
 				return usageError(fmt.Errorf("--%s: only with --kubernetes", name))
 			}
 		}
@@ -87,12 +88,41 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 			return usageError(fmt.Errorf("--shard-cpu: %q is not a positive CPU quantity (2, 1500m)", k.shardCPU))
 		}
 	}
-	if k.patchEnv != "" {
-		if _, err := kuberun.ParseEnvPatch(k.patchEnv); err != nil {
-			return usageError(fmt.Errorf("--patch-env: %w", err))
-		}
+	if _, err := k.patches(); err != nil {
+		return err
 	}
 	return nil
+}
+
+// patches parses every --patch-env, one per Deployment.
+func (k *kubeOptions) patches() ([]*kuberun.EnvPatch, error) {
+	var out []*kuberun.EnvPatch
+	seen := map[string]bool{}
+	for _, s := range k.patchEnv {
+		p, err := kuberun.ParseEnvPatch(s)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--patch-env: %w", err))
+		}
+		if seen[p.Deployment] {
+			return nil, usageError(fmt.Errorf("--patch-env: Deployment %s given twice: give each Deployment once, with all its variables", p.Deployment))
+		}
+		seen[p.Deployment] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// patchWarning is the warning when --patch-env points fewer Deployments at
+// the proxies than the spec has modes, "" otherwise: each mode's service
+// is a Deployment of its own, and one not pointed at the proxies calls
+// its dependencies directly — no fault reaches it.
+func patchWarning(patched, modes int) string {
+	if patched == 0 || patched >= modes {
+		return ""
+	}
+	return fmt.Sprintf("--patch-env points %d Deployment(s) at the proxies, but the spec has %d modes: each mode's service is its own Deployment, "+
+		"and one not pointed at the proxies (by --patch-env, or by its own configuration) calls its dependencies directly, so no fault reaches it "+
+		"and its verdicts measure nothing: give --patch-env once per mode's Deployment", patched, modes)
 }
 
 var runIDUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -127,8 +157,9 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 			o.Shards = l.Shards
 		}
 	}
-	if k.patchEnv != "" {
-		o.Patch, _ = kuberun.ParseEnvPatch(k.patchEnv)
+	o.Patches, _ = k.patches() // checked before
+	if w := patchWarning(len(o.Patches), len(sp.Modes)); w != "" {
+		fmt.Fprintf(o.Log, "WARNING: %s\n", w)
 	}
 	e, err := kuberun.Start(ctx, c, p, kubeRunID(sp.Name, time.Now()), shards.Protocol, o)
 	if err != nil {
@@ -138,6 +169,9 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 		return nil, err
 	}
 	r.Launcher, r.Remote = e.Launcher, e.Remote
+	// The pods reach the targets, not this machine; kuberun.Start checked
+	// that every pod answers.
+	r.SkipTargetProbes = true
 	return func() error {
 		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -163,8 +197,10 @@ func newKubeCmd() *cobra.Command {
 		Long: `clean deletes every object of the runs in the namespace whose lease expired
 (their runner was killed: a run deletes its own objects at its end, on a
 failure and on Ctrl-C), and puts back the env variables a run patched in a
-Deployment. With --all it deletes every run, live or not. Every run on a
-cluster does this for expired runs before it starts.`,
+Deployment. A run whose lease has not expired (live, or killed less than
+its --kube-ttl ago) is named, with when its lease expires. With --all it
+deletes every run, live or not. Every run on a cluster does this for
+expired runs before it starts.`,
 		Example: `  bulkheadlab kube clean -n chaos
   bulkheadlab kube clean --all --context staging`,
 		Args: noArgs,
@@ -182,9 +218,13 @@ cluster does this for expired runs before it starts.`,
 			if err != nil {
 				return err
 			}
-			if len(gone) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "nothing to delete in namespace %s\n", c.Namespace)
+			var held []kube.HeldRun
+			if !all {
+				if held, err = c.HeldRuns(ctx, time.Now()); err != nil {
+					return err
+				}
 			}
+			fmt.Fprint(cmd.OutOrStdout(), cleanReport(len(gone), held, c.Namespace, time.Now()))
 			return nil
 		},
 	}
@@ -195,4 +235,24 @@ cluster does this for expired runs before it starts.`,
 	f.BoolVar(&all, "all", false, "delete every run, not only the expired ones")
 	cmd.AddCommand(clean)
 	return cmd
+}
+
+// cleanReport says what `kube clean` left: each run whose lease has not
+// expired, until when, and how to delete it now; "nothing to delete" only
+// when nothing is left.
+func cleanReport(deleted int, held []kube.HeldRun, namespace string, now time.Time) string {
+	if len(held) == 0 {
+		if deleted > 0 {
+			return ""
+		}
+		return fmt.Sprintf("nothing to delete in namespace %s\n", namespace)
+	}
+	var b strings.Builder
+	for _, h := range held {
+		fmt.Fprintf(&b, "run %s is held by %s until %s (in %s): live, or its runner was killed less than its lease (--kube-ttl) ago\n",
+			h.Run, h.Holder, h.Expires.UTC().Format(time.TimeOnly), h.Expires.Sub(now).Round(time.Second))
+	}
+	b.WriteString("a live run deletes its own objects when it ends; a killed run's are deleted by `bulkheadlab kube clean` once its lease expires, " +
+		"or now by `bulkheadlab kube clean --all`, which deletes every run, live ones too\n")
+	return b.String()
 }

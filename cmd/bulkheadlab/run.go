@@ -78,7 +78,9 @@ WARNING line after the verdict table counts the INVALID runs). With --check
 they decide the exit code: 0 every prediction in expectations.check is
 SUPPORTED, 1 one is NOT SUPPORTED, 3 one is INVALID or INCONCLUSIVE
 (nothing can be concluded: rerun), 4 the run data is damaged. Either way 2
-means bad flags or spec, 4 the harness failed, 130 interrupted.`,
+means bad flags or spec, 4 the setup is broken (before any load, a mode's
+start command did not run or a target gave no HTTP answer: no run is made)
+or the harness failed, 130 interrupted.`,
 		Example: `  # the default experiment: 24 runs in about 3½ minutes
   bulkheadlab run
 
@@ -192,6 +194,9 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	for _, warning := range sp.Warnings() {
 		fmt.Fprint(w, textwrap.Indent("warning: "+warning, consoleWidth(w), "  "))
 	}
+	if err := preflight(cmd.Context(), w, r); err != nil {
+		return err
+	}
 	if sp.Audit != nil {
 		// The call graph before the runs; on --resume only if the folder
 		// lacks it (the experiment was killed before it was written).
@@ -240,9 +245,38 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		return runErr
 	}
 	if cerr := finishCheck(sum, o.check, o.junit); cerr != nil {
+		if runErr != nil && exitCode(cerr) == ExitInvalid {
+			// The harness failed (exit 4): that is why runs are missing.
+			return errors.Join(runErr, cerr)
+		}
 		return cerr
 	}
 	return runErr
+}
+
+// preflight checks, before any load, that every mode's service starts and
+// that every target and the canary answer (runner.Preflight), and prints
+// what it found. A broken setup is the harness's exit 4 with each thing
+// that failed named: no run is made and no report written.
+func preflight(ctx context.Context, w io.Writer, r *runner.Runner) error {
+	rep, err := r.Preflight(ctx)
+	for _, warning := range rep.Warnings {
+		fmt.Fprint(w, textwrap.Indent("warning: pre-flight: "+warning, consoleWidth(w), "  "))
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return withCode(ExitInterrupted, err)
+	case errors.Is(err, runner.ErrSetup):
+		return withCode(ExitError, fmt.Errorf("the experiment could not be set up; no run was made:\n%w", err))
+	case err != nil:
+		return err
+	}
+	what := "every mode's service started"
+	if rep.Requests > 0 {
+		what += fmt.Sprintf(", and each of %d requests to the targets and the canary got an HTTP answer", rep.Requests)
+	}
+	fmt.Fprintf(w, "pre-flight: %s (%d modes, %s)\n", what, rep.Modes, rep.Took.Round(10*time.Millisecond))
+	return nil
 }
 
 // launcher picks how the components of each run are started.

@@ -367,7 +367,11 @@ func TestRunKilledRunnerLeavesNoChildren(t *testing.T) {
 	out := filepath.Join(tmp, "results")
 	r := startRunner(t, out, "run", specFile, "--out", out, "--no-report")
 	var kids []int
+	// The pre-flight's children come first: wait for the first run's.
 	poll(t, 30*time.Second, "the first run's children", func() bool {
+		if ix, err := readIndex(resultsDir(out, "sigkill-test")); err != nil || ix.Runs[0].Status != rundata.StatusRunning {
+			return false
+		}
 		kids = childrenOf(r.cmd.Process.Pid)
 		return len(kids) >= componentsPerRun
 	})

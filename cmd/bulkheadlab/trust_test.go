@@ -161,9 +161,11 @@ func outcomeOf(s analysis.Summary, name string) analysis.Outcome {
 	return ""
 }
 
-// TestDeadTargetIsInvalid: an external service that is not listening gives
-// no evidence — exit 3 with the baseline reason, not a supported P1.
-func TestDeadTargetIsInvalid(t *testing.T) {
+// TestDeadTargetIsASetupError: an external service that is not listening
+// gives no evidence, and is no noise either: the pre-flight stops the
+// experiment before any load with exit 4 naming the target and why — no
+// INVALID run, no retry, no report, not a supported P1.
+func TestDeadTargetIsASetupError(t *testing.T) {
 	dead := freeAddr(t)
 	spec := fmt.Sprintf(trustSpec, "dead", fmt.Sprintf(`modes: [shared]
 external:
@@ -173,15 +175,11 @@ external:
   canary:    "http://%[1]s/healthz"
 expectations: {check: [P1]}`, dead, freeAddr(t), freeAddr(t)))
 	code, out, dir := runSpec(t, "dead", spec)
-	// The console names the rule and its number; report.md every reason.
-	if code != ExitInvalid || !strings.Contains(out, "baseline health 0 % < 99 %") {
-		t.Fatalf("exit %d, want %d with the baseline rule; output:\n%s", code, ExitInvalid, out)
+	if code != ExitError || !strings.Contains(out, "endpoint a: GET http://"+dead+"/a: nothing listens there") {
+		t.Fatalf("exit %d, want %d naming the dead target; output:\n%s", code, ExitError, out)
 	}
-	if md := readReport(t, dir); !strings.Contains(md, "baseline unhealthy: 100 % transport_error on /a") {
-		t.Errorf("report.md lacks the baseline reason:\n%s", md)
-	}
-	if s := readSummary(t, dir); outcomeOf(s, "P1") != analysis.Invalid {
-		t.Errorf("P1 = %s, want INVALID", outcomeOf(s, "P1"))
+	if dir != "" {
+		t.Errorf("results folder %s written for an experiment that could not be set up", dir)
 	}
 }
 

@@ -105,7 +105,12 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 				fmt.Fprintf(w, "    started per run by: %s (ready: %s)\n", strings.Join(es.Start, " "), firstNonEmpty(es.Ready, es.Canary))
 			}
 		}
-		if rt := s.RemoteTargets(); len(rt) > 0 {
+		switch rt := s.RemoteTargets(); {
+		case len(rt) == 0:
+		case s.External.Kubernetes != nil:
+			// A cluster's pods send the load there: --kubernetes runs it.
+			fmt.Fprintf(w, "  note: cluster addresses, loaded from the shard pods with run --kubernetes: %s\n", strings.Join(rt, ", "))
+		default:
 			fmt.Fprintf(w, "  note: not loopback, needs --allow-remote to run: %s\n", strings.Join(rt, ", "))
 		}
 	}

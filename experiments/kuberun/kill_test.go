@@ -106,7 +106,7 @@ func TestExperimentToKill(t *testing.T) {
 	}
 	ctx := context.Background()
 	e, err := kuberun.Start(ctx, c, p, "killed", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 2, TTL: 2 * time.Second,
-		Patch: &kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A", "STOCK_URL": "B"}}})
+		Patches: []*kuberun.EnvPatch{&kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A", "STOCK_URL": "B"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,9 +49,10 @@ type Options struct {
 	Replicas map[string]int32
 	// ShardCPU, if set, is each shard pod's CPU request ("2", "1500m").
 	ShardCPU string
-	// Patch, if set, points env variables of the user's Deployment at the
-	// proxies for the run, and puts them back after.
-	Patch *EnvPatch
+	// Patches point env variables of the user's Deployments (one per mode:
+	// each mode's service is its own Deployment) at the proxies for the
+	// run, and put them back after, in reverse order.
+	Patches []*EnvPatch
 	// ReadyTimeout bounds the wait for every pod; 0 means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -101,7 +102,7 @@ type Experiment struct {
 	cluster   *kube.Cluster
 	stopAlive context.CancelFunc
 	aliveErr  chan error
-	restore   func(context.Context) error
+	restores  []func(context.Context) error
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -218,21 +219,17 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		return fail(err)
 	}
 	o.logf("kubernetes: every pod ready")
-	if pt := o.Patch; pt != nil {
-		env := map[string]string{}
-		for k, dep := range pt.Env {
-			u := run.ProxyURL(dep)
-			if u == "" {
-				return fail(fmt.Errorf("--patch-env: %s=%s: no proxy of that dependency (the spec's are %s)", k, dep, depNames(pxs)))
-			}
-			env[k] = u
-		}
-		if e.restore, err = run.PatchEnv(ctx, pt.Deployment, pt.Container, env); err != nil {
+	for _, px := range pxs {
+		o.logf("kubernetes: the proxy of %s is the Service %s", px.dependency, run.ProxyURL(px.dependency))
+	}
+	for _, pt := range o.Patches {
+		if err := e.patch(ctx, run, pt, pxs); err != nil {
 			return fail(err)
 		}
 		o.logf("kubernetes: deployment %s points at the proxies (put back at the end)", pt.Deployment)
 	}
 	l := &launcher{urls: map[string]string{}, controls: map[string]string{}, replicas: map[string][]runner.Control{}}
+	var reachable []reachTarget
 	for _, px := range pxs {
 		pods, err := run.ProxyPods(ctx, px.dependency)
 		if err != nil {
@@ -243,7 +240,9 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 			if err != nil {
 				return fail(err)
 			}
-			l.replicas[px.component] = append(l.replicas[px.component], runner.Control{Name: pods[i].Name, URL: u, Client: &http.Client{Transport: rt}})
+			hc := &http.Client{Transport: rt}
+			l.replicas[px.component] = append(l.replicas[px.component], runner.Control{Name: pods[i].Name, URL: u, Client: hc})
+			reachable = append(reachable, newReachTarget(&pods[i], "the proxy of "+px.dependency+", control port", kube.ControlPort, u, hc))
 		}
 		if len(l.replicas[px.component]) == 0 {
 			return fail(fmt.Errorf("the proxy of %s has no pod", px.dependency))
@@ -261,10 +260,38 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 		if err != nil {
 			return fail(err)
 		}
-		fleet.Endpoints = append(fleet.Endpoints, shards.Endpoint{Name: pods[i].Name, URL: u, Client: &http.Client{Transport: rt}})
+		hc := &http.Client{Transport: rt}
+		fleet.Endpoints = append(fleet.Endpoints, shards.Endpoint{Name: pods[i].Name, URL: u, Client: hc})
+		reachable = append(reachable, newReachTarget(&pods[i], fmt.Sprintf("shard %d", i), kube.ShardPort, u, hc))
 	}
+	// Ready is the kubelet's word; the runner reaches every pod through the
+	// API server, which may not (a network policy, a node the API server
+	// has no route to): once, before any load.
+	if err := reachAll(ctx, reachable); err != nil {
+		return fail(fmt.Errorf("the runner cannot reach every pod through the API server's pod proxy; no load was sent:\n%w", err))
+	}
+	o.logf("kubernetes: every pod answers through the API server (%d proxies' control ports, %d shards)", len(reachable)-len(pods), len(pods))
 	e.Launcher, e.Remote = l, fleet
 	return e, nil
+}
+
+// patch points pt's Deployment at the proxies and records how to put it
+// back.
+func (e *Experiment) patch(ctx context.Context, run *kube.Run, pt *EnvPatch, pxs []proxyOf) error {
+	env := map[string]string{}
+	for k, dep := range pt.Env {
+		u := run.ProxyURL(dep)
+		if u == "" {
+			return fmt.Errorf("--patch-env %s: %s=%s: no proxy of that dependency (the spec's are %s)", pt.Deployment, k, dep, depNames(pxs))
+		}
+		env[k] = u
+	}
+	restore, err := run.PatchEnv(ctx, pt.Deployment, pt.Container, env)
+	if err != nil {
+		return err
+	}
+	e.restores = append(e.restores, restore)
+	return nil
 }
 
 // Close puts the user's Deployment back, stops renewing the lease and
@@ -273,8 +300,8 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 func (e *Experiment) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		var errs []error
-		if e.restore != nil {
-			if err := e.restore(ctx); err != nil {
+		for i := len(e.restores) - 1; i >= 0; i-- {
+			if err := e.restores[i](ctx); err != nil {
 				errs = append(errs, fmt.Errorf("putting the deployment back: %w", err))
 			}
 		}

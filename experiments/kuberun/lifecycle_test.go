@@ -23,11 +23,15 @@ import (
 
 // userDeployment creates the user's Deployment "checkout" (one container
 // "app" with PAY_URL set), whose env a run points at the proxies.
-func userDeployment(t *testing.T, c *kube.Cluster) {
+func userDeployment(t *testing.T, c *kube.Cluster) { userDeploymentNamed(t, c, "checkout") }
+
+// userDeploymentNamed creates a Deployment like "checkout" named name (the
+// service of another mode).
+func userDeploymentNamed(t *testing.T, c *kube.Cluster, name string) {
 	t.Helper()
-	labels := map[string]string{"app": "checkout"}
+	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: c.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -43,9 +47,12 @@ func userDeployment(t *testing.T, c *kube.Cluster) {
 }
 
 // userEnv is the env of the user's Deployment's container.
-func userEnv(t *testing.T, c *kube.Cluster) map[string]string {
+func userEnv(t *testing.T, c *kube.Cluster) map[string]string { return userEnvOf(t, c, "checkout") }
+
+// userEnvOf is the env of Deployment name's container.
+func userEnvOf(t *testing.T, c *kube.Cluster, name string) map[string]string {
 	t.Helper()
-	d, err := c.Client.AppsV1().Deployments(c.Namespace).Get(context.Background(), "checkout", metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments(c.Namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +92,7 @@ func TestExperimentOnCluster(t *testing.T) {
 	w := newWorld(t)
 	c.PodURL = w.podURL
 	userDeployment(t, c)
+	userDeploymentNamed(t, c, "checkout-bulkhead")
 	sp := w.spec(t, "2s")
 	p, err := sp.Plan()
 	if err != nil {
@@ -93,13 +101,17 @@ func TestExperimentOnCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e, err := kuberun.Start(ctx, c, p, "lifecycle", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 3, ProxyReplicas: 2,
-		Patch: &kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A", "STOCK_URL": "B"}}})
+		Patches: []*kuberun.EnvPatch{{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A", "STOCK_URL": "B"}},
+			{Deployment: "checkout-bulkhead", Env: map[string]string{"PAY_URL": "A"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close(context.Background())
 	if env := userEnv(t, c); env["PAY_URL"] != e.Run.ProxyURL("A") || env["STOCK_URL"] != e.Run.ProxyURL("B") {
 		t.Errorf("the user's Deployment's env %v, want PAY_URL %s and STOCK_URL %s", env, e.Run.ProxyURL("A"), e.Run.ProxyURL("B"))
+	}
+	if env := userEnvOf(t, c, "checkout-bulkhead"); env["PAY_URL"] != e.Run.ProxyURL("A") {
+		t.Errorf("the second patched Deployment's env %v, want PAY_URL %s", env, e.Run.ProxyURL("A"))
 	}
 	if n := w.started.Load(); n != 2*2+3 {
 		t.Errorf("%d containers reached, want 4 proxies and 3 shards", n)
@@ -140,13 +152,18 @@ func TestExperimentOnCluster(t *testing.T) {
 	if len(replicas) != 2 {
 		t.Errorf("fault set on replicas %v, want 2 of them", replicas)
 	}
+	if m.Proxies["A"] != e.Run.ProxyURL("A") || m.Proxies["B"] != e.Run.ProxyURL("B") {
+		t.Errorf("meta.json proxies %v, want the Services %s and %s", m.Proxies, e.Run.ProxyURL("A"), e.Run.ProxyURL("B"))
+	}
 
 	if err := e.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	nothingLeft(t, c, e.Run.Label)
-	if env := userEnv(t, c); env["PAY_URL"] != "http://payments:8080" || env["STOCK_URL"] != "" {
-		t.Errorf("the user's Deployment's env after the run: %v, want it as it was", env)
+	for _, name := range []string{"checkout", "checkout-bulkhead"} {
+		if env := userEnvOf(t, c, name); env["PAY_URL"] != "http://payments:8080" || env["STOCK_URL"] != "" {
+			t.Errorf("%s's env after the run: %v, want it as it was", name, env)
+		}
 	}
 }
 
@@ -183,7 +200,7 @@ func TestInterruptedExperiment(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e, err := kuberun.Start(ctx, c, p, "interrupted", testVersion, kuberun.Options{Image: "bulkheadlab:test", Shards: 2,
-		Patch: &kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A"}}})
+		Patches: []*kuberun.EnvPatch{&kuberun.EnvPatch{Deployment: "checkout", Env: map[string]string{"PAY_URL": "A"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,6 +215,11 @@ type Postgres struct {
 	MaxConnections int
 }
 
+// RunEnv is the variable of a Command's environment that names the run
+// (the pre-flight's start of a mode names none: its value is then
+// "preflight").
+const RunEnv = "BULKHEADLAB_RUN"
+
 // Command is a user's service started by its own command line (no shell),
 // ready once Ready answers 2xx.
 type Command struct {

@@ -63,7 +63,7 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	}
 	logw, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.SysProcAttr = childAttr()
@@ -74,7 +74,7 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	cmd.Env = append(append(os.Environ(), s.Env...), spec.Env...)
 	if err := cmd.Start(); err != nil {
 		logw.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	if s.Nice > 0 {
 		_ = setNice(cmd.Process.Pid, s.Nice)
@@ -88,7 +88,7 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	if err := s.waitReady(ctx, c, spec.Ready, orDefault(spec.ReadyTimeout, DefaultReadyTimeout)); err != nil {
 		c.kill()
 		_ = c.Stop(time.Second) // reaps the first process and waits for the group
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	if s.Nice > 0 {
 		_ = setNice(cmd.Process.Pid, s.Nice) // threads started meanwhile

@@ -98,6 +98,21 @@ type started struct {
 	err  func() error
 }
 
+// StartError is a Launch error: a component did not start (its program
+// did not run, exited, or did not become ready in time).
+type StartError struct {
+	Component string
+	// Log is the component's log file.
+	Log string
+	Err error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("%s: %v (log: %s)", e.Component, e.Err, e.Log)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
 // starter starts one resolved component.
 type starter func(ctx context.Context, c plan.Component, logPath string) (started, error)
 
@@ -123,7 +138,7 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 		}
 		s, err := start(ctx, rc, logPath(c.Name))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w (log: %s)", c.Name, err, logPath(c.Name))
+			return nil, &StartError{Component: c.Name, Log: logPath(c.Name), Err: err}
 		}
 		running, names = append(running, s), append(names, c.Name)
 		st.stops = append(st.stops, s.stop)
@@ -177,22 +192,26 @@ var _ Launcher = (*ProcessLauncher)(nil)
 
 // Launch implements Launcher. On error, whatever was started is stopped.
 func (l *ProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
-	return launch(ctx, r, logPath, func(ctx context.Context, c plan.Component, log string) (started, error) {
-		if cm := c.Command; cm != nil {
-			ch, err := l.Supervisor.StartCommand(ctx, CommandSpec{Name: c.Name, Argv: cm.Argv, Env: cm.Env, Dir: cm.Dir,
-				LogPath: log, Ready: cm.Ready, ReadyTimeout: cm.ReadyTimeout})
-			if err != nil {
-				return started{}, err
-			}
-			return started{pid: ch.PID(), stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
-		}
-		// A PostgreSQL server has no /healthz: it announces itself once it
-		// accepts connections and its setup has run.
-		ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log, NoHealth: c.Kind == plan.KindPostgres})
+	return launch(ctx, r, logPath, l.start)
+}
+
+// start starts one component as a child process: a user's command, or
+// this binary's subcommand.
+func (l *ProcessLauncher) start(ctx context.Context, c plan.Component, log string) (started, error) {
+	if cm := c.Command; cm != nil {
+		ch, err := l.Supervisor.StartCommand(ctx, CommandSpec{Name: c.Name, Argv: cm.Argv, Env: cm.Env, Dir: cm.Dir,
+			LogPath: log, Ready: cm.Ready, ReadyTimeout: cm.ReadyTimeout})
 		if err != nil {
 			return started{}, err
 		}
-		return started{url: ch.URL(), control: ch.ControlURL(), pid: ch.PID(),
-			stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
-	})
+		return started{pid: ch.PID(), stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
+	}
+	// A PostgreSQL server has no /healthz: it announces itself once it
+	// accepts connections and its setup has run.
+	ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log, NoHealth: c.Kind == plan.KindPostgres})
+	if err != nil {
+		return started{}, err
+	}
+	return started{url: ch.URL(), control: ch.ControlURL(), pid: ch.PID(),
+		stop: func() error { return ch.Stop(l.StopGrace) }, done: ch.Done(), err: ch.Err}, nil
 }

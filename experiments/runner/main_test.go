@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperParent())
 	case "command":
 		os.Exit(helperCommand())
+	case "closer":
+		os.Exit(helperCloser())
 	case "exit1":
 		fmt.Println("failing at once")
 		os.Exit(1)
@@ -114,7 +116,8 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 
 // helperCommand acts as a user's service started by its own command: no
 // announcement; it listens on $CMD_LISTEN, answers /ready 503 twice and
-// then 200, prints $CMD_WORD, and exits 0 on SIGTERM.
+// then 200 (and every other path 200), prints $CMD_WORD, and exits 0 on
+// SIGTERM.
 func helperCommand() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -129,9 +132,34 @@ func helperCommand() int {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	fmt.Println("word:", os.Getenv("CMD_WORD"))
+	<-ctx.Done()
+	_ = srv.Close()
+	return 0
+}
+
+// helperCloser acts as a broken service started by its own command: it
+// listens on $CMD_LISTEN and answers /ready 200, but closes the connection
+// of every other request without an answer; it exits 0 on SIGTERM.
+func helperCloser() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ln, err := net.Listen("tcp", os.Getenv("CMD_LISTEN"))
+	if err != nil {
+		return 1
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
 	<-ctx.Done()
 	_ = srv.Close()
 	return 0

@@ -85,12 +85,12 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 		}
 	}
 	logw, err := openLog(spec.LogPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	cmd := exec.Command(exe, spec.Args...)
 	cmd.SysProcAttr = childAttr()
@@ -104,7 +104,7 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 	}
 	if err != nil {
 		logw.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	if s.Nice > 0 {
 		_ = setNice(cmd.Process.Pid, s.Nice) // best effort: a failure only costs schedule precision
@@ -122,7 +122,7 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 	if err != nil {
 		c.kill()
 		<-c.done
-		return nil, fmt.Errorf("%w: %s: %v", ErrChildStart, spec.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)
 	}
 	if s.Nice > 0 {
 		// Again, for the threads the child's runtime started meanwhile;

@@ -60,12 +60,27 @@ type Runner struct {
 	// on this machine, or pods in a cluster) instead of the runner's own;
 	// the runner merges their results (see loadgen.Remote).
 	Remote loadgen.Remote
+	// SkipTargetProbes leaves the targets out of the pre-flight: they are
+	// reached only from where Remote sends the load (a cluster's pods,
+	// whose reachability is checked there). The pre-flight still launches
+	// each mode's stack.
+	SkipTargetProbes bool
+	// PreflightLogs is where the pre-flight's component logs go (in a new
+	// folder, removed unless an error names a log in it); empty: the
+	// system's temporary folder.
+	PreflightLogs string
+
+	preflighted bool // Preflight succeeded
 }
 
-// Run runs every pending run of the matrix in order. A run that comes out
+// Run runs every pending run of the matrix in order, after a successful
+// Preflight (it runs one unless one already succeeded; on its error Run
+// returns no folder and has started no load). A run that comes out
 // INVALID is run again at the end of its round (the runs of one repeat),
-// up to its plan's Retries times, so that drift stays interleaved; the
-// earlier attempt's folder is kept as runs/<id>.invalid-<n>. Run returns
+// up to its plan's Retries times, so that drift stays interleaved, unless
+// the target's own failure made it INVALID (targetDown): another attempt
+// would meet the same dead target. The earlier attempt's folder is kept
+// as runs/<id>.invalid-<n>. Run returns
 // the results folder (also on error, once the folder exists). When ctx is
 // cancelled the current run is stopped, marked interrupted, and Run returns
 // ctx.Err(). When a run's stop condition fired and the plan's OnAbort is
@@ -74,6 +89,11 @@ type Runner struct {
 func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 	if err := checkAbort(r.Plan); err != nil {
 		return nil, err
+	}
+	if !r.preflighted {
+		if _, err := r.Preflight(ctx); err != nil {
+			return nil, err
+		}
 	}
 	dir, skip, err := r.prepare()
 	if err != nil {
@@ -102,7 +122,7 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		if r.Progress != nil {
 			r.Progress.RunStarted(run, n, len(runs), len(attempts)+1)
 		}
-		meta, err := r.runOne(ctx, dir, run, attempts)
+		meta, down, err := r.runOne(ctx, dir, run, attempts)
 		if r.Progress != nil {
 			r.Progress.RunEnded(run, meta, err)
 		}
@@ -112,7 +132,7 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			failed = append(failed, fmt.Sprintf("%s: %v", run.ID, err))
-		case err == nil && meta.Status == rundata.StatusComplete && !meta.Valid:
+		case err == nil && meta.Status == rundata.StatusComplete && !meta.Valid && !down:
 			invalid = append(invalid, invalidRun{run: run, n: n, attempts: append(attempts, attemptOf(meta))})
 		}
 	}
@@ -237,17 +257,19 @@ func (r *Runner) launcher() Launcher {
 }
 
 // runOne runs one cell: start the stack, load it through the phases while
-// flipping faults, then write the run data. The returned meta is final.
-func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, attempts []rundata.Attempt) (rundata.RunMeta, error) {
+// flipping faults, then write the run data. The returned meta is final;
+// down reports an INVALID run that the target's failure made INVALID
+// (targetDown).
+func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, attempts []rundata.Attempt) (rundata.RunMeta, bool, error) {
 	meta := run.Meta
 	meta.Attempts = attempts
 	meta.Started = r.now().UTC()
 	meta.Versions = r.versions()
 	rundir, err := dir.StartRun(meta, r.Plan.Spec)
 	if err != nil {
-		return meta, err
+		return meta, false, err
 	}
-	finish := func(status string, err error) (rundata.RunMeta, error) {
+	finish := func(status string, err error) (rundata.RunMeta, bool, error) {
 		meta.Status = status
 		meta.Ended = r.now().UTC()
 		if err != nil && meta.Error == "" {
@@ -256,7 +278,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 		if ferr := dir.FinishRun(meta); ferr != nil && err == nil {
 			err = ferr
 		}
-		return meta, err
+		return meta, false, err
 	}
 	launched := time.Now()
 	stack, err := r.launcher().Launch(ctx, run, func(c string) string { return dir.LogPath(run.ID, c) })
@@ -266,6 +288,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 		}
 		return finish(rundata.StatusFailed, err)
 	}
+	meta.Proxies = proxyURLs(run, stack)
 	rep, err := r.measure(ctx, rundir, run, stack, &meta)
 	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil {
 		err = derr // the data were measured against a dead component
@@ -281,7 +304,23 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 	}
 	meta.Valid = rep.Valid
 	meta.Startup = rep.Start.Sub(launched)
-	return finish(rundata.StatusComplete, nil)
+	meta, _, err = finish(rundata.StatusComplete, nil)
+	return meta, !rep.Valid && targetDown(rep), err
+}
+
+// proxyURLs maps each dependency of run to its proxy's data-plane URL in
+// stack; nil without a proxy.
+func proxyURLs(run plan.Run, stack *Stack) map[string]string {
+	var out map[string]string
+	for _, c := range run.Components {
+		if u, ok := stack.URLs[c.Name]; ok && c.Proxy != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[c.Proxy.Name] = u
+		}
+	}
+	return out
 }
 
 func (r *Runner) versions() map[string]string {

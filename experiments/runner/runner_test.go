@@ -168,12 +168,16 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 // dyingLauncher launches in-process components and reports the service as
-// having exited on its own, as a crashed child process would be.
-type dyingLauncher struct{ InProcessLauncher }
+// having exited on its own, as a crashed child process would be, from its
+// second launch on (the first is the pre-flight's).
+type dyingLauncher struct {
+	InProcessLauncher
+	launches int
+}
 
 func (l *dyingLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
 	st, err := l.InProcessLauncher.Launch(ctx, r, logPath)
-	if st != nil {
+	if l.launches++; st != nil && l.launches > 1 {
 		st.died = func() []string { return []string{"service (exit status 2)"} }
 	}
 	return st, err

@@ -489,7 +489,7 @@ func (s *Spec) command(r Run, es ExternalService) *plan.Command {
 	if c.Ready == "" {
 		c.Ready = es.Canary
 	}
-	c.Env = append(c.Env, "BULKHEADLAB_MODE="+r.Mode.Name, "BULKHEADLAB_RUN="+r.ID)
+	c.Env = append(c.Env, "BULKHEADLAB_MODE="+r.Mode.Name, plan.RunEnv+"="+r.ID)
 	for _, d := range s.DependencyNames() {
 		c.Env = append(c.Env, "BULKHEADLAB_PROXY_"+envName(d)+"="+externalProxyAddr(s.External.Proxies[d]))
 	}

@@ -308,6 +308,16 @@ func TestClean(t *testing.T) {
 	if got, err := c.Clean(ctx, false); err != nil || !slices.Equal(got, []string{"gone"}) {
 		t.Fatalf("Clean = %v, %v; want [gone] (short's lease not expired yet)", got, err)
 	}
+	now := time.Now()
+	held, err := c.HeldRuns(ctx, now)
+	if err != nil || len(held) != 2 || held[0].Run != "live" || held[1].Run != "short" {
+		t.Fatalf("HeldRuns = %+v, %v; want live and short", held, err)
+	}
+	for _, h := range held {
+		if h.Holder != c.Identity || !h.Expires.After(now) || h.Expires.After(now.Add(10*time.Minute)) {
+			t.Errorf("held run %+v: want held by %s, expiring within its TTL", h, c.Identity)
+		}
+	}
 	assertNothingLeftOf(t, c, "gone")
 	time.Sleep(1100 * time.Millisecond) // the Lease's 1 s
 	if got, err := c.Clean(ctx, false); err != nil || !slices.Equal(got, []string{"short"}) {

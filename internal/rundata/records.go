@@ -70,6 +70,9 @@ type RunMeta struct {
 	// the run's own policies may take to come back after the fault: a
 	// breaker's open delay.
 	RecoveryAllowance time.Duration `json:"recovery_allowance_ns,omitempty"`
+	// Proxies is, per dependency, the data-plane URL of its fault proxy as
+	// the service calls it (on a cluster, the proxies' Service).
+	Proxies map[string]string `json:"proxies,omitempty"`
 	// Phases are the actual phase spans, in order.
 	Phases []PhaseSpan `json:"phases"`
 	// Faults are the actual fault switches as acknowledged by the proxy.
