@@ -215,10 +215,15 @@ func TestAHealthyRunIsNoDegradation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an experiment")
 	}
-	_, _, dir := runSpecJudged(t, "slow-dependency", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
-		"conditions: [healthy, slow, failing, busy]", "conditions: [healthy, slow]"))
+	code, out, dir := runSpecJudged(t, "slow-dependency", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
+		"conditions: [healthy, slow, failing, busy]", "conditions: [healthy, slow]", "check: [P1, P2, P3, P4, RECOVERY, NO-LEAK, LIMIT-HOLDS]", "check: [P1]",
+		// A slow A at 120/s needs about 27 permits: the pool of 20 runs out.
+		"rates: {a: 40, b: 40}", "rates: {a: 120, b: 120}"))
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
 	if o := outcomeOf(readSummary(t, dir), "P1"); o != analysis.Supported {
-		t.Fatalf("P1 %s on the slow run, want SUPPORTED", o)
+		t.Fatalf("P1 %s on the slow run, want SUPPORTED; output:\n%s", o, out)
 	}
 	if o := rejudge(t, dir, "P1", func(ex *analysis.Expectations) { ex.Slow = ex.Healthy }); o != analysis.NotSupported {
 		t.Errorf("P1 %s with the healthy run as the fault run, want NOT SUPPORTED", o)
