@@ -558,10 +558,10 @@ func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
 const MinSpanResults = 100
 
 // spans returns, for each of ep's windows starting in [from, to), the
-// shortest run of consecutive windows from it that holds MinSpanResults
-// results (all of the range's, when it holds fewer) and ends by to (plus
-// half a window), merged into one window; a window that cannot start such a
-// span starts none.
+// shortest run of consecutive windows from it, each starting in the range,
+// that holds MinSpanResults results (all of the range's, when it holds
+// fewer), merged into one window; a window that cannot start such a span
+// starts none.
 func (r *Run) spans(ep string, from, to time.Time) []rundata.Window {
 	var ws []rundata.Window
 	for _, w := range r.EndpointWindows(ep) {
@@ -582,10 +582,6 @@ func (r *Run) spans(ep string, from, to time.Time) []rundata.Window {
 		var n int64
 		for j := i; j < len(ws); j++ {
 			n += ws[j].Counts.Total()
-			end := ws[j].Start.Add(ws[j].Duration)
-			if !to.IsZero() && end.After(to.Add(ws[j].Duration/2)) {
-				break
-			}
 			if n >= need {
 				out = append(out, mergeWindows(ws[i:j+1]))
 				break

@@ -266,3 +266,29 @@ func TestALeakOfTheBuiltInService(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSameGaugesTheSameVerdict: a service whose bulkheads are its
+// connection pools (a pool per query class, as with pg.Pool), its worker
+// pools far larger and not exported: EXHAUSTED under slow says the pool
+// ran out first whether its gauges are given as external.metrics.in_use
+// and limit or as external.metrics.conns.
+func TestTheSameGaugesTheSameVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two external experiments")
+	}
+	modes := map[string][]string{
+		"one":   {"--mode", "shared", "--pool-size", "60", "--queue", "60", "--conns", "12", "--conns-layout", "shared"},
+		"split": {"--mode", "bulkhead", "--pool-size", "60", "--queue", "60", "--conns", "6"},
+	}
+	pools := map[string]string{"one": "shared", "split": "bulkhead"}
+	for _, tt := range []struct{ name, metrics string }{
+		{"as in_use and limit", "in_use: bulkheadlab_conn_pool_in_use, limit: bulkheadlab_conn_pool_limit"},
+		{"as conns", "conns: {in_use: bulkheadlab_conn_pool_in_use, limit: bulkheadlab_conn_pool_limit, waiting: bulkheadlab_conn_pool_waiting}"},
+	} {
+		e := evidenceExp{name: "db-pools", modes: modes, pools: pools, metrics: tt.metrics, conditions: "slow", check: "EXHAUSTED"}
+		code, out, dir := checkQuietly(t, e)
+		if o := outcomeOf(readSummary(t, dir), "EXHAUSTED"); code != ExitOK || o != analysis.Supported {
+			t.Errorf("%s: exit %d, EXHAUSTED %s; want 0, SUPPORTED; output:\n%s", tt.name, code, o, out)
+		}
+	}
+}
