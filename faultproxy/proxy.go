@@ -33,6 +33,10 @@ type Config struct {
 	// ErrorLog receives the reverse proxy's own log lines; nil means the
 	// standard logger.
 	ErrorLog *log.Logger
+	// Token, if set, is the run's secret every control request but GET
+	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
+	// none is asked. The Host, Origin and Content-Type checks hold anyway.
+	Token string
 }
 
 // Proxy is the data plane: an http.Handler that injects the current faults
@@ -52,6 +56,7 @@ type Proxy struct {
 	rp        *httputil.ReverseProxy // for protocol upgrades only
 	ledger    *Ledger
 	m         *metrics
+	token     string // the control API's; see Config.Token
 	// bodyIdleTimeout bounds each wait for more of a request body on the
 	// net/http data plane (idleBody), as the raw plane's bodyIdleTimeout.
 	bodyIdleTimeout time.Duration
@@ -92,7 +97,7 @@ func New(cfg Config) (*Proxy, error) {
 	if tr == nil {
 		tr = NewTransport()
 	}
-	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr,
+	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, token: cfg.Token, stop: make(chan struct{}), target: &target, transport: tr,
 		bodyIdleTimeout: rawBodyIdleTimeout}
 	if cfg.Transport == nil && target.Scheme == "http" {
 		p.h1 = newH1Client(&target)
