@@ -95,6 +95,9 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 	if err != nil {
 		return err
 	}
+	if o.token, err = controlToken(o.allowRemote); err != nil {
+		return err
+	}
 	if o.tuneRuntime && ctx.Value(reexecKey{}) != nil {
 		if err := sysmon.Reexec(); err != nil {
 			fmt.Fprintf(stderr, "proxy: --tune-runtime: %v; going on with the Go runtime's defaults\n", err)
@@ -118,7 +121,7 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 		}
 		defer pl.Close()
 	}
-	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog})
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog, Token: o.token})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}
@@ -136,7 +139,7 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 	}
 	errLog.Printf("relaying postgres %s -> %s, control on %s", srv.Addr(), addr, srv.ControlAddr())
 	if pl != nil {
-		ps := servePprof(pl, errLog)
+		ps := servePprof(pl, o.token, errLog)
 		defer ps.Close()
 	}
 	var serveErr error

@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -156,10 +157,12 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
+	// The run's secret: only this process commands its proxies and shards.
+	token := ctlauth.NewToken()
 	r := &runner.Runner{
 		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
-		Launcher: launcher(o),
+		Launcher: launcher(o, token),
 	}
 	if o.kube.on {
 		closeKube, err := startKube(cmd.Context(), w, o.kube, o.shards, sp, p, r)
@@ -172,7 +175,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 			}
 		}()
 	} else if o.shards > 0 {
-		fleet, stop, err := localShards(cmd.Context(), o.shards)
+		fleet, stop, err := localShards(cmd.Context(), o.shards, token)
 		if err != nil {
 			return err
 		}
@@ -245,12 +248,13 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	return runErr
 }
 
-// launcher picks how the components of each run are started.
-func launcher(o runOptions) runner.Launcher {
+// launcher picks how the components of each run are started; their
+// control APIs ask for token.
+func launcher(o runOptions, token string) runner.Launcher {
 	if o.inProcess {
-		return &runner.InProcessLauncher{}
+		return &runner.InProcessLauncher{Token: token}
 	}
-	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice}}
+	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice, Token: token}}
 }
 
 // loadRunSpec resolves the spec argument, applies the flag overrides and

@@ -233,7 +233,7 @@ func (r *Runner) launcher() Launcher {
 	if r.Launcher != nil {
 		return r.Launcher
 	}
-	return &ProcessLauncher{Supervisor: &Supervisor{Nice: DefaultChildNice}}
+	return NewProcessLauncher()
 }
 
 // runOne runs one cell: start the stack, load it through the phases while
