@@ -90,7 +90,7 @@ func NewTransport() *http.Transport {
 func New(cfg Config) (*Proxy, error) {
 	u := cfg.Upstream
 	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %v", ErrBadUpstream, u)
+		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %s", ErrBadUpstream, redactURL(u))
 	}
 	target := *u
 	tr := cfg.Transport
@@ -273,3 +273,11 @@ type bufferPool struct{}
 
 func (bufferPool) Get() []byte  { return *(copyBuffers.Get().(*[]byte)) }
 func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
+
+// redactURL is u without its password, "<nil>" for none.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return "<nil>"
+	}
+	return u.Redacted()
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -113,7 +114,7 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 	}
 	u, err := url.Parse(o.upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", o.upstream))
+		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", redact.URL(o.upstream)))
 	}
 	if err := loopback.CheckURL("--upstream", o.upstream, o.allowRemote); err != nil {
 		return nil, nil, usageError(err)

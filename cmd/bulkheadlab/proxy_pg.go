@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -53,7 +54,7 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 	if hasPostgresScheme(addr) {
 		u, err := url.Parse(addr)
 		if err != nil || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
-			return "", nil, usageError(fmt.Errorf("--upstream: want %s (no user, database or options), got %q", want, o.upstream))
+			return "", nil, usageError(fmt.Errorf("--upstream: want %s (no user, database or options), got %q", want, redact.URL(o.upstream)))
 		}
 		addr = u.Host
 		if u.Port() == "" {
@@ -62,10 +63,10 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" || strings.Contains(addr, "/") {
-		return "", nil, usageError(fmt.Errorf("--upstream: want %s, got %q", want, o.upstream))
+		return "", nil, usageError(fmt.Errorf("--upstream: want %s, got %q", want, redact.URL(o.upstream)))
 	}
 	if !o.allowRemote && !loopback.Host(host) {
-		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", o.upstream, loopback.ErrRemote))
+		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", redact.URL(o.upstream), loopback.ErrRemote))
 	}
 	listeners := []struct{ flag, addr string }{{"--listen", o.listen}, {"--control", o.control}}
 	if o.pprof != "" {

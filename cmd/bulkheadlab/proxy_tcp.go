@@ -16,6 +16,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -30,7 +31,7 @@ func (o proxyOptions) isTCP() (bool, error) {
 		return strings.HasPrefix(o.upstream, "tcp://"), nil
 	case "http":
 		if strings.HasPrefix(o.upstream, "tcp://") || hasPostgresScheme(o.upstream) {
-			return false, usageError(fmt.Errorf("--upstream: %q is not an HTTP URL; use --protocol tcp or postgres (or leave --protocol out)", o.upstream))
+			return false, usageError(fmt.Errorf("--upstream: %q is not an HTTP URL; use --protocol tcp or postgres (or leave --protocol out)", redact.URL(o.upstream)))
 		}
 		return false, nil
 	}
@@ -46,10 +47,10 @@ func (o proxyOptions) parseTCP() (string, []tcpproxy.Fault, error) {
 	addr := strings.TrimPrefix(o.upstream, "tcp://")
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" || strings.Contains(addr, "/") {
-		return "", nil, usageError(fmt.Errorf("--upstream: want host:port or tcp://host:port, got %q", o.upstream))
+		return "", nil, usageError(fmt.Errorf("--upstream: want host:port or tcp://host:port, got %q", redact.URL(o.upstream)))
 	}
 	if !o.allowRemote && !loopback.Host(host) {
-		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", o.upstream, loopback.ErrRemote))
+		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", redact.URL(o.upstream), loopback.ErrRemote))
 	}
 	listeners := []struct{ flag, addr string }{{"--listen", o.listen}, {"--control", o.control}}
 	if o.pprof != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -292,6 +293,9 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	}
 	// A cluster's pods send the load there, not this machine.
 	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote && !o.kube.on {
+		for i, u := range remote {
+			remote[i] = redact.URL(u)
+		}
 		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
 	}
 	if o.inProcess && sp.External != nil {
@@ -321,7 +325,12 @@ func resolveRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 		if len(args) > 0 || o.repeatsSet || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
-		s, err := spec.Load(filepath.Join(o.resume, rundata.SpecFile))
+		path := filepath.Join(o.resume, rundata.SpecFile)
+		if b, err := os.ReadFile(path); err == nil && redact.Masked(string(b)) {
+			return nil, usageError(fmt.Errorf("--resume: %s: its spec had a password, kept in the results folder as %s: "+
+				"run the spec again instead (a resumed run would send the mask)", path, redact.Mask))
+		}
+		s, err := spec.Load(path)
 		if err != nil {
 			return nil, usageError(fmt.Errorf("--resume: %w", err))
 		}

@@ -90,3 +90,35 @@ func TestProxyControlAndPprofTakeTheToken(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsKeepNoPassword: a refused URL with a password is named
+// without it, on every plane and for a spec's remote targets.
+func TestErrorsKeepNoPassword(t *testing.T) {
+	const pw = "hunter2pw"
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "ext.yaml", "name: ext\nmodes: [shared]\nexternal:\n  targets: {a: 'http://u:"+pw+"@10.1.2.3:80/a', b: 'http://127.0.0.1:1/b'}\n"+
+		"  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n")
+	for _, args := range [][]string{
+		{"proxy", "--upstream", "postgres://app:" + pw + "@127.0.0.1:5432"},
+		{"proxy", "--upstream", "http://app:" + pw + "@10.0.0.1:80"},
+		{"proxy", "--protocol", "http", "--upstream", "tcp://app:" + pw + "@127.0.0.1:1"},
+		{"proxy", "--protocol", "tcp", "--upstream", "tcp://app:" + pw + "@127.0.0.1:1"},
+		{"proxy", "--upstream", "ftp://app:" + pw + "@127.0.0.1:1"},
+		{"run", spec, "--out", dir},
+	} {
+		t.Setenv(ctlauth.EnvToken, "")
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.ExecuteContext(context.Background())
+		if err == nil {
+			t.Errorf("bulkheadlab %v: no error", args)
+			continue
+		}
+		if strings.Contains(err.Error(), pw) || strings.Contains(out.String(), pw) {
+			t.Errorf("bulkheadlab %v: the password is shown: %v\n%s", args, err, out.String())
+		}
+	}
+}
