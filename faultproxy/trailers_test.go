@@ -64,7 +64,7 @@ func TestRawTrailersThatFrameOrRoute(t *testing.T) {
 		answerHasNot     []string
 	}{
 		{name: "request trailers", head: "POST /req HTTP/1.1\r\nTrailer: X-Ok, Host\r\nTransfer-Encoding: chunked\r\n",
-			body: chunkedBody + "Host: evil.example\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\nTe: trailers\r\nUpgrade: h2c\r\nKeep-Alive: 1\r\nProxy-Authorization: x\r\nTrailer: X-A\r\nX-Ok: 1\r\n\r\n",
+			body:   chunkedBody + "Host: evil.example\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\nTe: trailers\r\nUpgrade: h2c\r\nKeep-Alive: 1\r\nProxy-Authorization: x\r\nTrailer: X-A\r\nX-Ok: 1\r\n\r\n",
 			status: "HTTP/1.1 200 ", upstream: []string{"X-Ok"}},
 		{name: "a request declaring Content-Length", head: "POST /decl HTTP/1.1\r\nTrailer: Content-Length\r\nTransfer-Encoding: chunked\r\n",
 			body: chunkedBody + "\r\n", status: "HTTP/1.1 400 "},
