@@ -83,7 +83,7 @@ func TestExperimentOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	userDeployment(t, c)
 	sp := w.spec(t, "2s")
 	p, err := sp.Plan()
@@ -174,7 +174,7 @@ func TestInterruptedExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	userDeployment(t, c)
 	p, err := w.spec(t, "60s").Plan()
 	if err != nil {
@@ -219,7 +219,7 @@ func TestShardNeverReady(t *testing.T) {
 		return p.Namespace == c.Namespace && p.Labels[kubetest.CompletionIndex] == "1"
 	})
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	p, err := w.spec(t, "1s").Plan()
 	if err != nil {
 		t.Fatal(err)
