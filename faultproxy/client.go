@@ -82,8 +82,8 @@ func (c *Client) do(ctx context.Context, method string, body []byte) ([]Fault, e
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy control: %w", err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json") // a command must say so (see internal/ctlauth)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

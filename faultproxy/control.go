@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // MaxControlBody caps the size of a control request body.
@@ -27,8 +26,11 @@ const MaxControlBody = 1 << 20
 //	GET    /metrics  → Prometheus metrics of this proxy
 //
 // Its handlers never wait on the data plane: they read or swap the fault
-// set atomically. A request whose Host or Origin is a name other than
-// localhost is refused with 403 (see localOnly). Safe for concurrent use.
+// set atomically. Every control surface's guard is in front of them (see
+// internal/ctlauth): a Host or Origin that names a host other than an IP
+// address or localhost is refused 403, a request without Config.Token
+// (when set) 401 except GET /healthz, a command whose Content-Type is not
+// application/json 415. Safe for concurrent use.
 func (p *Proxy) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /faults", p.getFaults)
@@ -39,38 +41,7 @@ func (p *Proxy) ControlHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{}))
-	return localOnly(mux)
-}
-
-// localOnly refuses (403) a request whose Host, or Origin if it has one,
-// names a host other than an IP address or localhost: a web page whose
-// name was made to resolve to the proxy's address (DNS rebinding) sends
-// its own name, and could otherwise change the faults of a proxy on the
-// browser's machine.
-func localOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok := literalHost(r.Host)
-		if o := r.Header.Get("Origin"); ok && o != "" {
-			u, err := url.Parse(o)
-			ok = err == nil && u.Host != "" && literalHost(u.Host)
-		}
-		if !ok {
-			writeJSON(w, http.StatusForbidden, errorBody{Error: "control API: Host and Origin must be an IP address or localhost"})
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// literalHost reports whether hostport's host is an IP address or
-// localhost.
-func literalHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return net.ParseIP(host) != nil || strings.EqualFold(host, "localhost")
+	return ctlauth.Guard(mux, p.token)
 }
 
 func (p *Proxy) getFaults(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ func controlDo(t *testing.T, e *testEnv, method, path, body string) (int, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.ctl.hc.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -199,6 +200,7 @@ func TestControlRefusesOtherHosts(t *testing.T) {
 	} {
 		req, _ := http.NewRequest(http.MethodDelete, "http://"+e.srv.ControlAddr()+"/faults", nil)
 		req.Host = tc.host
+		req.Header.Set("Content-Type", "application/json")
 		if tc.origin != "" {
 			req.Header.Set("Origin", tc.origin)
 		}

@@ -116,7 +116,10 @@ func (u *diffUpstream) serve(c net.Conn) {
 		return
 	}
 	for k := range r.Trailer {
-		if !declared[k] {
+		// A trailer that frames or routes is dropped by the raw plane,
+		// and ReverseProxy sends no request trailer's value: either way
+		// the upstream gets none.
+		if !declared[k] || !forwardableTrailer(k) {
 			delete(r.Trailer, k)
 		}
 	}

@@ -267,6 +267,9 @@ func (c *h1Client) writeRequest(bw *bufio.Writer, req *http.Request) error {
 		return err
 	}
 	for k, vv := range req.Trailer { // filled in once the body was read
+		if !forwardableTrailer(k) {
+			continue
+		}
 		for _, v := range vv {
 			fmt.Fprintf(bw, "%s: %s\r\n", k, v)
 		}

@@ -34,11 +34,12 @@ func peekGone(fd uintptr) (done, gone bool) {
 	return true, err != nil || n == 0
 }
 
-// fdBudget is the most client connections of the raw data plane: half of
-// the file descriptors the process may open (each may hold an upstream
-// connection too), less 64 kept for the control API, listeners and
-// files; 0 (no bound) if the limit is unknown or unlimited.
-func fdBudget() int {
+// ConnBudget is the most client connections a data plane serves at once
+// (the raw HTTP plane, the TCP and PostgreSQL planes): half of the file
+// descriptors the process may open (each may hold an upstream connection
+// too), less 64 kept for the control API, listeners and files; 0 (no
+// bound) if the limit is unknown or unlimited.
+func ConnBudget() int {
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<30 {
 		return 0

@@ -14,5 +14,6 @@ const rawSupported = false
 
 func peekGone(fd uintptr) (done, gone bool) { return true, false }
 
-// fdBudget: no bound on the client connections here.
-func fdBudget() int { return 0 }
+// ConnBudget is the most client connections a data plane serves at once:
+// no bound (0) here.
+func ConnBudget() int { return 0 }

@@ -33,6 +33,10 @@ type Config struct {
 	// ErrorLog receives the reverse proxy's own log lines; nil means the
 	// standard logger.
 	ErrorLog *log.Logger
+	// Token, if set, is the run's secret every control request but GET
+	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
+	// none is asked. The Host, Origin and Content-Type checks hold anyway.
+	Token string
 }
 
 // Proxy is the data plane: an http.Handler that injects the current faults
@@ -52,6 +56,7 @@ type Proxy struct {
 	rp        *httputil.ReverseProxy // for protocol upgrades only
 	ledger    *Ledger
 	m         *metrics
+	token     string // the control API's; see Config.Token
 	// bodyIdleTimeout bounds each wait for more of a request body on the
 	// net/http data plane (idleBody), as the raw plane's bodyIdleTimeout.
 	bodyIdleTimeout time.Duration
@@ -85,14 +90,14 @@ func NewTransport() *http.Transport {
 func New(cfg Config) (*Proxy, error) {
 	u := cfg.Upstream
 	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %v", ErrBadUpstream, u)
+		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %s", ErrBadUpstream, redactURL(u))
 	}
 	target := *u
 	tr := cfg.Transport
 	if tr == nil {
 		tr = NewTransport()
 	}
-	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, stop: make(chan struct{}), target: &target, transport: tr,
+	p := &Proxy{seed: cfg.Seed, ledger: cfg.Ledger, token: cfg.Token, stop: make(chan struct{}), target: &target, transport: tr,
 		bodyIdleTimeout: rawBodyIdleTimeout}
 	if cfg.Transport == nil && target.Scheme == "http" {
 		p.h1 = newH1Client(&target)
@@ -268,3 +273,11 @@ type bufferPool struct{}
 
 func (bufferPool) Get() []byte  { return *(copyBuffers.Get().(*[]byte)) }
 func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
+
+// redactURL is u without its password, "<nil>" for none.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return "<nil>"
+	}
+	return u.Redacted()
+}

@@ -117,6 +117,7 @@ func (h *head) parse(req bool) error {
 	var connUpgrade, keepAlive, hasUpgrade, clSeen, hasConn bool
 	var te []byte
 	teLines := 0
+	badTrailer := false // a Trailer header that announces framing
 	if h.afterEmpty && !req {
 		return errBadHead
 	}
@@ -187,6 +188,10 @@ func (h *head) parse(req bool) error {
 				hasUpgrade, x.drop = true, true
 			case eqFold(name, "Trailer"):
 				h.trailerHdr = true // framing of a chunked body, forwarded with it
+				for t := range bytes.SplitSeq(value, []byte(",")) {
+					t = bytes.TrimSpace(t)
+					badTrailer = badTrailer || eqFold(t, "Content-Length") || eqFold(t, "Transfer-Encoding") || eqFold(t, "Trailer")
+				}
 			}
 		case 16:
 			x.drop = eqFold(name, "Proxy-Connection") || req && eqFold(name, "X-Forwarded-Host")
@@ -245,6 +250,11 @@ func (h *head) parse(req bool) error {
 			h.close = true // RFC 9112, 6.1: close after a message framed both ways
 		}
 		h.chunked, h.contentLength = true, -1 // chunked wins over a length
+	}
+	if badTrailer && h.chunked {
+		// As net/http's fixTrailer: a request is answered 400, an answer
+		// 502 (ReverseProxy's for its transport's error).
+		return errBadHead
 	}
 	if !req {
 		h.checkStatusFraming()

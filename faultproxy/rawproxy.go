@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // serveRaw is ServeHTTP for the raw data plane: the same decision,
@@ -614,6 +616,9 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 				if len(l) > 0 && !validFieldLine(l) {
 					return &srcError{errBadChunk}
 				}
+				if len(l) > 0 && !forwardableTrailer(string(l[:bytes.IndexByte(l, ':')])) {
+					continue // it would change framing or routing: dropped
+				}
 				dst.Write(l)
 				if _, err := dst.WriteString("\r\n"); err != nil {
 					return err
@@ -646,6 +651,16 @@ func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
 			return err
 		}
 	}
+}
+
+// forwardableTrailer reports whether a trailer field named name may be
+// forwarded: not one that frames, routes or authenticates a message
+// (httpguts.ValidTrailerHeader: Host, Content-Length, Transfer-Encoding,
+// Connection, Trailer, Te, Keep-Alive, Proxy-Authorization, …, the same
+// net/http's server drops), nor Upgrade or another Proxy- field.
+func forwardableTrailer(name string) bool {
+	return httpguts.ValidTrailerHeader(name) && !strings.EqualFold(name, "Upgrade") &&
+		!(len(name) >= 6 && strings.EqualFold(name[:6], "Proxy-"))
 }
 
 // lineBuffered reports whether br holds a whole line, so that reading it

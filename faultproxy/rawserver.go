@@ -80,7 +80,7 @@ type rawServer struct {
 
 func newRawServer(p *Proxy, errLog *log.Logger) *rawServer {
 	s := &rawServer{p: p, errLog: errLog, conns: map[*rconn]struct{}{}, idleTimeout: rawIdleTimeout,
-		bodyIdleTimeout: rawBodyIdleTimeout, maxConns: fdBudget(), freed: make(chan struct{}, 1)}
+		bodyIdleTimeout: rawBodyIdleTimeout, maxConns: ConnBudget(), freed: make(chan struct{}, 1)}
 	s.slow.init(s)
 	return s
 }

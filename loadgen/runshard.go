@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -44,12 +45,69 @@ type PreparedShard struct {
 	p *plan
 }
 
+// Limits of a shard's load, checked by PrepareShard before anything is
+// computed, whatever its targets: a shard obeys a process that reached its
+// port, and its memory and its sends must not grow with what it is asked.
+const (
+	// MaxShardRequests bounds the requests a shard is armed to send, summed
+	// over its targets and phases (rate × duration): 10⁹, about 11.6 k/s
+	// for a day, or 280 k/s for an hour.
+	MaxShardRequests = 1_000_000_000
+	// MaxShardPoisson bounds the Poisson arrival times a shard computes
+	// ahead, summed over its targets (8 bytes each: 160 MB).
+	MaxShardPoisson = 20_000_000
+	// MaxShardDuration bounds a shard's attack (the sum of the phases).
+	MaxShardDuration = 24 * time.Hour
+)
+
+// ErrShardLimit is wrapped by PrepareShard's error when a load exceeds a
+// shard's limits (it also wraps ErrInvalidConfig).
+var ErrShardLimit = errors.New("beyond a shard's limits")
+
+// checkShardLimits refuses, with an error naming the field, a load beyond
+// the shard limits, from the phases alone (nothing allocated per request).
+func checkShardLimits(cfg Config) error {
+	var dur time.Duration
+	for _, ph := range cfg.Phases {
+		if ph.Duration < 0 || ph.Duration > MaxShardDuration {
+			return fmt.Errorf("%w: %w", ErrShardLimit, invalid("phases", "phase %q lasts %v, beyond %v", ph.Name, ph.Duration, MaxShardDuration))
+		}
+		dur += ph.Duration
+	}
+	if dur > MaxShardDuration {
+		return fmt.Errorf("%w: %w", ErrShardLimit, invalid("phases", "the phases last %v in all, beyond %v", dur, MaxShardDuration))
+	}
+	total := 0.0
+	for _, t := range cfg.Targets {
+		for _, ph := range cfg.Phases {
+			r := t.Rate
+			if pr, ok := ph.Rates[t.Name]; ok {
+				r = pr
+			}
+			total += max(r, 0) * ph.Duration.Seconds() * cfg.Shard.scale()
+		}
+	}
+	switch {
+	case !(total <= MaxShardRequests):
+		return fmt.Errorf("%w: %w", ErrShardLimit, invalid("targets", "~%.3g requests (rate × duration over every target and phase), beyond a shard's %d: split the load over more shards", total, MaxShardRequests))
+	case cfg.Arrivals.Process == ArrivalsPoisson && total > MaxShardPoisson:
+		return fmt.Errorf("%w: %w", ErrShardLimit, invalid("arrivals", "a Poisson schedule of ~%.3g requests over every target, beyond a shard's %d computed ahead: split the load over more shards, or use constant arrivals", total, MaxShardPoisson))
+	}
+	return nil
+}
+
 // PrepareShard validates cfg (a shard's: see Shard; Remote, Raw, HdrLog
 // and the callbacks are ignored) and computes its schedules, so that the
-// start costs nothing more.
+// start costs nothing more. A load beyond MaxShardRequests,
+// MaxShardPoisson or MaxShardDuration is refused first, with an error
+// wrapping ErrShardLimit: what PrepareShard holds is bounded whatever it
+// is asked.
 func PrepareShard(cfg Config) (*PreparedShard, error) {
 	cfg.Remote, cfg.Raw, cfg.HdrLog, cfg.BurstRaw = nil, nil, nil, nil
 	cfg.OnPhase, cfg.OnWindow, cfg.OnResult, cfg.Progress = nil, nil, nil, nil
+	if err := checkShardLimits(cfg); err != nil {
+		return nil, err
+	}
 	p, err := cfg.validate()
 	if err != nil {
 		return nil, err

@@ -950,9 +950,22 @@ func (r *sessionRunner) curl(ex example, args []string) ([]byte, bool) {
 	r.t.Helper()
 	method, target := "", ""
 	var body *string
+	header := http.Header{}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case a == "-H" || a == "--header":
+			if i+1 == len(args) {
+				r.fail(ex, "curl %s without a value", a)
+				return nil, false
+			}
+			i++
+			k, v, ok := strings.Cut(args[i], ":")
+			if !ok {
+				r.fail(ex, "curl %s %q is not Name: value", a, args[i])
+				return nil, false
+			}
+			header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 		case a == "-X" || a == "--request" || a == "-d" || a == "--data":
 			if i+1 == len(args) {
 				r.fail(ex, "curl %s without a value", a)
@@ -1011,6 +1024,9 @@ func (r *sessionRunner) curl(ex example, args []string) ([]byte, bool) {
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded") // what curl -d sends
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ type kubeOptions struct {
 	proxyReplicas                  int32
 	replicasSet                    bool // --proxy-replicas was given
 	ttl, readyTimeout              time.Duration
+	controlFrom                    []string
 }
 
 // addKubeFlags adds the flags of run --kubernetes (kubectl's names for
@@ -47,6 +49,7 @@ func (k *kubeOptions) addKubeFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&k.patchEnv, "patch-env", nil, "point env variables of your Deployment at the proxies for the run and put them back after: DEPLOYMENT[/CONTAINER]:VAR=DEPENDENCY[,VAR=DEPENDENCY…]; repeat it for each mode's Deployment")
 	f.DurationVar(&k.ttl, "kube-ttl", kuberun.DefaultTTL, "the run's lease: if this process is killed, the next run (or bulkheadlab kube clean) deletes its objects this long after")
 	f.DurationVar(&k.readyTimeout, "kube-ready-timeout", kuberun.DefaultReadyTimeout, "how long to wait for every pod to be ready")
+	f.StringSliceVar(&k.controlFrom, "kube-control-from", nil, "CIDRs the API server's pod proxy reaches the pods from: the run's NetworkPolicy lets only them in on the proxies' control ports and the shards' (default: the API server's address when the kubeconfig names it by IP, else any source)")
 }
 
 // check refuses flag combinations before anything starts.
@@ -90,6 +93,11 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 	}
 	if _, err := k.patches(); err != nil {
 		return err
+	}
+	for _, c := range k.controlFrom {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return usageError(fmt.Errorf("--kube-control-from: %q is not a CIDR (10.0.0.0/8, 192.0.2.1/32)", c))
+		}
 	}
 	return nil
 }
@@ -144,7 +152,7 @@ func startKube(ctx context.Context, w io.Writer, k kubeOptions, nShards int, sp 
 		return nil, usageError(err)
 	}
 	o := kuberun.Options{Image: k.image, PullPolicy: k.pullPolicy, Shards: nShards, ProxyReplicas: k.proxyReplicas,
-		ShardCPU: k.shardCPU, TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w}
+		ShardCPU: k.shardCPU, TTL: k.ttl, ReadyTimeout: k.readyTimeout, Log: w, ControlFrom: k.controlFrom}
 	// The spec's layout, where the flags left it.
 	if l := sp.External.Kubernetes; l != nil {
 		if !k.replicasSet {

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -51,7 +53,7 @@ func run() int {
 	}
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.err != nil {
-		fmt.Fprintf(os.Stderr, "bulkheadlab: %v\n", err)
+		fmt.Fprintf(os.Stderr, "bulkheadlab: %s\n", redact.Text(err.Error())) // no password on the console
 	}
 	return code
 }

@@ -19,7 +19,9 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -34,6 +36,7 @@ type proxyOptions struct {
 	tuneRuntime               bool
 	protocol                  string // "", "http", "tcp" (proxy_tcp.go) or "postgres" (proxy_pg.go)
 	tlsPassthrough            bool   // postgres: relay a client's TLS as plain TCP
+	token                     string // the control API's and pprof's ($BULKHEADLAB_TOKEN)
 }
 
 // newProxyCmd builds the `proxy` command.
@@ -67,14 +70,21 @@ the server instead, with faults per connection there.
 
 Every listener, and the upstream, must be on loopback unless --allow-remote.
 
+The control API and pprof take commands only from a holder of the token in
+$BULKHEADLAB_TOKEN, sent as "Authorization: Bearer …" (the runner sets one
+per run); with --allow-remote the token is required. Without one, on
+loopback, they answer any local process. Either way a Host or Origin other
+than an IP address or localhost is refused, and so is a command whose
+Content-Type is not application/json.
+
 The first line on stdout is a JSON announcement with the bound addresses.`,
 		Example: `  bulkheadlab proxy --upstream http://127.0.0.1:9000 --listen 127.0.0.1:8081 --control 127.0.0.1:8082
-  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'
-  curl -X PUT 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'
+  curl -X PUT -H 'Content-Type: application/json' 127.0.0.1:8082/faults -d '{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms"}]}'
+  curl -X PUT -H 'Content-Type: application/json' 127.0.0.1:8082/faults -d '{"faults":[{"type":"capacity","capacity":4,"queue":100,"latency":"20ms"}]}'
   bulkheadlab proxy --protocol tcp --upstream 127.0.0.1:6379 --listen 127.0.0.1:6380 --control 127.0.0.1:8083
-  curl -X PUT 127.0.0.1:8083/faults -d '{"faults":[{"type":"latency","stream":"downstream","latency":"100ms"}]}'
+  curl -X PUT -H 'Content-Type: application/json' 127.0.0.1:8083/faults -d '{"faults":[{"type":"latency","stream":"downstream","latency":"100ms"}]}'
   bulkheadlab proxy --protocol postgres --upstream 127.0.0.1:5432 --listen 127.0.0.1:6432 --control 127.0.0.1:8084
-  curl -X PUT 127.0.0.1:8084/faults -d '{"faults":[{"type":"latency","latency":"50ms","match":"pg_sleep|analytics"},{"type":"error","percent":5,"code":"57014"}]}'`,
+  curl -X PUT -H 'Content-Type: application/json' 127.0.0.1:8084/faults -d '{"faults":[{"type":"latency","latency":"50ms","match":"pg_sleep|analytics"},{"type":"error","percent":5,"code":"57014"}]}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -104,7 +114,7 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 	}
 	u, err := url.Parse(o.upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", o.upstream))
+		return nil, nil, usageError(fmt.Errorf("--upstream: want http(s)://host[:port], got %q", redact.URL(o.upstream)))
 	}
 	if err := loopback.CheckURL("--upstream", o.upstream, o.allowRemote); err != nil {
 		return nil, nil, usageError(err)
@@ -148,6 +158,9 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 	if err != nil {
 		return err
 	}
+	if o.token, err = controlToken(o.allowRemote); err != nil {
+		return err
+	}
 	if o.tuneRuntime && ctx.Value(reexecKey{}) != nil {
 		// On the main thread (see init in main.go), so that a parent-death
 		// signal survives.
@@ -175,7 +188,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		}
 		defer pl.Close()
 	}
-	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog})
+	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}
@@ -193,7 +206,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 	}
 	errLog.Printf("forwarding %s -> %s, control on %s", srv.Addr(), u.Redacted(), srv.ControlAddr()) // no password in a log
 	if pl != nil {
-		ps := servePprof(pl, errLog)
+		ps := servePprof(pl, o.token, errLog)
 		defer ps.Close()
 	}
 	var serveErr error
@@ -217,16 +230,17 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 // by tests lack it: there the executable is the test binary.
 type reexecKey struct{}
 
-// servePprof serves net/http/pprof's handlers on l until the returned
-// server is closed.
-func servePprof(l net.Listener, errLog *log.Logger) *http.Server {
+// servePprof serves net/http/pprof's handlers on l, behind the control
+// API's guard with token (the profiles show the command line and the
+// memory), until the returned server is closed.
+func servePprof(l net.Listener, token string, errLog *log.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	hs := &http.Server{Handler: ctlauth.Guard(mux, token), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
 	go func() { _ = hs.Serve(l) }()
 	errLog.Printf("pprof on http://%s/debug/pprof/", l.Addr())
 	return hs

@@ -17,6 +17,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -53,7 +54,7 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 	if hasPostgresScheme(addr) {
 		u, err := url.Parse(addr)
 		if err != nil || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
-			return "", nil, usageError(fmt.Errorf("--upstream: want %s (no user, database or options), got %q", want, o.upstream))
+			return "", nil, usageError(fmt.Errorf("--upstream: want %s (no user, database or options), got %q", want, redact.URL(o.upstream)))
 		}
 		addr = u.Host
 		if u.Port() == "" {
@@ -62,10 +63,10 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" || strings.Contains(addr, "/") {
-		return "", nil, usageError(fmt.Errorf("--upstream: want %s, got %q", want, o.upstream))
+		return "", nil, usageError(fmt.Errorf("--upstream: want %s, got %q", want, redact.URL(o.upstream)))
 	}
 	if !o.allowRemote && !loopback.Host(host) {
-		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", o.upstream, loopback.ErrRemote))
+		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", redact.URL(o.upstream), loopback.ErrRemote))
 	}
 	listeners := []struct{ flag, addr string }{{"--listen", o.listen}, {"--control", o.control}}
 	if o.pprof != "" {
@@ -95,6 +96,9 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 	if err != nil {
 		return err
 	}
+	if o.token, err = controlToken(o.allowRemote); err != nil {
+		return err
+	}
 	if o.tuneRuntime && ctx.Value(reexecKey{}) != nil {
 		if err := sysmon.Reexec(); err != nil {
 			fmt.Fprintf(stderr, "proxy: --tune-runtime: %v; going on with the Go runtime's defaults\n", err)
@@ -118,7 +122,7 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 		}
 		defer pl.Close()
 	}
-	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog})
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog, Token: o.token})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}
@@ -136,7 +140,7 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 	}
 	errLog.Printf("relaying postgres %s -> %s, control on %s", srv.Addr(), addr, srv.ControlAddr())
 	if pl != nil {
-		ps := servePprof(pl, errLog)
+		ps := servePprof(pl, o.token, errLog)
 		defer ps.Close()
 	}
 	var serveErr error

@@ -81,6 +81,7 @@ func TestProxyCmdPGLive(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodPut, "http://"+a.Control+"/faults",
 		strings.NewReader(`{"faults":[{"type":"error","code":"53300","match":"analytics"}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	if res, err := hc.Do(req); err != nil || res.StatusCode != 200 {
 		t.Fatalf("PUT /faults: %v %v", res, err)
 	} else {

@@ -16,6 +16,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
 )
 
@@ -30,7 +31,7 @@ func (o proxyOptions) isTCP() (bool, error) {
 		return strings.HasPrefix(o.upstream, "tcp://"), nil
 	case "http":
 		if strings.HasPrefix(o.upstream, "tcp://") || hasPostgresScheme(o.upstream) {
-			return false, usageError(fmt.Errorf("--upstream: %q is not an HTTP URL; use --protocol tcp or postgres (or leave --protocol out)", o.upstream))
+			return false, usageError(fmt.Errorf("--upstream: %q is not an HTTP URL; use --protocol tcp or postgres (or leave --protocol out)", redact.URL(o.upstream)))
 		}
 		return false, nil
 	}
@@ -46,10 +47,10 @@ func (o proxyOptions) parseTCP() (string, []tcpproxy.Fault, error) {
 	addr := strings.TrimPrefix(o.upstream, "tcp://")
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" || strings.Contains(addr, "/") {
-		return "", nil, usageError(fmt.Errorf("--upstream: want host:port or tcp://host:port, got %q", o.upstream))
+		return "", nil, usageError(fmt.Errorf("--upstream: want host:port or tcp://host:port, got %q", redact.URL(o.upstream)))
 	}
 	if !o.allowRemote && !loopback.Host(host) {
-		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", o.upstream, loopback.ErrRemote))
+		return "", nil, usageError(fmt.Errorf("--upstream %s: %w; pass --allow-remote to send traffic beyond this machine", redact.URL(o.upstream), loopback.ErrRemote))
 	}
 	listeners := []struct{ flag, addr string }{{"--listen", o.listen}, {"--control", o.control}}
 	if o.pprof != "" {
@@ -79,6 +80,9 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 	if err != nil {
 		return err
 	}
+	if o.token, err = controlToken(o.allowRemote); err != nil {
+		return err
+	}
 	if o.tuneRuntime && ctx.Value(reexecKey{}) != nil {
 		if err := sysmon.Reexec(); err != nil {
 			fmt.Fprintf(stderr, "proxy: --tune-runtime: %v; going on with the Go runtime's defaults\n", err)
@@ -102,7 +106,7 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 		}
 		defer pl.Close()
 	}
-	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: o.seed, Ledger: ledger, ErrorLog: errLog})
+	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}
@@ -120,7 +124,7 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 	}
 	errLog.Printf("relaying tcp %s -> %s, control on %s", srv.Addr(), addr, srv.ControlAddr())
 	if pl != nil {
-		ps := servePprof(pl, errLog)
+		ps := servePprof(pl, o.token, errLog)
 		defer ps.Close()
 	}
 	var serveErr error

@@ -94,6 +94,7 @@ func TestProxyCmdTCPLive(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodPut, "http://"+a.Control+"/faults",
 		strings.NewReader(`{"faults":[{"type":"latency","latency":"100ms"}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	if res, err := hc.Do(req); err != nil || res.StatusCode != 200 {
 		t.Fatalf("PUT /faults: %v %v", res, err)
 	} else {

@@ -17,6 +17,8 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -158,10 +160,12 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
+	// The run's secret: only this process commands its proxies and shards.
+	token := ctlauth.NewToken()
 	r := &runner.Runner{
 		Plan: p, Root: o.out, Resume: o.resume, Version: buildVersion(), HdrLogs: o.hdrLogs,
 		Progress: &runner.TextProgress{W: w, Terminal: tty, Total: sp.RunDuration(), Width: consoleWidth(w)},
-		Launcher: launcher(o),
+		Launcher: launcher(o, token),
 	}
 	if o.kube.on {
 		closeKube, err := startKube(cmd.Context(), w, o.kube, o.shards, sp, p, r)
@@ -174,7 +178,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 			}
 		}()
 	} else if o.shards > 0 {
-		fleet, stop, err := localShards(cmd.Context(), o.shards)
+		fleet, stop, err := localShards(cmd.Context(), o.shards, token)
 		if err != nil {
 			return err
 		}
@@ -279,12 +283,13 @@ func preflight(ctx context.Context, w io.Writer, r *runner.Runner) error {
 	return nil
 }
 
-// launcher picks how the components of each run are started.
-func launcher(o runOptions) runner.Launcher {
+// launcher picks how the components of each run are started; their
+// control APIs ask for token.
+func launcher(o runOptions, token string) runner.Launcher {
 	if o.inProcess {
-		return &runner.InProcessLauncher{}
+		return &runner.InProcessLauncher{Token: token}
 	}
-	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice}}
+	return &runner.ProcessLauncher{Supervisor: &runner.Supervisor{Nice: runner.DefaultChildNice, Token: token}}
 }
 
 // loadRunSpec resolves the spec argument, applies the flag overrides and
@@ -322,6 +327,9 @@ func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 	}
 	// A cluster's pods send the load there, not this machine.
 	if remote := sp.RemoteTargets(); len(remote) > 0 && !o.allowRemote && !o.kube.on {
+		for i, u := range remote {
+			remote[i] = redact.URL(u)
+		}
 		return nil, usageError(fmt.Errorf("%s: external targets outside loopback %v: pass --allow-remote to load them", sp.File(), remote))
 	}
 	if o.inProcess && sp.External != nil {
@@ -351,7 +359,12 @@ func resolveRunSpec(args []string, o runOptions) (*spec.Spec, error) {
 		if len(args) > 0 || o.repeatsSet || o.outSet {
 			return nil, usageError(errors.New("--resume takes the spec and the folder from DIR: give no spec argument, --repeats or --out"))
 		}
-		s, err := spec.Load(filepath.Join(o.resume, rundata.SpecFile))
+		path := filepath.Join(o.resume, rundata.SpecFile)
+		if b, err := os.ReadFile(path); err == nil && redact.Masked(string(b)) {
+			return nil, usageError(fmt.Errorf("--resume: %s: its spec had a password, kept in the results folder as %s: "+
+				"run the spec again instead (a resumed run would send the mask)", path, redact.Mask))
+		}
+		s, err := spec.Load(path)
 		if err != nil {
 			return nil, usageError(fmt.Errorf("--resume: %w", err))
 		}

@@ -32,7 +32,14 @@ machine; ` + "`run --kubernetes`" + ` runs them as the pods of an Indexed Job.
 The index defaults to $JOB_COMPLETION_INDEX (an Indexed Job's); the runner
 refuses a shard that answers with another one. Targets must be on loopback
 unless --allow-remote. The first line of stdout is a JSON announcement with
-the bound address.`,
+the bound address.
+
+Only the runner commands a shard: every request but GET /healthz must carry
+the run's token, which the shard reads from $BULKHEADLAB_TOKEN (the runner
+sets it; never a flag, which the process list shows). With --allow-remote a
+token is required, and so is the run's target list in
+$BULKHEADLAB_SHARD_TARGETS (URLs, comma-separated): an arm naming any other
+scheme://host:port is refused.`,
 		Example: `  bulkheadlab shard --listen 127.0.0.1:0
   bulkheadlab shard --listen :7070 --allow-remote`,
 		Args: noArgs,
@@ -46,11 +53,22 @@ the bound address.`,
 					index = i
 				}
 			}
+			token, err := controlToken(allowRemote)
+			if err != nil {
+				return err
+			}
+			targets, err := shards.ParseTargets(os.Getenv(shards.EnvTargets))
+			if err != nil {
+				return usageError(err)
+			}
+			if allowRemote && len(targets) == 0 {
+				return usageError(fmt.Errorf("--allow-remote: $%s must list the run's targets (a shard beyond loopback sends only to them)", shards.EnvTargets))
+			}
 			ln, err := listen(listenAddr, allowRemote)
 			if err != nil {
 				return err
 			}
-			a := &shards.Agent{Version: shards.Protocol, Index: index, AllowRemote: allowRemote}
+			a := &shards.Agent{Version: shards.Protocol, Index: index, AllowRemote: allowRemote, Token: token, Targets: targets}
 			return serveAnnounced(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				announce.Announcement{Component: "shard", Name: strconv.Itoa(index)}, ln,
 				func(ctx context.Context, ln net.Listener) error {

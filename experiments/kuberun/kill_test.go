@@ -99,7 +99,7 @@ func TestExperimentToKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	p, err := w.spec(t, "60s").Plan()
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/kube"
 	"github.com/bulkheadlab/bulkheadlab/loadgen/shards"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +66,64 @@ type Options struct {
 	MaxDuration time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// ControlFrom are the CIDRs the API server's pod proxy reaches the
+	// pods from (the run's NetworkPolicy lets only them in on the control
+	// ports); empty: the API server's address when the kubeconfig names it
+	// by IP, else any source.
+	ControlFrom []string
+}
+
+// shardTargets are the URLs every run of p loads: the shards' allow-list.
+func shardTargets(p *plan.Plan) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(run string, a plan.Address) error {
+		u, err := a.Resolve(nil)
+		if err != nil {
+			return fmt.Errorf("run %s: target: %w", run, err)
+		}
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+		return nil
+	}
+	for _, run := range p.Runs {
+		eps := run.Load.Endpoints
+		if run.Load.Canary != nil {
+			eps = append(slices.Clone(eps), *run.Load.Canary)
+		}
+		for _, e := range eps {
+			addrs := e.Targets
+			if len(addrs) == 0 {
+				addrs = []plan.Address{e.Target}
+			}
+			for _, a := range addrs {
+				if err := add(run.ID, a); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// apiServerCIDR is the API server's address as a /32 (/128), when the
+// cluster's config names it by IP; "" otherwise.
+func apiServerCIDR(c *kube.Cluster) string {
+	if c.Config == nil {
+		return ""
+	}
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return ""
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return ""
+	}
+	return netip.PrefixFrom(ip, ip.BitLen()).String()
 }
 
 // EnvPatch points env variables of a container of the user's Deployment
@@ -168,8 +229,23 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 	} else if len(cleaned) > 0 {
 		o.logf("kubernetes: deleted expired runs %s", strings.Join(cleaned, ", "))
 	}
+	targets, err := shardTargets(p)
+	if err != nil {
+		return nil, err
+	}
+	// The run's secret: in a Secret the Lease owns, read by the pods from
+	// it, sent by this process alone.
+	token := ctlauth.NewToken()
 	spec := kube.Spec{RunID: runID, Image: o.Image, Shards: max(o.Shards, 0), TTL: o.TTL, MaxDuration: o.MaxDuration,
-		ShardArgs: []string{"shard", "--listen", fmt.Sprintf(":%d", kube.ShardPort), "--allow-remote"}}
+		ShardArgs: []string{"shard", "--listen", fmt.Sprintf(":%d", kube.ShardPort), "--allow-remote"},
+		Token:     token, ShardTargets: targets, ControlFrom: o.ControlFrom}
+	if len(spec.ControlFrom) == 0 {
+		if cidr := apiServerCIDR(c); cidr != "" {
+			spec.ControlFrom = []string{cidr}
+		} else {
+			o.logf("kubernetes: the API server's address is a name: the run's NetworkPolicy lets any source reach the control ports (the token guards them); give --kube-control-from to narrow it")
+		}
+	}
 	if spec.Shards == 0 {
 		spec.Shards = DefaultShards
 	}
@@ -240,7 +316,7 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 			if err != nil {
 				return fail(err)
 			}
-			hc := &http.Client{Transport: rt}
+			hc := ctlauth.Client(&http.Client{Transport: rt, Timeout: 10 * time.Second}, token)
 			l.replicas[px.component] = append(l.replicas[px.component], runner.Control{Name: pods[i].Name, URL: u, Client: hc})
 			reachable = append(reachable, newReachTarget(&pods[i], "the proxy of "+px.dependency+", control port", kube.ControlPort, u, hc))
 		}
@@ -254,7 +330,7 @@ func Start(ctx context.Context, c *kube.Cluster, p *plan.Plan, runID, version st
 	if err != nil {
 		return fail(err)
 	}
-	fleet := &shards.Fleet{Version: version}
+	fleet := &shards.Fleet{Version: version, Token: token}
 	for i := range pods {
 		u, rt, err := c.PodProxy(&pods[i], kube.ShardPort)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/kuberun"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
@@ -45,9 +46,37 @@ type world struct {
 	services map[string]*rr    // dependency → the proxies' Service
 	svc      map[string]string // layout → the user's service base URL
 
+	kc *kube.Cluster // reads the pods' Secrets, as a kubelet does
+
 	mu      sync.Mutex
 	pods    map[string]string // pod name → its control URL
 	started atomic.Int64      // containers started
+}
+
+// attach makes c's pods run in w.
+func (w *world) attach(c *kube.Cluster) {
+	w.kc = c
+	c.PodURL = w.podURL
+}
+
+// env is the value of the container's variable name, from its Secret
+// when it refers to one (as a kubelet resolves it).
+func (w *world) env(c corev1.Container, name string) (string, error) {
+	for _, e := range c.Env {
+		if e.Name != name {
+			continue
+		}
+		ref := e.ValueFrom
+		if ref == nil || ref.SecretKeyRef == nil {
+			return e.Value, nil
+		}
+		s, err := w.kc.Client.CoreV1().Secrets(w.kc.Namespace).Get(context.Background(), ref.SecretKeyRef.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return string(s.Data[ref.SecretKeyRef.Key]), nil
+	}
+	return "", nil
 }
 
 func newWorld(t testing.TB) *world {
@@ -112,11 +141,14 @@ func (w *world) podURL(pod *corev1.Pod, port int32) (string, http.RoundTripper, 
 		return u, http.DefaultTransport, nil
 	}
 	c := pod.Spec.Containers[0]
+	token, err := w.env(c, kube.EnvToken)
+	if err != nil || token == "" {
+		return "", nil, fmt.Errorf("pod %s: no token from its Secret: %v", pod.Name, err)
+	}
 	var u string
-	var err error
 	switch {
 	case len(c.Args) > 0 && c.Args[0] == "proxy" && port == kube.ControlPort:
-		u, err = w.runProxy(arg(c.Args, "--upstream"), arg(c.Args, "--name"))
+		u, err = w.runProxy(arg(c.Args, "--upstream"), arg(c.Args, "--name"), token)
 	case len(c.Args) > 0 && c.Args[0] == "shard" && port == kube.ShardPort:
 		idx := -1
 		for _, e := range c.Env {
@@ -127,7 +159,16 @@ func (w *world) podURL(pod *corev1.Pod, port int32) (string, http.RoundTripper, 
 		if v, ok := pod.Labels[kubetest.CompletionIndex]; ok {
 			idx, _ = strconv.Atoi(v)
 		}
-		a := &shards.Agent{Version: testVersion, Index: idx}
+		var targets []string
+		if v, verr := w.env(c, kube.EnvShardTargets); verr != nil {
+			err = verr
+		} else if targets, err = shards.ParseTargets(v); err == nil && len(targets) == 0 {
+			err = fmt.Errorf("pod %s: no targets in its Secret", pod.Name)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		a := &shards.Agent{Version: testVersion, Index: idx, Token: token, Targets: targets}
 		s := httptest.NewServer(a.Handler())
 		w.t.Cleanup(s.Close)
 		u = s.URL
@@ -144,13 +185,13 @@ func (w *world) podURL(pod *corev1.Pod, port int32) (string, http.RoundTripper, 
 
 // runProxy runs a fault proxy to upstream and puts its data plane behind
 // dep's Service; it returns its control URL.
-func (w *world) runProxy(upstream, dep string) (string, error) {
+func (w *world) runProxy(upstream, dep, token string) (string, error) {
 	up, err := url.Parse(upstream)
 	if err != nil {
 		return "", err
 	}
 	quiet := log.New(io.Discard, "", 0)
-	p, err := faultproxy.New(faultproxy.Config{Upstream: up, Seed: 1, ErrorLog: quiet})
+	p, err := faultproxy.New(faultproxy.Config{Upstream: up, Seed: 1, ErrorLog: quiet, Token: token})
 	if err != nil {
 		return "", err
 	}

@@ -90,7 +90,7 @@ func TestExperimentOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	userDeployment(t, c)
 	userDeploymentNamed(t, c, "checkout-bulkhead")
 	sp := w.spec(t, "2s")
@@ -191,7 +191,7 @@ func TestInterruptedExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	userDeployment(t, c)
 	p, err := w.spec(t, "60s").Plan()
 	if err != nil {
@@ -236,7 +236,7 @@ func TestShardNeverReady(t *testing.T) {
 		return p.Namespace == c.Namespace && p.Labels[kubetest.CompletionIndex] == "1"
 	})
 	w := newWorld(t)
-	c.PodURL = w.podURL
+	w.attach(c)
 	p, err := w.spec(t, "1s").Plan()
 	if err != nil {
 		t.Fatal(err)

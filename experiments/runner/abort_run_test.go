@@ -140,7 +140,7 @@ func okAfter(t *testing.T, dir *ResultsDir, id, endpoint string, at time.Time) (
 func TestAbortErrorRate(t *testing.T) {
 	rule := rundata.AbortRule{Endpoint: "a", ErrorRate: 0.5, For: 300 * time.Millisecond}
 	p := abortPlan(t, spec.CondFailing, "shared, bulkhead", []rundata.AbortRule{rule}, rundata.OnAbortContinue)
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestAbortErrorRate(t *testing.T) {
 func TestAbortP99(t *testing.T) {
 	rule := rundata.AbortRule{Endpoint: "*", P99: 150 * time.Millisecond, For: 300 * time.Millisecond}
 	p := abortPlan(t, spec.CondSlow, "bulkhead", []rundata.AbortRule{rule}, "")
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestAbortProbe(t *testing.T) {
 	defer srv.Close()
 	rule := rundata.AbortRule{Probe: srv.URL + "/healthz", For: 300 * time.Millisecond, ProbeInterval: 50 * time.Millisecond}
 	p := abortPlan(t, spec.CondFailing, "shared", []rundata.AbortRule{rule}, "")
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -263,7 +263,7 @@ func TestAbortNotReached(t *testing.T) {
 		{Probe: srv.URL, For: time.Second, ProbeInterval: 50 * time.Millisecond},
 	}
 	p := abortPlan(t, spec.CondFailing, "shared", rules, rundata.OnAbortStop)
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -291,7 +291,7 @@ func TestAbortNotReached(t *testing.T) {
 func TestAbortStopSkipsTheRest(t *testing.T) {
 	rule := rundata.AbortRule{Endpoint: "*", ErrorRate: 0.5, For: 300 * time.Millisecond}
 	p := abortPlan(t, spec.CondFailing, "shared, bulkhead", []rundata.AbortRule{rule}, rundata.OnAbortStop)
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -324,7 +324,7 @@ func TestAbortCancelled(t *testing.T) {
 	rules := []rundata.AbortRule{{Probe: srv.URL, For: time.Second, ProbeInterval: 20 * time.Millisecond},
 		{Endpoint: "a", P99: 5 * time.Second, For: 300 * time.Millisecond}}
 	p := abortPlan(t, spec.CondFailing, "shared", rules, "")
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(ctx)
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(ctx)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run error %v, want cancelled", err)
 	}

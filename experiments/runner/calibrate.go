@@ -12,6 +12,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -33,21 +34,21 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 		return g, fmt.Errorf("calibration: requests %d and rate %g must be positive", cal.Requests, cal.Rate)
 	}
 	if l == nil {
-		l = &ProcessLauncher{Supervisor: &Supervisor{Nice: DefaultChildNice}}
+		l = NewProcessLauncher()
 	}
 	st, err := l.Launch(ctx, run, logPath)
 	if err != nil {
 		return g, fmt.Errorf("calibration: %w", err)
 	}
 	defer func() { _ = st.Stop() }()
-	proxies := map[string]string{} // dependency → its proxy's metrics URL
+	proxies := map[string]SampleTarget{} // dependency → its proxy's metrics
 	for _, c := range run.Components {
 		if c.Kind != plan.KindProxy || c.Proxy == nil {
 			continue
 		}
 		for _, s := range st.Samples {
 			if s.Component == c.Name && s.MetricsURL != "" {
-				proxies[c.Proxy.Name] = s.MetricsURL
+				proxies[c.Proxy.Name] = s
 			}
 		}
 	}
@@ -120,11 +121,11 @@ type proxyCount struct {
 }
 
 // callCounts reads every proxy's count.
-func callCounts(ctx context.Context, hc *http.Client, proxies map[string]string) (map[string]proxyCount, error) {
+func callCounts(ctx context.Context, hc *http.Client, proxies map[string]SampleTarget) (map[string]proxyCount, error) {
 	out := map[string]proxyCount{}
-	for dep, url := range proxies {
+	for dep, tg := range proxies {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, err := Scrape(sctx, hc, url)
+		m, err := Scrape(sctx, ctlauth.Client(hc, tg.Token), tg.MetricsURL)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("calibration: proxy of %s: %w", dep, err)

@@ -22,7 +22,7 @@ func TestCalibrate(t *testing.T) {
 	text = strings.Replace(text, "pool_size: 6", "pool_size: 9", 1)
 	p := testPlan(t, text, func(*spec.Spec) {})
 	logs := t.TempDir()
-	g, err := Calibrate(context.Background(), &InProcessLauncher{}, p.Runs[0], rundata.Calibration{Requests: 10, Rate: 50}, func(c string) string { return filepath.Join(logs, c+".log") })
+	g, err := Calibrate(context.Background(), inProcess(), p.Runs[0], rundata.Calibration{Requests: 10, Rate: 50}, func(c string) string { return filepath.Join(logs, c+".log") })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // CommandSpec is a user's program to start as a component: an external
@@ -71,7 +73,8 @@ func (s *Supervisor) StartCommand(ctx context.Context, spec CommandSpec) (*Child
 	// A file, not a pipe: the program's children may keep it open after
 	// it exits without holding up Wait.
 	cmd.Stdout, cmd.Stderr = logw, logw
-	cmd.Env = append(append(os.Environ(), s.Env...), spec.Env...)
+	// The run's token is the harness's, not the user's program's.
+	cmd.Env = append(ctlauth.StripEnv(append(os.Environ(), s.Env...)), spec.Env...)
 	if err := cmd.Start(); err != nil {
 		logw.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrChildStart, spec.Name, err)

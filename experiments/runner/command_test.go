@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 func freeLoopback(t *testing.T) string {
@@ -31,7 +33,8 @@ func TestStartCommand(t *testing.T) {
 	exe, _ := os.Executable()
 	addr := freeLoopback(t)
 	log := filepath.Join(t.TempDir(), "service.log")
-	var s Supervisor
+	t.Setenv(ctlauth.EnvToken, strings.Repeat("r", 64)) // the runner's own: not for the user's program either
+	s := Supervisor{Token: ctlauth.NewToken()}
 	c, err := s.StartCommand(context.Background(), CommandSpec{Name: "service", Argv: []string{exe},
 		Env: []string{helperEnv + "=command", "CMD_LISTEN=" + addr, "CMD_WORD=hello"}, LogPath: log,
 		Ready: "http://" + addr + "/ready", ReadyTimeout: 10 * time.Second})
@@ -47,6 +50,9 @@ func TestStartCommand(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	if !strings.Contains(string(b), "word: hello") {
 		t.Errorf("log %q, want the program's output with its environment", b)
+	}
+	if !strings.Contains(string(b), `token: ""`) {
+		t.Errorf("log %q: the user's program got a token", b)
 	}
 }
 

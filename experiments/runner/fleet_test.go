@@ -31,7 +31,7 @@ func fleetShortSpec() string {
 func TestLaunchFleet(t *testing.T) {
 	run := testPlan(t, fleetShortSpec(), nil).Runs[0]
 	logs := func(string) string { return filepath.Join(t.TempDir(), "log") }
-	st, err := (&InProcessLauncher{}).Launch(context.Background(), run, logs)
+	st, err := (inProcess()).Launch(context.Background(), run, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +69,13 @@ func TestLaunchFleet(t *testing.T) {
 	run.Components[len(run.Components)-1].Listen = busy.Addr().String()
 	var up []string
 	starter := func(ctx context.Context, c plan.Component, log string) (started, error) {
-		s, err := startInProcess(ctx, c, log)
+		s, err := startInProcess(ctx, c, "")
 		if err == nil && c.Kind == plan.KindService {
 			up = append(up, s.url)
 		}
 		return s, err
 	}
-	if _, err := launch(context.Background(), run, logs, starter); err == nil {
+	if _, err := launch(context.Background(), run, logs, "", starter); err == nil {
 		t.Fatal("launch with a busy address for service-3: no error")
 	}
 	if len(up) != 2 {
@@ -106,7 +106,7 @@ func get(url string) error {
 // third of /a's requests (round-robin).
 func TestRunnerFleet(t *testing.T) {
 	p := testPlan(t, fleetShortSpec(), nil)
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

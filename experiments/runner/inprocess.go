@@ -24,7 +24,11 @@ import (
 // constructors the subcommands use, on loopback listeners. It is for tests
 // and quick trials: the load generator then shares a runtime (CPU, GC) with
 // the system under test, which the process launcher avoids.
-type InProcessLauncher struct{}
+type InProcessLauncher struct {
+	// Token, if set, guards the proxies' control APIs (see
+	// internal/ctlauth).
+	Token string
+}
 
 var _ Launcher = (*InProcessLauncher)(nil)
 
@@ -33,10 +37,12 @@ const stopTimeout = 5 * time.Second
 
 // Launch implements Launcher.
 func (l *InProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
-	return launch(ctx, r, logPath, startInProcess)
+	return launch(ctx, r, logPath, l.Token, func(ctx context.Context, c plan.Component, log string) (started, error) {
+		return startInProcess(ctx, c, l.Token)
+	})
 }
 
-func startInProcess(_ context.Context, c plan.Component, _ string) (started, error) {
+func startInProcess(_ context.Context, c plan.Component, token string) (started, error) {
 	switch c.Kind {
 	case plan.KindDep:
 		d, err := service.NewDep(*c.Dep)
@@ -54,17 +60,17 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 		return serveInProcess(c.Listen, svc.Serve)
 	case plan.KindProxy:
 		if addr, ok := strings.CutPrefix(c.Proxy.Upstream.URL, "tcp://"); ok {
-			return startTCPProxy(c, addr)
+			return startTCPProxy(c, addr, token)
 		}
 		if addr, ok := strings.CutPrefix(c.Proxy.Upstream.URL, "postgres://"); ok {
-			return startPostgresProxy(c, addr)
+			return startPostgresProxy(c, addr, token)
 		}
 		u, err := url.Parse(c.Proxy.Upstream.URL)
 		if err != nil {
 			return started{}, err
 		}
 		quiet := log.New(io.Discard, "", 0)
-		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: c.Proxy.Seed, ErrorLog: quiet})
+		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token})
 		if err != nil {
 			return started{}, err
 		}
@@ -85,9 +91,9 @@ func startInProcess(_ context.Context, c plan.Component, _ string) (started, err
 
 // startTCPProxy starts the TCP data plane of the fault proxy for a tcp://
 // upstream.
-func startTCPProxy(c plan.Component, addr string) (started, error) {
+func startTCPProxy(c plan.Component, addr, token string) (started, error) {
 	quiet := log.New(io.Discard, "", 0)
-	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet})
+	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token})
 	if err != nil {
 		return started{}, err
 	}
@@ -104,9 +110,9 @@ func startTCPProxy(c plan.Component, addr string) (started, error) {
 
 // startPostgresProxy starts the PostgreSQL data plane of the fault proxy
 // for a postgres:// upstream.
-func startPostgresProxy(c plan.Component, addr string) (started, error) {
+func startPostgresProxy(c plan.Component, addr, token string) (started, error) {
 	quiet := log.New(io.Discard, "", 0)
-	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet})
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token})
 	if err != nil {
 		return started{}, err
 	}

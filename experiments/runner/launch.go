@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // Stack is the running system of one run: the components of its plan. Stop
@@ -25,6 +26,9 @@ type Stack struct {
 	Replicas map[string][]Control
 	// Samples are the components whose /metrics the sampler scrapes.
 	Samples []SampleTarget
+	// ControlClient reaches Controls (it sends the run's token); nil means
+	// a default client. A Replicas entry has its own Client.
+	ControlClient *http.Client
 	// stops run in the reverse of the start order.
 	stops []func() error
 	// died reports components that exited on their own; nil means never.
@@ -120,8 +124,9 @@ type starter func(ctx context.Context, c plan.Component, logPath string) (starte
 // it starts the components in order, resolving each one's addresses from
 // those already running, and records what to sample. On error whatever was
 // started is stopped.
-func launch(ctx context.Context, r plan.Run, logPath func(string) string, start starter) (st *Stack, err error) {
-	st = &Stack{URLs: map[string]string{}, Controls: map[string]string{}}
+func launch(ctx context.Context, r plan.Run, logPath func(string) string, token string, start starter) (st *Stack, err error) {
+	st = &Stack{URLs: map[string]string{}, Controls: map[string]string{},
+		ControlClient: ctlauth.Client(&http.Client{Timeout: 10 * time.Second}, token)}
 	stack := st // a failing return sets st to nil before the deferred stop
 	var running []started
 	var names []string
@@ -142,7 +147,7 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 		}
 		running, names = append(running, s), append(names, c.Name)
 		st.stops = append(st.stops, s.stop)
-		metrics := ""
+		metrics, metricsToken := "", ""
 		if s.url != "" { // a user's command has no data plane of ours
 			st.URLs[c.Name] = s.url
 			if c.Kind != plan.KindPostgres { // a database has no /metrics
@@ -152,8 +157,9 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 		if s.control != "" {
 			st.Controls[c.Name] = s.control
 			metrics = s.control + "/metrics" // a proxy's data plane forwards every path
+			metricsToken = token
 		}
-		st.Samples = append(st.Samples, SampleTarget{Component: c.Name, MetricsURL: metrics, PID: s.pid})
+		st.Samples = append(st.Samples, SampleTarget{Component: c.Name, MetricsURL: metrics, Token: metricsToken, PID: s.pid})
 	}
 	st.died = func() []string {
 		var out []string
@@ -179,6 +185,12 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, start 
 // children keep equal priority among themselves.
 const DefaultChildNice = 10
 
+// NewProcessLauncher is a ProcessLauncher whose children run at
+// DefaultChildNice, with a fresh token for their control APIs.
+func NewProcessLauncher() *ProcessLauncher {
+	return &ProcessLauncher{Supervisor: &Supervisor{Nice: DefaultChildNice, Token: ctlauth.NewToken()}}
+}
+
 // ProcessLauncher starts every component as a child process of the same
 // binary (docs/design.md §2), so the load generator's CPU and GC do not share a
 // runtime with the service under test.
@@ -191,8 +203,9 @@ type ProcessLauncher struct {
 var _ Launcher = (*ProcessLauncher)(nil)
 
 // Launch implements Launcher. On error, whatever was started is stopped.
+// The proxies get the Supervisor's Token.
 func (l *ProcessLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
-	return launch(ctx, r, logPath, l.start)
+	return launch(ctx, r, logPath, l.Supervisor.Token, l.start)
 }
 
 // start starts one component as a child process: a user's command, or
@@ -208,7 +221,8 @@ func (l *ProcessLauncher) start(ctx context.Context, c plan.Component, log strin
 	}
 	// A PostgreSQL server has no /healthz: it announces itself once it
 	// accepts connections and its setup has run.
-	ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log, NoHealth: c.Kind == plan.KindPostgres})
+	ch, err := l.Supervisor.Start(ctx, ChildSpec{Name: c.Name, Args: c.Args(), LogPath: log, NoHealth: c.Kind == plan.KindPostgres,
+		Control: c.Kind == plan.KindProxy})
 	if err != nil {
 		return started{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // helperEnv switches the test binary into a helper child process.
@@ -54,6 +55,7 @@ func helperServe() int {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, os.Getenv(ctlauth.EnvToken)) })
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	if err := announce.Write(os.Stdout, announce.Announcement{Component: "dep", Name: "T", Addr: ln.Addr().String()}); err != nil {
@@ -136,6 +138,7 @@ func helperCommand() int {
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	fmt.Println("word:", os.Getenv("CMD_WORD"))
+	fmt.Printf("token: %q\n", os.Getenv(ctlauth.EnvToken))
 	<-ctx.Done()
 	_ = srv.Close()
 	return 0
@@ -164,3 +167,7 @@ func helperCloser() int {
 	_ = srv.Close()
 	return 0
 }
+
+// inProcess is an InProcessLauncher with a token, as the runner's: the
+// fault switches, the sampler and the calibration must send it.
+func inProcess() *InProcessLauncher { return &InProcessLauncher{Token: ctlauth.NewToken()} }

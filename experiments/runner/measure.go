@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 
 	lctx, abort := context.WithCancel(ctx)
 	defer abort()
-	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, replicas: st.Replicas, abort: abort}
+	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, client: st.ControlClient, replicas: st.Replicas, abort: abort}
 	// "*" in a stop condition is each endpoint, the canary not among them.
 	sw.watch = newAbortWatcher(run.Abort, endpointNames(plan.Load{Endpoints: run.Load.Endpoints}), sw)
 	cfg, err := r.loadConfig(run, st, files, sw)
@@ -228,6 +229,7 @@ type faultSwitcher struct {
 	faults   []plan.Faults
 	probe    []plan.Faults        // set in the probe phases
 	controls map[string]string    // component → control URL
+	client   *http.Client         // reaches controls (the run's token); nil: a default one
 	replicas map[string][]Control // component → its replicas, when several
 
 	// abort, if set, stops the load when a switch fails.
@@ -288,7 +290,7 @@ func (f *faultSwitcher) replicasOf(component string) []Control {
 	if rs, ok := f.replicas[component]; ok {
 		return rs
 	}
-	return []Control{{URL: f.controls[component]}}
+	return []Control{{URL: f.controls[component], Client: f.client}}
 }
 
 // onEach calls fn on every replica of component at once and returns, per

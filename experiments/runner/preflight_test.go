@@ -50,11 +50,11 @@ type commandLauncher struct{}
 
 func (commandLauncher) Launch(ctx context.Context, r plan.Run, logPath func(string) string) (*Stack, error) {
 	pl := &ProcessLauncher{Supervisor: &Supervisor{}}
-	return launch(ctx, r, logPath, func(ctx context.Context, c plan.Component, log string) (started, error) {
+	return launch(ctx, r, logPath, "", func(ctx context.Context, c plan.Component, log string) (started, error) {
 		if c.Command != nil {
 			return pl.start(ctx, c, log)
 		}
-		return startInProcess(ctx, c, log)
+		return startInProcess(ctx, c, "")
 	})
 }
 

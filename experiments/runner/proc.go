@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // Defaults of Supervisor.
@@ -44,6 +45,12 @@ type Supervisor struct {
 	// that the load generator (the experiment's clock) wakes up on time when
 	// the system under test keeps the cores busy.
 	Nice int
+	// Token is the run's secret (see internal/ctlauth): a child with a
+	// control surface (ChildSpec.Control) gets it in its environment,
+	// never on its command line. No other child gets it, nor the token
+	// the runner's own environment may hold; a user's command
+	// (StartCommand) never does.
+	Token string
 }
 
 // ChildSpec describes one child.
@@ -57,6 +64,9 @@ type ChildSpec struct {
 	LogPath string
 	// NoHealth skips the /healthz wait.
 	NoHealth bool
+	// Control marks a child that serves a control surface (a proxy, a
+	// shard): it gets the Supervisor's Token.
+	Control bool
 }
 
 // Child is a running component. Its methods are safe for concurrent use.
@@ -95,8 +105,9 @@ func (s *Supervisor) Start(ctx context.Context, spec ChildSpec) (*Child, error) 
 	cmd := exec.Command(exe, spec.Args...)
 	cmd.SysProcAttr = childAttr()
 	cmd.Stderr = logw
-	if s.Env != nil {
-		cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = append(ctlauth.StripEnv(os.Environ()), ctlauth.StripEnv(s.Env)...)
+	if spec.Control && s.Token != "" {
+		cmd.Env = append(cmd.Env, ctlauth.EnvToken+"="+s.Token)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err == nil {

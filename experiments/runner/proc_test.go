@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 func TestSupervisorStartStop(t *testing.T) {
@@ -87,4 +91,36 @@ func TestParentDeathKillsChild(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitGone(t, pid, 10*time.Second)
+}
+
+// TestStartGivesTokenToControlChildrenOnly: a child with a control
+// surface gets the Supervisor's token in its environment, any other none,
+// whatever the runner's own environment holds.
+func TestStartGivesTokenToControlChildrenOnly(t *testing.T) {
+	t.Setenv(ctlauth.EnvToken, strings.Repeat("r", 64))
+	tok := ctlauth.NewToken()
+	sup := &Supervisor{Executable: os.Args[0], Env: []string{helperEnv + "=serve"}, Token: tok}
+	for _, tc := range []struct {
+		control bool
+		want    string
+	}{{true, tok}, {false, ""}} {
+		c, err := sup.Start(context.Background(), ChildSpec{Name: "child", Control: tc.control})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Timeout: 5 * time.Second}
+		resp, err := hc.Get(c.URL() + "/token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hc.CloseIdleConnections()
+		if err := c.Stop(5 * time.Second); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("Control %v: the child's $%s is %q, want %q", tc.control, ctlauth.EnvToken, b, tc.want)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/atomicfile"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -283,9 +284,10 @@ func writeJSONAtomic(path string, v any) error {
 }
 
 // writeFileAtomic writes path atomically (a crash leaves the old or the new
-// version).
+// version), with every password masked (redact.Text): the spec copies,
+// meta.json and index.json.
 func writeFileAtomic(path string, data []byte) error {
-	if err := atomicfile.WriteFile(path, data); err != nil {
+	if err := atomicfile.WriteFile(path, redact.Bytes(data)); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
@@ -253,7 +254,7 @@ func (r *Runner) launcher() Launcher {
 	if r.Launcher != nil {
 		return r.Launcher
 	}
-	return &ProcessLauncher{Supervisor: &Supervisor{Nice: DefaultChildNice}}
+	return NewProcessLauncher()
 }
 
 // runOne runs one cell: start the stack, load it through the phases while
@@ -273,7 +274,7 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 		meta.Status = status
 		meta.Ended = r.now().UTC()
 		if err != nil && meta.Error == "" {
-			meta.Error = err.Error()
+			meta.Error = redact.Text(err.Error())
 		}
 		if ferr := dir.FinishRun(meta); ferr != nil && err == nil {
 			err = ferr

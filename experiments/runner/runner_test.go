@@ -83,7 +83,7 @@ func TestRunnerInProcess(t *testing.T) {
 // with the results folder, and returns what is wrong with the
 // hypothesis's shape and which runs were INVALID (with their reasons).
 func runInProcessOnce(t *testing.T) (shape, invalid []string) {
-	r := &Runner{Plan: testPlan(t, shortSpec, nil), Root: t.TempDir(), Launcher: &InProcessLauncher{}, HdrLogs: true}
+	r := &Runner{Plan: testPlan(t, shortSpec, nil), Root: t.TempDir(), Launcher: inProcess(), HdrLogs: true}
 	dir, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -248,7 +248,7 @@ func TestRunnerThreeEndpoints(t *testing.T) {
 	p := testPlan(t, text, func(s *spec.Spec) {
 		s.Phases = spec.Phases{Baseline: spec.Abs(500 * time.Millisecond), Fault: spec.Abs(500 * time.Millisecond)}
 	})
-	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: &InProcessLauncher{}}).Run(context.Background())
+	dir, err := (&Runner{Plan: p, Root: t.TempDir(), Launcher: inProcess()}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
 )
@@ -54,6 +55,9 @@ type SampleTarget struct {
 	PID int
 	// Machine adds the machine's CPU time from /proc/stat.
 	Machine bool
+	// Token, if set, is sent with each scrape of MetricsURL (a proxy's
+	// control API asks for the run's token).
+	Token string
 	// Map, if set, renames the target's own metrics to the harness's (a
 	// user's service that exports its bulkheads under other names).
 	Map *plan.MetricMap
@@ -127,7 +131,7 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 					vals = applyMap(v, tg.Map)
 				}
 			case tg.MetricsURL != "":
-				if v, err := Scrape(ctx, hc, tg.MetricsURL); err == nil {
+				if v, err := Scrape(ctx, ctlauth.Client(hc, tg.Token), tg.MetricsURL); err == nil {
 					vals = v
 				}
 			case tg.Gatherer != nil:

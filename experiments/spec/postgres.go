@@ -10,6 +10,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/pgproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgserver"
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 )
 
 // A dependency of an external spec whose upstream is postgres://host:port
@@ -97,7 +98,7 @@ func (s *Spec) checkPostgresUpstream(p *problems, d string) {
 		return
 	}
 	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" || port == "0" || strings.ContainsAny(addr, "/@?") {
-		p.add(path, "want postgres://host:port (a fixed port; the user, password and database are your service's to give), got %q", raw)
+		p.add(path, "want postgres://host:port (a fixed port; the user, password and database are your service's to give), got %q", redact.URL(raw))
 	}
 }
 

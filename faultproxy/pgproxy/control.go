@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 )
 
 // ControlHandler returns the control API, the HTTP plane's routes with the
@@ -23,7 +24,8 @@ import (
 //	GET    /healthz  → 200 "ok"
 //	GET    /metrics  → Prometheus metrics of this proxy
 //
-// Safe for concurrent use.
+// It is guarded as the HTTP plane's is (see internal/ctlauth and
+// Config.Token). Safe for concurrent use.
 func (p *Proxy) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /faults", p.getFaults)
@@ -37,7 +39,7 @@ func (p *Proxy) ControlHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{}))
-	return mux
+	return ctlauth.Guard(mux, p.token)
 }
 
 func (p *Proxy) getFaults(w http.ResponseWriter, r *http.Request) {

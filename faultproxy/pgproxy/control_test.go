@@ -75,6 +75,7 @@ func TestControlAPI(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	do := func(method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		res, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -106,6 +106,7 @@ func simple(cfg *pgx.ConnConfig) { cfg.DefaultQueryExecMode = pgx.QueryExecModeS
 func (e *env) put(t testing.TB, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, "http://"+e.srv.ControlAddr()+"/faults", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
 	res, err := hc.Do(req)

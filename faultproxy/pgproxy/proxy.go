@@ -52,6 +52,15 @@ type Config struct {
 	// ErrorLog receives accept errors and warnings; nil means the standard
 	// logger.
 	ErrorLog *log.Logger
+	// Token, if set, is the run's secret every control request but GET
+	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
+	// none is asked. The Host, Origin and Content-Type checks hold anyway.
+	Token string
+	// MaxConns bounds the client connections served at once: beyond it
+	// new clients wait in the listener's queue until one ends, so that the
+	// connections leave file descriptors to the control API. 0 means
+	// faultproxy.ConnBudget() (as the HTTP plane's); negative, no bound.
+	MaxConns int
 }
 
 // Proxy relays PostgreSQL connections to one upstream and injects the
@@ -67,6 +76,8 @@ type Proxy struct {
 	tlsWarn        sync.Once
 	ledger         *faultproxy.Ledger
 	errLog         *log.Logger
+	token          string // the control API's; see Config.Token
+	maxConns       int    // Config.MaxConns
 	set            atomic.Pointer[faultSet]
 	qseq           atomic.Uint64 // queries
 	cseq           atomic.Uint64 // connections
@@ -101,7 +112,7 @@ func New(cfg Config) (*Proxy, error) {
 		errLog = log.Default()
 	}
 	p := &Proxy{upstream: cfg.Upstream, seed: cfg.Seed, dialer: net.Dialer{Timeout: dt}, startupTimeout: st,
-		tlsPassthrough: cfg.TLSPassthrough, ledger: cfg.Ledger, errLog: errLog,
+		tlsPassthrough: cfg.TLSPassthrough, ledger: cfg.Ledger, errLog: errLog, token: cfg.Token, maxConns: cfg.MaxConns,
 		conns: map[*conn]struct{}{}, keys: map[string]*conn{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.set.Store(newFaultSet(nil))

@@ -16,7 +16,7 @@ type Server = connserver.Server
 // without waiting for idle ones.
 func Listen(p *Proxy, dataAddr, controlAddr string, errorLog *log.Logger) (*Server, error) {
 	return connserver.Listen(connserver.Plane{Name: "pgproxy", Control: p.ControlHandler(),
-		Serve: p.serveConn, Done: p.ctx.Done(), Logf: p.errLog.Printf,
+		Serve: p.serveConn, Done: p.ctx.Done(), Logf: p.errLog.Printf, MaxConns: p.maxConns,
 		Close: func() {
 			p.Close()
 			p.closeAll() // a connection that registers later sees the proxy closed

@@ -68,6 +68,7 @@ func TestControlAPI(t *testing.T) {
 	base := "http://" + e.srv.ControlAddr()
 	do := func(method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

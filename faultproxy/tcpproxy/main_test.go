@@ -141,6 +141,7 @@ func (e *env) dial(t testing.TB) *net.TCPConn {
 func (e *env) put(t testing.TB, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, "http://"+e.srv.ControlAddr()+"/faults", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,15 @@ type Config struct {
 	Ledger *faultproxy.Ledger
 	// ErrorLog receives accept errors; nil means the standard logger.
 	ErrorLog *log.Logger
+	// Token, if set, is the run's secret every control request but GET
+	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
+	// none is asked. The Host, Origin and Content-Type checks hold anyway.
+	Token string
+	// MaxConns bounds the client connections served at once: beyond it
+	// new clients wait in the listener's queue until one ends, so that the
+	// connections leave file descriptors to the control API. 0 means
+	// faultproxy.ConnBudget() (as the HTTP plane's); negative, no bound.
+	MaxConns int
 }
 
 // Proxy relays TCP connections to one upstream and injects the current
@@ -59,6 +68,8 @@ type Proxy struct {
 	halfOpen time.Duration
 	ledger   *faultproxy.Ledger
 	errLog   *log.Logger
+	token    string // the control API's; see Config.Token
+	maxConns int    // Config.MaxConns
 	set      atomic.Pointer[faultSet]
 	gen      atomic.Uint64
 	seq      atomic.Uint64
@@ -92,7 +103,7 @@ func New(cfg Config) (*Proxy, error) {
 		errLog = log.Default()
 	}
 	p := &Proxy{upstream: cfg.Upstream, seed: cfg.Seed, dialer: net.Dialer{Timeout: dt}, halfOpen: ho,
-		ledger: cfg.Ledger, errLog: errLog, conns: map[*conn]struct{}{}}
+		ledger: cfg.Ledger, errLog: errLog, token: cfg.Token, maxConns: cfg.MaxConns, conns: map[*conn]struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.set.Store(&faultSet{})
 	p.m = newMetrics(p)

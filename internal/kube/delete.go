@@ -109,6 +109,14 @@ func (c *Cluster) deleteObjects(ctx context.Context, run string) error {
 		}
 	}
 	note("deleting", "pods", c.deletePods(ctx, run))
+	// By name: the NetworkPolicy is the run's only one. The Secret is
+	// deleted by the garbage collector with the Lease that owns it (the
+	// Role grants no delete on Secrets); deleted here too where the
+	// runner may (a cluster without a collector).
+	note("deleting NetworkPolicy", secretName(run), c.Client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, secretName(run), del))
+	if err := c.Client.CoreV1().Secrets(ns).Delete(ctx, secretName(run), del); !apierrors.IsForbidden(err) {
+		note("deleting Secret", secretName(run), err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,6 +158,13 @@ func (c *Cluster) Left(ctx context.Context, run string) ([]string, error) {
 	}
 	for _, o := range pods.Items {
 		out = append(out, "pod/"+o.Name)
+	}
+	_, err = c.Client.NetworkingV1().NetworkPolicies(ns).Get(ctx, secretName(run), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		out = append(out, "networkpolicy/"+secretName(run))
+	case !apierrors.IsNotFound(err):
+		return nil, err
 	}
 	_, err = c.Client.CoordinationV1().Leases(ns).Get(ctx, leaseName(run), metav1.GetOptions{})
 	switch {

@@ -50,6 +50,10 @@ func testSpec(id string, shards int) kube.Spec {
 		ShardArgs: []string{"shard", "--listen", ":7070"},
 		TTL:       30 * time.Second,
 		Labels:    map[string]string{"team": "chaos"},
+		Token:     strings.Repeat("ab", 32),
+		// the shards' allow-list, in the run's Secret
+		ShardTargets: []string{"http://web.chaos.svc:8080"},
+		ControlFrom:  []string{"10.0.0.1/32"},
 	}
 }
 
@@ -93,6 +97,13 @@ func assertNothingLeft(t *testing.T, c *kube.Cluster, run string) {
 	}
 	for _, o := range jobs.Items {
 		left = append(left, "job/"+o.Name)
+	}
+	nps, err := c.Client.NetworkingV1().NetworkPolicies(c.Namespace).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range nps.Items {
+		left = append(left, "networkpolicy/"+o.Name)
 	}
 	leases, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -267,14 +278,15 @@ func TestCreateFailureDeletesWhatItCreated(t *testing.T) {
 	spec := testSpec("half", 2)
 	spec.ShardArgs = nil
 	spec.Proxies[1].Args = []string{"proxy"}
-	// an invalid port fails the second proxy's Service, after the Lease,
-	// the first proxy's Service and Deployment were created
-	spec.Proxies[1].DataPort = 70000
-	if _, err := c.Create(ctx, spec); err == nil || !strings.Contains(err.Error(), "Service of dependency pay_ments") {
-		t.Fatalf("Create = %v; want the Service's error", err)
+	// a negative CPU request fails the shards' Job, after the Lease, the
+	// Secret, the NetworkPolicy and every proxy's Service and Deployment
+	// were created
+	spec.ShardCPU = resource.MustParse("-1")
+	if _, err := c.Create(ctx, spec); err == nil || !strings.Contains(err.Error(), "shards' Job") {
+		t.Fatalf("Create = %v; want the Job's error", err)
 	}
 	assertNothingLeft(t, c, "half")
-	spec.Proxies[1].DataPort = 0
+	spec.ShardCPU = resource.Quantity{}
 	spec.Proxies = append(spec.Proxies, kube.Proxy{Dependency: "Pay-Ments"})
 	run, err := c.Create(ctx, spec)
 	if err != nil {

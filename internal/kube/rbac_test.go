@@ -22,10 +22,19 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/kube"
 )
 
-// roleFile is the Role (and example RoleBinding) the documentation gives.
-const roleFile = "../../docs/kubernetes/role.yaml"
+// roleFile is the Role (and example RoleBinding) the documentation gives;
+// patchRoleFile the optional one of --patch-env.
+const (
+	roleFile      = "../../docs/kubernetes/role.yaml"
+	patchRoleFile = "../../docs/kubernetes/patch-env-role.yaml"
+)
 
 func loadRole(t *testing.T) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	t.Helper()
+	return loadRoleFile(t, roleFile)
+}
+
+func loadRoleFile(t *testing.T, roleFile string) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	t.Helper()
 	b, err := os.ReadFile(roleFile)
 	if err != nil {
@@ -107,10 +116,29 @@ func TestRBAC(t *testing.T) {
 	if !allowed(t, c, "get", "", "pods", "proxy") || !allowed(t, c, "create", "", "pods", "proxy") {
 		t.Error("the Role does not allow pods/proxy get and create")
 	}
-	if allowed(t, c, "list", "", "secrets", "") {
-		t.Error("the Role allows listing secrets")
+	for _, verb := range []string{"list", "get", "delete", "watch"} {
+		if allowed(t, c, verb, "", "secrets", "") {
+			t.Errorf("the Role allows %s on secrets", verb)
+		}
+	}
+	if allowed(t, c, "patch", "apps", "deployments", "") {
+		t.Error("the Role allows patching every Deployment")
 	}
 	userDeployment(t, admin)
+	// --patch-env's Role, for the user's Deployment "web" only
+	prole, pbinding := loadRoleFile(t, patchRoleFile)
+	if len(prole.Rules) != 1 || len(prole.Rules[0].ResourceNames) != 1 {
+		t.Fatalf("%s: want one rule for one Deployment by name, got %+v", patchRoleFile, prole.Rules)
+	}
+	prole.Rules[0].ResourceNames = []string{"web"}
+	prole.Name, pbinding.Name, pbinding.RoleRef.Name = "bulkheadlab-runner-patch", "bulkheadlab-runner-patch", "bulkheadlab-runner-patch"
+	pbinding.Subjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: "bulkheadlab-runner", Namespace: admin.Namespace}}
+	if _, err := admin.Client.RbacV1().Roles(admin.Namespace).Create(ctx, prole, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Client.RbacV1().RoleBindings(admin.Namespace).Create(ctx, pbinding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := c.Clean(ctx, false); err != nil {
 		t.Fatal(err)

@@ -52,6 +52,20 @@ type Spec struct {
 	MaxDuration time.Duration
 	// Labels are added to every object and pod.
 	Labels map[string]string
+	// Token is the run's secret (internal/ctlauth): kept in a Secret owned
+	// by the Lease, it reaches the proxies and shards as the environment
+	// variable BULKHEADLAB_TOKEN from that Secret, never in an argument.
+	// Required.
+	Token string
+	// ShardTargets are the URLs the shards may send to (the run's
+	// targets), kept in the Secret too: a shard refuses any other.
+	// Required with Shards.
+	ShardTargets []string
+	// ControlFrom are the CIDRs from which the proxies' and shards'
+	// control ports take connections (the NetworkPolicy's): where the API
+	// server's pod proxy comes from. Empty: any source (the token alone
+	// guards them).
+	ControlFrom []string
 }
 
 // Proxy is one dependency's fault proxy.
@@ -82,6 +96,12 @@ func (s *Spec) defaults() error {
 	}
 	if s.Image == "" {
 		return errors.New("kube: no image")
+	}
+	if s.Token == "" {
+		return errors.New("kube: no token")
+	}
+	if s.Shards > 0 && len(s.ShardTargets) == 0 {
+		return errors.New("kube: shards without targets")
 	}
 	if s.TTL <= 0 {
 		s.TTL = time.Minute
@@ -197,6 +217,12 @@ func (r *Run) create(ctx context.Context) error {
 		UID:        created.UID,
 		Controller: new(true),
 	}
+	if _, err := r.c.Client.CoreV1().Secrets(ns).Create(ctx, r.secret(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kube: creating the run's Secret: %w", err)
+	}
+	if _, err := r.c.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, r.networkPolicy(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kube: creating the run's NetworkPolicy: %w", err)
+	}
 	for _, p := range r.spec.Proxies {
 		if _, err := r.c.Client.CoreV1().Services(ns).Create(ctx, r.proxyService(p), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("kube: creating the Service of dependency %s: %w", p.Dependency, err)
@@ -249,6 +275,7 @@ func (r *Run) container(name string, args []string, ports []corev1.ContainerPort
 		Env: []corev1.EnvVar{
 			{Name: "BULKHEADLAB_RUN", Value: r.ID},
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			r.fromSecret(EnvToken, SecretKeyToken),
 		},
 		// What the restricted Pod Security Standard asks of a container:
 		// the image's user (65532), no privilege, no capability, the
@@ -305,7 +332,8 @@ func (r *Run) shardJob() *batchv1.Job {
 	c := r.container("shard", r.spec.ShardArgs, []corev1.ContainerPort{
 		{Name: "shard", ContainerPort: r.spec.ShardPort, Protocol: corev1.ProtocolTCP},
 	}, r.spec.ShardPort)
-	c.Env = append(c.Env, corev1.EnvVar{Name: "BULKHEADLAB_SHARDS", Value: strconv.Itoa(r.spec.Shards)})
+	c.Env = append(c.Env, corev1.EnvVar{Name: "BULKHEADLAB_SHARDS", Value: strconv.Itoa(r.spec.Shards)},
+		r.fromSecret(EnvShardTargets, SecretKeyTargets))
 	if q := r.spec.ShardCPU; !q.IsZero() {
 		// A request, not a limit: a limit's CFS throttling would show as
 		// schedule lag, and the run would be INVALID for it.

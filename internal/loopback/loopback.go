@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 )
 
 // ErrRemote is wrapped by every refusal of a non-loopback address.
@@ -46,10 +48,10 @@ func CheckListen(flag, addr string, allowRemote bool) error {
 func CheckURL(flag, raw string, allowRemote bool) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%s: %q is not a URL: %v", flag, raw, err)
+		return fmt.Errorf("%s: %q is not a URL", flag, redact.Text(raw))
 	}
 	if !allowRemote && !Host(u.Hostname()) {
-		return fmt.Errorf("%s %s: %w; pass --allow-remote to send traffic beyond this machine", flag, raw, ErrRemote)
+		return fmt.Errorf("%s %s: %w; pass --allow-remote to send traffic beyond this machine", flag, u.Redacted(), ErrRemote)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
@@ -18,7 +19,7 @@ import (
 // shards: the package doc's API, the shard's config (loadgen.MarshalShard)
 // and the batch format. It changes whenever one of them does; a runner and
 // a shard of different builds talk as long as it is the same.
-const Protocol = "bulkheadlab-shards/1"
+const Protocol = "bulkheadlab-shards/2"
 
 // DefaultArmTimeout is how long an armed shard waits for its start.
 const DefaultArmTimeout = 2 * time.Minute
@@ -38,15 +39,27 @@ type Agent struct {
 	// AllowRemote lets the load go to targets off loopback (a shard in a
 	// cluster); without it every target must be on loopback.
 	AllowRemote bool
+	// Token, if set, is the run's secret every request but GET /healthz
+	// must carry (see internal/ctlauth); the Host, Origin and Content-Type
+	// checks hold without it too.
+	Token string
+	// Targets, if set, are the only origins (scheme://host:port, as
+	// ParseTargets reads them) the shard sends to: the run's, fixed when
+	// the run was created. An arm that names another is refused 403.
+	Targets []string
 	// ArmTimeout disarms a shard not started in time; 0 means
 	// DefaultArmTimeout.
 	ArmTimeout time.Duration
 	// Now is the clock; nil means time.Now (tests skew it).
 	Now func() time.Time
 
+	allowOnce sync.Once
+	allow     map[string]bool // Targets, normalized
+
 	mu      sync.Mutex
 	armed   *loadgen.PreparedShard
 	armedAt time.Time
+	arming  bool
 	running bool
 }
 
@@ -76,10 +89,14 @@ func (a *Agent) now() time.Time {
 	return time.Now()
 }
 
-// Handler serves the API.
+// Handler serves the API behind ctlauth.Guard with Token: GET /healthz
+// answers anyone, and tells only that the shard is up.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, Hello{Version: a.Version, Index: a.Index})
 	})
 	mux.HandleFunc("GET /clock", func(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +104,8 @@ func (a *Agent) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /arm", a.arm)
 	mux.HandleFunc("POST /start", a.start)
-	return mux
+	mux.HandleFunc("POST /disarm", a.disarm)
+	return ctlauth.Guard(mux, a.Token)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -111,37 +129,100 @@ func (a *Agent) arm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg, err := loadgen.UnmarshalShard(req.Config)
-	if err == nil {
-		err = a.checkTargets(cfg)
-	}
-	var ps *loadgen.PreparedShard
-	if err == nil {
-		ps, err = loadgen.PrepareShard(cfg)
-	}
 	if err != nil {
 		fail(w, http.StatusBadRequest, "arm: %v", err)
 		return
 	}
+	if err := a.checkTargets(cfg); err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, errNotOfRun) {
+			code = http.StatusForbidden
+		}
+		fail(w, code, "arm: %v", err)
+		return
+	}
+	// Armed or running, a shard takes no other load: one arm at a time,
+	// so at most one schedule is held (its size bounded by PrepareShard).
+	if err := a.reserve(); err != nil {
+		fail(w, http.StatusConflict, "arm: %v", err)
+		return
+	}
+	ps, err := loadgen.PrepareShard(cfg)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.running {
-		fail(w, http.StatusConflict, "arm: a load is running")
+	a.arming = false
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, loadgen.ErrShardLimit) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		fail(w, code, "arm: %v", err)
 		return
 	}
 	a.armed, a.armedAt = ps, a.now()
 	writeJSON(w, http.StatusOK, map[string]int64{"duration_ns": int64(ps.Duration())})
 }
 
-// checkTargets refuses targets off loopback unless allowed.
+// reserve marks the shard arming, unless it is armed (and the arming has
+// not expired), arming or running.
+func (a *Agent) reserve() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.armed != nil && a.now().Sub(a.armedAt) > orDefault(a.ArmTimeout, DefaultArmTimeout) {
+		a.armed = nil
+	}
+	switch {
+	case a.running:
+		return errors.New("a load is running")
+	case a.arming:
+		return errors.New("another arm is being prepared")
+	case a.armed != nil:
+		return errors.New("already armed: POST /disarm first")
+	}
+	a.arming = true
+	return nil
+}
+
+func (a *Agent) disarm(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.armed = nil
+	writeJSON(w, http.StatusOK, map[string]bool{"armed": false})
+}
+
+// errNotOfRun is wrapped by checkTargets' error for a target outside
+// Targets.
+var errNotOfRun = errors.New("not a target of this run")
+
+// checkTargets refuses targets off loopback unless allowed, and targets
+// outside Targets when it is set.
 func (a *Agent) checkTargets(cfg loadgen.Config) error {
+	a.allowOnce.Do(func() {
+		if len(a.Targets) == 0 {
+			return
+		}
+		a.allow = map[string]bool{}
+		for _, t := range a.Targets {
+			if o, err := Origin(t); err == nil {
+				a.allow[o] = true
+			}
+		}
+	})
 	for i, t := range cfg.Targets {
 		urls := t.URLs
 		if len(urls) == 0 {
 			urls = []string{t.URL}
 		}
+		field := fmt.Sprintf("targets[%d]", i)
 		for _, u := range urls {
-			if err := loopback.CheckURL(fmt.Sprintf("targets[%d]", i), u, a.AllowRemote); err != nil {
+			if err := loopback.CheckURL(field, u, a.AllowRemote); err != nil {
 				return err
+			}
+			if a.allow == nil {
+				continue
+			}
+			if o, err := Origin(u); err != nil || !a.allow[o] {
+				return fmt.Errorf("%s: %s is %w (its targets are fixed when the run is created)", field, redact(u), errNotOfRun)
 			}
 		}
 	}

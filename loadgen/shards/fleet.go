@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -51,6 +52,9 @@ type Fleet struct {
 	// Probes is the number of clock exchanges per shard; 0 means
 	// DefaultProbes.
 	Probes int
+	// Token is the run's secret the shards ask for (Agent.Token); it goes
+	// in every request's Authorization header.
+	Token string
 }
 
 var _ loadgen.Remote = (*Fleet)(nil)
@@ -62,10 +66,7 @@ func (f *Fleet) Count() int { return len(f.Endpoints) }
 var ErrShard = errors.New("shard")
 
 func (f *Fleet) client(e Endpoint) *http.Client {
-	if e.Client != nil {
-		return e.Client
-	}
-	return &http.Client{}
+	return ctlauth.Client(e.Client, f.Token)
 }
 
 // call makes one request and decodes a 200's JSON answer into out.
@@ -83,6 +84,9 @@ func (f *Fleet) call(ctx context.Context, e Endpoint, method, path string, in, o
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(e.URL, "/")+path, body)
 	if err != nil {
 		return err
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := f.client(e).Do(req)
 	if err != nil {
@@ -122,6 +126,7 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, started func(time.T
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		f.disarm(ctx)
 		return nil, err
 	}
 	worst := time.Duration(0)
@@ -146,7 +151,7 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, started func(time.T
 // prepare checks a shard, measures its clock and arms it with cfg.
 func (f *Fleet) prepare(ctx context.Context, i int, e Endpoint, cfg loadgen.Config) (prepared, error) {
 	var hello Hello
-	if err := f.call(ctx, e, http.MethodGet, "/healthz", nil, &hello); err != nil {
+	if err := f.call(ctx, e, http.MethodGet, "/hello", nil, &hello); err != nil {
 		return prepared{}, err
 	}
 	switch {
@@ -181,6 +186,21 @@ func (f *Fleet) prepare(ctx context.Context, i int, e Endpoint, cfg loadgen.Conf
 	return p, nil
 }
 
+// disarm disarms every shard, best effort: after a failed release some
+// may be armed, and an armed shard takes no other arm.
+func (f *Fleet) disarm(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, e := range f.Endpoints {
+		wg.Go(func() {
+			var out map[string]bool
+			_ = f.call(ctx, e, http.MethodPost, "/disarm", struct{}{}, &out)
+		})
+	}
+	wg.Wait()
+}
+
 // stream starts shard i at t0 (its clock) and delivers its batches until
 // its report.
 func (f *Fleet) stream(ctx context.Context, i int, e Endpoint, t0 time.Time, deliver func(int, []byte) error) loadgen.ShardResult {
@@ -191,6 +211,7 @@ func (f *Fleet) stream(ctx context.Context, i int, e Endpoint, t0 time.Time, del
 	if err != nil {
 		return loadgen.ShardResult{Err: err}
 	}
+	req.Header.Set("Content-Type", "application/json")
 	stall := orDefault(f.Stall, DefaultStall)
 	watchdog := time.AfterFunc(stall+time.Until(t0), func() {
 		cancel(fmt.Errorf("it sent nothing for %v", stall))

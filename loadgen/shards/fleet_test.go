@@ -16,6 +16,9 @@ import (
 
 const testVersion = "test"
 
+// testToken is the run's token of the tests' shards and fleets.
+const testToken = "5a7e0c1d2b3f4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f"
+
 // target is a service answering ok after d, counting its requests.
 func target(t *testing.T, d time.Duration, count *atomic.Int64) *httptest.Server {
 	t.Helper()
@@ -32,9 +35,9 @@ func target(t *testing.T, d time.Duration, count *atomic.Int64) *httptest.Server
 // handler.
 func agents(t *testing.T, n int, wrap func(i int, h http.Handler) http.Handler) *Fleet {
 	t.Helper()
-	f := &Fleet{Version: testVersion}
+	f := &Fleet{Version: testVersion, Token: testToken}
 	for i := range n {
-		a := &Agent{Version: testVersion, Index: i}
+		a := &Agent{Version: testVersion, Index: i, Token: testToken}
 		h := a.Handler()
 		if wrap != nil {
 			h = wrap(i, h)

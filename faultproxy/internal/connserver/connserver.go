@@ -32,6 +32,12 @@ type Plane struct {
 	Close func()
 	// Logf logs an accept error the loop retries.
 	Logf func(format string, args ...any)
+	// MaxConns bounds the connections served at once, so that they and
+	// their upstream connections leave file descriptors to the control
+	// API: at the bound the accept loop waits for one to end (new clients
+	// wait in the listener's queue). 0 means faultproxy.ConnBudget(), as
+	// the HTTP plane's; negative means no bound.
+	MaxConns int
 }
 
 // Server serves a Plane's data connections and its control API on two
@@ -42,6 +48,8 @@ type Server struct {
 	control      *http.Server
 	controlAddr  string
 	conns        sync.WaitGroup // Serve goroutines, added to by the accept loop only
+	room         chan struct{}  // a token per connection served; nil: no bound
+	closing      chan struct{}  // closed when Shutdown begins
 	accepting    chan struct{}  // closed when the accept loop has ended
 	wg           sync.WaitGroup // control server
 	errc         chan error
@@ -62,10 +70,17 @@ func Listen(p Plane, dataAddr, controlAddr string, errorLog *log.Logger) (*Serve
 		dl.Close()
 		return nil, &faultproxy.ListenError{Plane: "control", Err: err}
 	}
-	s := &Server{plane: p, data: dl, controlAddr: cl.Addr().String(), errc: make(chan error, 2), accepting: make(chan struct{}),
+	max := p.MaxConns
+	if max == 0 {
+		max = faultproxy.ConnBudget()
+	}
+	s := &Server{plane: p, data: dl, controlAddr: cl.Addr().String(), errc: make(chan error, 2), accepting: make(chan struct{}), closing: make(chan struct{}),
 		control: &http.Server{Handler: p.Control, ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 			IdleTimeout: time.Minute, ErrorLog: errorLog}}
+	if max > 0 {
+		s.room = make(chan struct{}, max)
+	}
 	s.wg.Go(func() {
 		if err := s.control.Serve(cl); !errors.Is(err, http.ErrServerClosed) {
 			s.errc <- err
@@ -80,13 +95,24 @@ func Listen(p Plane, dataAddr, controlAddr string, errorLog *log.Logger) (*Serve
 	return s, nil
 }
 
-// accept serves connections until l is closed; temporary errors (out of
-// file descriptors) back off up to a second, as net/http does.
+// accept serves connections until l is closed, at most MaxConns at once;
+// temporary errors (out of file descriptors) back off up to a second, as
+// net/http does.
 func (s *Server) accept(l net.Listener) error {
 	var backoff time.Duration
 	for {
+		if s.room != nil {
+			select { // a place, before the accept: a client beyond waits in the queue
+			case s.room <- struct{}{}:
+			case <-s.plane.Done:
+				return nil
+			case <-s.closing:
+				return nil
+			}
+		}
 		nc, err := l.Accept()
 		if err != nil {
+			s.free()
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -104,7 +130,17 @@ func (s *Server) accept(l net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.conns.Go(func() { s.plane.Serve(nc.(*net.TCPConn)) })
+		s.conns.Go(func() {
+			defer s.free()
+			s.plane.Serve(nc.(*net.TCPConn))
+		})
+	}
+}
+
+// free gives back a connection's place.
+func (s *Server) free() {
+	if s.room != nil {
+		<-s.room
 	}
 }
 
@@ -129,6 +165,7 @@ func (s *Server) Err() <-chan error { return s.errc }
 // It returns when every goroutine of the server has ended. Idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
+		close(s.closing)
 		_ = s.data.Close()
 		<-s.accepting // no conns.Go after this
 		s.plane.Close()
