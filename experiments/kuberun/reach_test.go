@@ -68,6 +68,7 @@ func TestUnreachablePod(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := newWorld(t)
+			w.kc = c // reads the pods' Secrets; the last hop is this test's own
 			var named []string
 			c.PodURL = func(pod *corev1.Pod, port int32) (string, http.RoundTripper, error) {
 				if tt.which(pod) {

@@ -172,7 +172,7 @@ func (r *Runner) Run(ctx context.Context) (*ResultsDir, error) {
 		return dir, err
 	}
 	if len(failed) > 0 {
-		return dir, fmt.Errorf("%w: %v", ErrRunsFailed, failed)
+		return dir, fmt.Errorf("%w: %s", ErrRunsFailed, redact.Text(fmt.Sprint(failed)))
 	}
 	return dir, nil
 }
