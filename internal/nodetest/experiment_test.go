@@ -1,3 +1,5 @@
+//go:build node
+
 package nodetest_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build node
+
 package nodetest_test
 
 import (
@@ -15,8 +17,6 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/internal/nodetest"
 )
-
-func TestMain(m *testing.M) { nodetest.Main(m) }
 
 // restricted is a container of the project's image as the restricted Pod
 // Security Standard asks, listening on port 8080 (readiness: /healthz).
