@@ -223,26 +223,26 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 }
 
 // buildImage builds the Go package pkg of the module at modDir statically
-// and writes it as the image ref (internal/ociimage) to a tarball in dir.
-func buildImage(modDir, pkg, ref, dir string) (string, error) {
+// into dir and writes it as the image ref (internal/ociimage) to a
+// tarball in dir; it returns the tarball's path and the binary's.
+func buildImage(modDir, pkg, ref, dir string) (tar, bin string, err error) {
 	base := strings.NewReplacer("/", "_", ":", "_").Replace(ref)
-	bin := filepath.Join(dir, base+".bin")
+	bin = filepath.Join(dir, base+".bin")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+		return "", "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
 	}
 	img, err := ociimage.BuildFile(bin, ociimage.Options{Platform: "linux/" + goarch(), Version: "nodetest", Created: time.Unix(0, 0)})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	tar := filepath.Join(dir, base+".tar")
+	tar = filepath.Join(dir, base+".tar")
 	if err := ociimage.WriteTarball(img, ref, tar); err != nil {
-		return "", err
+		return "", "", err
 	}
-	_ = os.Remove(bin)
-	return tar, nil
+	return tar, bin, nil
 }
 
 // importImage imports a tarball into containerd's k8s.io namespace.

@@ -62,7 +62,7 @@ const (
 )
 
 // TestShopExperimentOnRealPods runs the README's Kubernetes example with
-// `bulkheadlab run --kubernetes` (the built binary, as a user would) on
+// `bulkheadlab run --kubernetes` (the image's binary, as a user would) on
 // the real node: the user's dependencies and a Deployment of the
 // built-in service per mode, all reached by their *.svc names; the
 // proxies' Deployments and Services, the shards' Indexed Job; the
@@ -91,10 +91,7 @@ func TestShopExperimentOnRealPods(t *testing.T) {
 	}
 
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "bulkheadlab")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bulkheadlab/bulkheadlab/cmd/bulkheadlab").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := n.Binary // the image's own build
 	file := filepath.Join(tmp, "shop.yaml")
 	if err := os.WriteFile(file, []byte(shopSpec), 0o644); err != nil {
 		t.Fatal(err)

@@ -71,6 +71,9 @@ type Node struct {
 	// Kubeconfig is an admin kubeconfig file (its context's namespace
 	// "default").
 	Kubeconfig string
+	// Binary is the bulkheadlab binary of Image (static, for this
+	// machine too): the runner of the same build as the pods.
+	Binary string
 	// StartTime is how long Start took.
 	StartTime time.Duration
 

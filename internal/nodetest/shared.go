@@ -38,7 +38,7 @@ func Shared(t testing.TB) *Node {
 		if mod, err := moduleDir(); err != nil {
 			shared.err = err
 		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a first build of the image included
 			shared.n, shared.err = Start(ctx, mod)
 			cancel()
 			if shared.n != nil {

@@ -34,17 +34,17 @@ func (n *Node) startContainerd(ctx context.Context, modDir string) error {
 	}
 	// the images build while containerd starts
 	type built struct {
-		tar string
-		err error
+		tar, bin string
+		err      error
 	}
 	pause, proj := make(chan built, 1), make(chan built, 1)
 	go func() {
-		t, err := buildImage(modDir, "./internal/nodetest/pause", PauseImage, n.dir)
-		pause <- built{t, err}
+		t, b, err := buildImage(modDir, "./internal/nodetest/pause", PauseImage, n.dir)
+		pause <- built{t, b, err}
 	}()
 	go func() {
-		t, err := buildImage(modDir, "./cmd/bulkheadlab", Image, n.dir)
-		proj <- built{t, err}
+		t, b, err := buildImage(modDir, "./cmd/bulkheadlab", Image, n.dir)
+		proj <- built{t, b, err}
 	}()
 	d, err := startDaemon(n.dir, "containerd", "containerd", "--config", cfg)
 	if err != nil {
@@ -71,6 +71,9 @@ func (n *Node) startContainerd(ctx context.Context, modDir string) error {
 		b := <-ch
 		if b.err != nil {
 			return b.err
+		}
+		if ch == proj {
+			n.Binary = b.bin
 		}
 		if err := importImage(sock, snap, b.tar); err != nil {
 			return err
