@@ -44,11 +44,16 @@ type Controller struct {
 	factory informers.SharedInformerFactory
 	queue   workqueue.TypedRateLimitingInterface[key]
 	pods    cache.Indexer
+	// services: the Services (with Options.Endpoints only).
+	services cache.Indexer
 
 	// created are the pods created per owner that the informer's cache
 	// has not shown yet: an owner is not synced again until it has (the
 	// "expectations" of Kubernetes' controllers), lest it create twice.
 	created map[types.UID]map[string]time.Time
+
+	// endpoints: keep every Service's EndpointSlice (see syncService).
+	endpoints bool
 
 	mu         sync.Mutex
 	neverReady map[int]func(*corev1.Pod) bool
@@ -57,7 +62,7 @@ type Controller struct {
 }
 
 type key struct {
-	kind            string // "deployment" or "job"
+	kind            string // "deployment", "job" or "service"
 	namespace, name string
 }
 
@@ -114,6 +119,9 @@ func (c *Controller) start() (stop func(), err error) {
 		if !ok {
 			return
 		}
+		if c.endpoints {
+			c.enqueueServices(p.Namespace)
+		}
 		if ref := metav1.GetControllerOf(p); ref != nil {
 			switch ref.Kind {
 			case "Deployment":
@@ -121,6 +129,11 @@ func (c *Controller) start() (stop func(), err error) {
 			case "Job":
 				c.queue.Add(key{"job", p.Namespace, ref.Name})
 			}
+		}
+	}
+	if c.endpoints {
+		if err := c.watchServices(); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -172,6 +185,8 @@ func (c *Controller) work(ctx context.Context) bool {
 		err = c.syncDeployment(ctx, k)
 	case "job":
 		err = c.syncJob(ctx, k)
+	case "service":
+		err = c.syncService(ctx, k)
 	}
 	if err == errNotSeen {
 		c.queue.AddAfter(k, 5*time.Millisecond)

@@ -129,7 +129,7 @@ func binaries(t testing.TB) Binaries {
 func Start(t testing.TB) *Cluster {
 	t.Helper()
 	b := binaries(t)
-	c, err := start(b)
+	c, err := start(b, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func Shared(t testing.TB) *Cluster {
 	}
 	if !shared.started {
 		shared.started = true
-		shared.c, shared.err = start(b)
+		shared.c, shared.err = start(b, Options{})
 	}
 	if shared.err != nil {
 		t.Fatal(shared.err)
@@ -188,7 +188,29 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func start(b Binaries) (_ *Cluster, err error) {
+// Options change what StartWith starts.
+type Options struct {
+	// Nodes, when set, are real nodes (their kubelets register them):
+	// kwok is not started, no fake node is made, and the controller puts
+	// pods on these.
+	Nodes []string
+	// ServiceCIDR is the API server's service-cluster-ip-range ("": the
+	// envtest default).
+	ServiceCIDR string
+	// Endpoints makes the controller keep each Service's EndpointSlice
+	// (kube-proxy's input), as kube-controller-manager would.
+	Endpoints bool
+}
+
+// StartWith starts a cluster as o says; Stop stops it. Shared and Start
+// use the zero Options (kwok's fake nodes).
+func StartWith(b Binaries, o Options) (*Cluster, error) { return start(b, o) }
+
+// AdminKubeconfig is a kubeconfig of the cluster's admin user (for a
+// kubelet or kube-proxy to connect with).
+func (c *Cluster) AdminKubeconfig() []byte { return c.kubeconfig }
+
+func start(b Binaries, o Options) (_ *Cluster, err error) {
 	begin := time.Now()
 	dir, err := os.MkdirTemp("", "kubetest-")
 	if err != nil {
@@ -210,6 +232,9 @@ func start(b Binaries) (_ *Cluster, err error) {
 	api := env.ControlPlane.GetAPIServer()
 	// no controller-manager keeps the kubernetes Service's endpoints
 	api.Configure().Set("endpoint-reconciler-type", "none")
+	if o.ServiceCIDR != "" {
+		api.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: starting etcd and kube-apiserver: %w", err)
@@ -223,13 +248,18 @@ func start(b Binaries) (_ *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.startKwok(ctx, b); err != nil {
-		return nil, err
-	}
-	if err := c.addNodes(ctx, 2); err != nil {
-		return nil, err
+	if len(o.Nodes) > 0 {
+		c.Nodes = o.Nodes
+	} else {
+		if err := c.startKwok(ctx, b); err != nil {
+			return nil, err
+		}
+		if err := c.addNodes(ctx, 2); err != nil {
+			return nil, err
+		}
 	}
 	c.ctrl = newController(c.Client, c.Nodes)
+	c.ctrl.endpoints = o.Endpoints
 	stopCtrl, err := c.ctrl.start()
 	if err != nil {
 		return nil, err
@@ -239,7 +269,7 @@ func start(b Binaries) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// Stop stops the controller, kwok, kube-apiserver and etcd.
+// Stop stops the controller, kwok (if started), kube-apiserver and etcd.
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.stops) - 1; i >= 0; i-- {

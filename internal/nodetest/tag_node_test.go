@@ -1,0 +1,6 @@
+//go:build node
+
+package nodetest_test
+
+// nodeTag: built with -tags node.
+const nodeTag = true
