@@ -114,7 +114,16 @@ func finishCheck(sum *analysis.Summary, check bool, junit string) error {
 		return withCode(ExitInvalid, fmt.Errorf("check: nothing can be concluded about %s (INVALID: the harness could not measure the system; INCONCLUSIVE: the data cannot decide); rerun",
 			strings.Join(c.Undecided, ", ")))
 	case len(c.NotSupported) > 0:
-		return withCode(ExitFailed, fmt.Errorf("check: not supported: %s", strings.Join(c.NotSupported, ", ")))
+		// Each with its evidence: the run, the endpoint or limit, what was
+		// measured.
+		var parts []string
+		for _, n := range c.NotSupported {
+			if v, ok := sum.Lookup(n); ok && v.Reason != "" {
+				n += " (" + v.Reason + ")"
+			}
+			parts = append(parts, n)
+		}
+		return withCode(ExitFailed, fmt.Errorf("check: not supported: %s", strings.Join(parts, "; ")))
 	case len(c.Skipped) > 0:
 		return withCode(ExitError, fmt.Errorf("check: could not judge %s: no complete run of the cells they need (see the runs' errors)", strings.Join(c.Skipped, ", ")))
 	}
