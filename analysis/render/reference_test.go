@@ -11,7 +11,7 @@ import (
 // results/ with a summary.json: the default experiment's and the presets')
 // holds its run data (gzip-compressed, without the raw vegeta files), and
 // `report` on it reproduces the committed summary.json and report.md byte
-// for byte, so the numbers in the README can be traced to data and a
+// for byte, so the numbers in the README and docs/ can be traced to data and a
 // change of the analysis that moves them shows here.
 func TestReferenceRegenerates(t *testing.T) {
 	if testing.Short() {

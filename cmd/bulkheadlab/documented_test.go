@@ -1,15 +1,16 @@
 package main
 
-// The examples of the help texts and the README, run as written.
+// The examples of the help texts and the documentation, run as written.
 //
 // TestDocumentedExamples collects every example: each line of the Example
-// text of every command of newRootCmd()'s tree, each command line of
-// README.md's ```sh blocks, and each inline code span of the README that
-// starts with "bulkheadlab ", "./bulkheadlab " or "go run ./cmd/bulkheadlab "
-// (lines ending in \ joined with the next, # comments stripped). The
-// examples of one help text, or of one README section, form a session: they
-// run in order, in one temporary folder prepared with the files they name
-// (see prepareFixtures), and daemons stay up until the session ends, so that
+// text of every command of newRootCmd()'s tree, and of every page of the
+// documentation (README.md and docs/*.md, see docPages) each command line
+// of its ```sh blocks and each inline code span that starts with
+// "bulkheadlab ", "./bulkheadlab " or "go run ./cmd/bulkheadlab " (lines
+// ending in \ joined with the next, # comments stripped). The examples of
+// one help text, or of one section of a page, form a session: they run in
+// order, in one temporary folder prepared with the files they name (see
+// prepareFixtures), and daemons stay up until the session ends, so that
 // the curl lines after a proxy example talk to it. Each example runs in
 // process, with the root command of newRootCmd():
 //
@@ -94,7 +95,7 @@ var documentedExceptions = []exception{
 	{text: "bulkheadlab report DIR", instead: "bulkheadlab report results/breaker-after-drain/20240501T120000Z",
 		why: "prose: DIR stands for a results folder (a copy of results/reference-breaker-after-drain, 4 runs: the help's examples report the 24 of results/reference)"},
 	{text: "bulkheadlab validate FILE", instead: "bulkheadlab validate my-experiment.yaml",
-		why: "prose: FILE stands for a spec file (here the README's commented example)"},
+		why: "prose: FILE stands for a spec file (here docs/experiment-files.md's commented example)"},
 	{text: "bulkheadlab size --from DIR", instead: "bulkheadlab size --from results/bulkhead-sizing/20240501T120000Z",
 		why: "prose: DIR stands for a sizing sweep's results (a copy of results/reference-bulkhead-sizing)"},
 	{text: "bulkheadlab serve --conns-layout shared --conns K", instead: "bulkheadlab serve --conns-layout shared --conns 8", parseOnly: true,
@@ -112,6 +113,10 @@ var documentedExceptions = []exception{
 	{text: "bulkheadlab run shop.yaml --kubernetes --context staging -n chaos --image registry.example/bulkheadlab:v1 --shards 8 --proxy-replicas 2 --patch-env checkout-shared:PAYMENTS_URL=payments,STOCK_URL=stock --patch-env checkout-bulkhead:PAYMENTS_URL=payments,STOCK_URL=stock",
 		instead: "bulkheadlab run shop.yaml --kubernetes --context staging -n chaos --image registry.example/bulkheadlab:v1 --shards 8 --proxy-replicas 2 --patch-env checkout-shared:PAYMENTS_URL=payments,STOCK_URL=stock --patch-env checkout-bulkhead:PAYMENTS_URL=payments,STOCK_URL=stock", parseOnly: true,
 		why: "a user's spec on a user's cluster: experiments/kuberun's tests run an experiment on a real API server"},
+	{text: "bulkheadlab serve", instead: "bulkheadlab serve", parseOnly: true,
+		why: "prose naming the command (docs/design.md's processes), not an invocation: serve without --dep-a is a usage error by design"},
+	{text: "bulkheadlab report", instead: "bulkheadlab report results/slow-dependency/20240501T120000Z", parseOnly: true,
+		why: "prose naming the command (docs/design.md's analysis), not an invocation: report needs a results folder (here a copy of results/reference)"},
 	{text: "bulkheadlab size", instead: "bulkheadlab size", parseOnly: true,
 		why: "prose naming the command (\"like `bulkheadlab size`\"), not an invocation: size without --rate is a usage error by design"},
 }
@@ -120,24 +125,71 @@ var documentedExceptions = []exception{
 type example struct {
 	text    string // as written: continuations joined, the comment stripped
 	comment string // the # comment after it, if any
-	where   string // README.md:LINE or the help text it is in
+	where   string // FILE:LINE (README.md:12, docs/ci.md:4) or the help text it is in
 }
 
-// session is the examples of one help text or one README section, run in
+// session is the examples of one help text or one section of a page, run in
 // order in one folder.
 type session struct {
 	name     string
 	examples []example
+	// doc is the text of the page the session is from (the README's for a
+	// help text): prepareFixtures takes spec files from its yaml blocks.
+	doc string
+}
+
+// page is one page of the documentation: its path from the repository's
+// root, slash-separated, and its text.
+type page struct {
+	file, text string
+}
+
+// docPages reads the documentation the tests hold to what the code does:
+// README.md, then every docs/*.md page in name order.
+func docPages(t *testing.T, repo string) []page {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	files = append([]string{filepath.Join(repo, "README.md")}, files...)
+	var out []page
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, f)
+		out = append(out, page{filepath.ToSlash(rel), string(b)})
+	}
+	if len(out) < 2 {
+		t.Fatalf("found %d pages of documentation: docs/*.md is missing", len(out))
+	}
+	return out
 }
 
 func TestDocumentedExamples(t *testing.T) {
 	repo := repoRoot(t)
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	pages := docPages(t, repo)
+	// A help text's spec files come from any page (the README's first).
+	var all strings.Builder
+	for _, p := range pages {
+		all.WriteString(p.text + "\n")
 	}
 	help := helpSessions(newRootCmd())
-	doc := readmeSessions(string(readme))
+	for i := range help {
+		help[i].doc = all.String()
+	}
+	var doc []session
+	perPage := map[string]int{}
+	for _, p := range pages {
+		ss := docSessions(p.file, p.text)
+		for _, s := range ss {
+			perPage[p.file] += len(s.examples)
+		}
+		doc = append(doc, ss...)
+	}
 	count := func(ss []session) (n int) {
 		for _, s := range ss {
 			n += len(s.examples)
@@ -147,16 +199,20 @@ func TestDocumentedExamples(t *testing.T) {
 	// The collectors must find something: a change of format that made
 	// them find nothing would pass every example.
 	if count(help) < 15 || count(doc) < 25 {
-		t.Fatalf("collected %d help examples and %d README examples: the collectors are broken", count(help), count(doc))
+		t.Fatalf("collected %d help examples and %d documentation examples: the collectors are broken", count(help), count(doc))
 	}
-	t.Logf("examples: %d from help texts, %d from README.md", count(help), count(doc))
+	var counts []string
+	for _, p := range pages {
+		counts = append(counts, fmt.Sprintf("%s %d", p.file, perPage[p.file]))
+	}
+	t.Logf("examples: %d from help texts, %d from %d pages (%s)", count(help), count(doc), len(pages), strings.Join(counts, ", "))
 	used := map[string]bool{}
 	gl := goListerFor(repo)
 	ran := 0
 	for _, s := range append(help, doc...) {
 		t.Run(s.name, func(t *testing.T) {
 			ran++
-			r := newSessionRunner(t, repo, string(readme), gl, used)
+			r := newSessionRunner(t, repo, s.doc, gl, used)
 			defer r.stop()
 			r.prepareFixtures(s)
 			for _, ex := range s.examples {
@@ -267,22 +323,28 @@ func splitComment(line string) (string, string) {
 	return strings.TrimSpace(line), ""
 }
 
-// inlinePrefixes start the README's inline code spans that are examples.
+// inlinePrefixes start the inline code spans of a page that are examples.
 var inlinePrefixes = []string{"bulkheadlab ", "./bulkheadlab ", "go run ./cmd/bulkheadlab "}
 
-// readmeSessions collects the README's examples, one session per section:
-// the command lines of its ```sh blocks and its inline code spans that start
-// with one of inlinePrefixes, in the order of their lines.
-func readmeSessions(md string) []session {
+// readmeSessions collects the examples of README.md's text md.
+func readmeSessions(md string) []session { return docSessions("README.md", md) }
+
+// docSessions collects the examples of the page file (its path from the
+// repository's root) whose text is md, one session per section: the
+// command lines of its ```sh blocks and its inline code spans that start
+// with one of inlinePrefixes, in the order of their lines. A session is
+// named for the page (its path without .md) and the section's title.
+func docSessions(file, md string) []session {
 	lines := strings.Split(md, "\n")
+	prefix := strings.TrimSuffix(file, ".md")
 	var (
 		out   []session
-		cur   = session{name: "README/top"}
+		cur   = session{name: prefix + "/top", doc: md}
 		prose []numberedLine // the section's lines outside fenced blocks
 	)
 	flush := func() {
-		cur.examples = append(cur.examples, inlineExamples(prose)...)
-		slices.SortStableFunc(cur.examples, func(a, b example) int { return readmeLine(a.where) - readmeLine(b.where) })
+		cur.examples = append(cur.examples, inlineExamples(file, prose)...)
+		slices.SortStableFunc(cur.examples, func(a, b example) int { return exampleLine(a.where) - exampleLine(b.where) })
 		if len(cur.examples) > 0 {
 			out = append(out, cur)
 		}
@@ -298,7 +360,7 @@ func readmeSessions(md string) []session {
 			}
 			if info == "sh" {
 				for _, nl := range joinContinuations(block) {
-					if ex, ok := newExample(nl.text, fmt.Sprintf("README.md:%d", i+1+nl.line)); ok {
+					if ex, ok := newExample(nl.text, fmt.Sprintf("%s:%d", file, i+1+nl.line)); ok {
 						cur.examples = append(cur.examples, ex)
 					}
 				}
@@ -312,7 +374,7 @@ func readmeSessions(md string) []session {
 		if strings.HasPrefix(l, "#") {
 			flush()
 			title := strings.TrimSpace(strings.TrimLeft(l, "#"))
-			cur = session{name: "README/" + strings.Map(func(r rune) rune {
+			cur = session{doc: md, name: prefix + "/" + strings.Map(func(r rune) rune {
 				if unicode.IsLetter(r) || unicode.IsDigit(r) {
 					return r
 				}
@@ -326,8 +388,9 @@ func readmeSessions(md string) []session {
 	return out
 }
 
-func readmeLine(where string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(where, "README.md:"))
+// exampleLine is the line number of an example's FILE:LINE.
+func exampleLine(where string) int {
+	n, _ := strconv.Atoi(where[strings.LastIndexByte(where, ':')+1:])
 	return n
 }
 
@@ -349,7 +412,7 @@ func fenceOpen(l string) (fence, info string, ok bool) {
 
 // inlineExamples finds the code spans of prose (which may run over line
 // breaks, not over a blank line) that start with one of inlinePrefixes.
-func inlineExamples(prose []numberedLine) []example {
+func inlineExamples(file string, prose []numberedLine) []example {
 	var (
 		text   strings.Builder
 		starts []int // byte offset of each line in text
@@ -404,7 +467,7 @@ func inlineExamples(prose []numberedLine) []example {
 		code := strings.Join(strings.Fields(s[open:end]), " ")
 		for _, p := range inlinePrefixes {
 			if strings.HasPrefix(code, p) {
-				if ex, ok := newExample(code, fmt.Sprintf("README.md:%d", lineAt(open))); ok {
+				if ex, ok := newExample(code, fmt.Sprintf("%s:%d", file, lineAt(open))); ok {
 					out = append(out, ex)
 				}
 				break
@@ -523,11 +586,11 @@ func parseLine(line string) ([]command, error) {
 
 // sessionRunner runs the examples of one session.
 type sessionRunner struct {
-	t      *testing.T
-	repo   string
-	readme string
-	gl     *goLister
-	used   map[string]bool
+	t    *testing.T
+	repo string
+	doc  string // the text of the session's page
+	gl   *goLister
+	used map[string]bool
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -542,11 +605,11 @@ func (r *sessionRunner) note(format string, args ...any) {
 	r.did = append(r.did, fmt.Sprintf(format, args...))
 }
 
-func newSessionRunner(t *testing.T, repo, readme string, gl *goLister, used map[string]bool) *sessionRunner {
+func newSessionRunner(t *testing.T, repo, doc string, gl *goLister, used map[string]bool) *sessionRunner {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &sessionRunner{t: t, repo: repo, readme: readme, gl: gl, used: used, ctx: ctx, cancel: cancel,
+	return &sessionRunner{t: t, repo: repo, doc: doc, gl: gl, used: used, ctx: ctx, cancel: cancel,
 		addrs: map[string]string{}, built: map[string]bool{}}
 }
 
@@ -561,7 +624,7 @@ func (r *sessionRunner) fail(ex example, format string, args ...any) {
 var resultsPath = regexp.MustCompile(`^results/([a-z0-9-]+)/\d{8}T\d{6}Z$`)
 
 // prepareFixtures writes the files the session's examples name into the
-// current folder: a spec file NAME.yaml from the README's yaml block whose
+// current folder: a spec file NAME.yaml from the page's yaml block whose
 // first line is "name: NAME", and each results folder
 // results/EXPERIMENT/TIMESTAMP as a copy of results/reference-EXPERIMENT
 // if there is one, else of results/reference.
@@ -586,7 +649,7 @@ func (r *sessionRunner) prepareFixtures(s session) {
 					if _, err := os.Stat(a); err == nil {
 						continue
 					}
-					if body, ok := readmeSpec(r.readme, strings.TrimSuffix(a, ".yaml")); ok {
+					if body, ok := docSpec(r.doc, strings.TrimSuffix(a, ".yaml")); ok {
 						if err := os.WriteFile(a, []byte(body), 0o644); err != nil {
 							t.Fatal(err)
 						}
@@ -608,9 +671,9 @@ func (r *sessionRunner) prepareFixtures(s session) {
 	}
 }
 
-// readmeSpec returns the README's yaml block whose first line is
+// docSpec returns the yaml block of a page whose first line is
 // "name: NAME".
-func readmeSpec(md, name string) (string, bool) {
+func docSpec(md, name string) (string, bool) {
 	lines := strings.Split(md, "\n")
 	for i := 0; i < len(lines); i++ {
 		fence, info, ok := fenceOpen(lines[i])
@@ -1349,13 +1412,16 @@ func (g *goLister) list(tags string, patterns []string) ([]*goPackage, error) {
 	return ps, nil
 }
 
+// fuzzPage is the page that lists the fuzz tests.
+const fuzzPage = "docs/development.md"
+
 // TestDocumentedFuzzTargets: every fuzz test of the module is named by a
-// README line `go test -run '^$' -fuzz PATTERN PACKAGE` whose pattern
+// line `go test -run '^$' -fuzz PATTERN PACKAGE` of fuzzPage whose pattern
 // selects it in its package (TestDocumentedExamples checks that each such
-// line selects exactly one), so that the README lists them all.
+// line selects exactly one), so that the page lists them all.
 func TestDocumentedFuzzTargets(t *testing.T) {
 	repo := repoRoot(t)
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	dev, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(fuzzPage)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1366,7 +1432,7 @@ func TestDocumentedFuzzTargets(t *testing.T) {
 		where string
 	}
 	var lines []line
-	for _, s := range readmeSessions(string(readme)) {
+	for _, s := range docSessions(fuzzPage, string(dev)) {
 		for _, ex := range s.examples {
 			cmds, err := parseLine(ex.text)
 			if err != nil {
@@ -1419,7 +1485,7 @@ func TestDocumentedFuzzTargets(t *testing.T) {
 				if len(slices.DeleteFunc(p.testFuncs("Fuzz"), func(f string) bool { return !strings.Contains(f, fn) })) > 1 {
 					pat = "'^" + fn + "$'" // FuzzParse alone would select FuzzParseByteSize too
 				}
-				t.Errorf("README.md names no `go test -run '^$' -fuzz %s %s`: add it to the Development block", pat, rel)
+				t.Errorf("%s names no `go test -run '^$' -fuzz %s %s`: add it to its block of fuzz tests", fuzzPage, pat, rel)
 			}
 		}
 	}
@@ -1465,8 +1531,8 @@ func TestDocumentedCollector(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("README examples:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if body, ok := readmeSpec(md, "x"); !ok || !strings.HasPrefix(body, "name: x") {
-		t.Errorf("readmeSpec(x) = %q, %v", body, ok)
+	if body, ok := docSpec(md, "x"); !ok || !strings.HasPrefix(body, "name: x") {
+		t.Errorf("docSpec(x) = %q, %v", body, ok)
 	}
 
 	root := &cobra.Command{Use: "bulkheadlab", Example: "  # one\n  bulkheadlab list\n\n  bulkheadlab size --rate 1 \\\n    --latency 1s   # two"}
@@ -1507,8 +1573,8 @@ func TestDocumentedCollector(t *testing.T) {
 
 // TestDocumentedExitWithoutCheck: without --check, a command that wrote its
 // report exits 0 whatever the verdicts, INVALID included, with a WARNING
-// line; --check makes the same data exit 3. run --help and the README's
-// exit codes say so (run and report share finishCheck).
+// line; --check makes the same data exit 3. run --help and the exit codes
+// of docs/ci.md say so (run and report share finishCheck).
 func TestDocumentedExitWithoutCheck(t *testing.T) {
 	repo := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "invalid")
@@ -1557,13 +1623,115 @@ func TestDocumentedExitWithoutCheck(t *testing.T) {
 	if h := norm(newRunCmd().Long); !strings.Contains(h, "Without --check, run exits 0 once the report is written, whatever its verdicts, INVALID included") {
 		t.Errorf("run --help does not say what run exits without --check:\n%s", newRunCmd().Long)
 	}
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	ci, err := os.ReadFile(filepath.Join(repo, "docs", "ci.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ci, _ := strings.Cut(string(readme), "\n## In CI\n")
-	ci, _, _ = strings.Cut(ci, "\n## ")
-	if !strings.Contains(norm(ci), "Without --check, run and report exit 0 once the report is written, whatever its verdicts, INVALID included") {
-		t.Errorf("the README's exit codes (## In CI) do not say what run exits without --check:\n%s", ci)
+	if !strings.Contains(norm(string(ci)), "Without --check, run and report exit 0 once the report is written, whatever its verdicts, INVALID included") {
+		t.Errorf("the exit codes of docs/ci.md do not say what run exits without --check:\n%s", ci)
 	}
+}
+
+// mdLink is a Markdown link or image outside code: its target.
+var mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
+
+// TestDocumentedLinks: every relative link of every page (README.md and
+// docs/*.md) names a file of the repository from the page's own folder, and
+// a #fragment into a page names one of its headings (GitHub's anchors), so
+// that moving text between pages cannot leave a link behind.
+func TestDocumentedLinks(t *testing.T) {
+	repo := repoRoot(t)
+	anchors := map[string]map[string]bool{} // page (slash path) → its anchors
+	pages := docPages(t, repo)
+	for _, p := range pages {
+		anchors[p.file] = headingAnchors(p.text)
+	}
+	n := 0
+	for _, p := range pages {
+		for i, l := range proseLines(p.text) {
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				n++
+				file, frag, _ := strings.Cut(target, "#")
+				rel := p.file
+				if file != "" {
+					rel = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(p.file), file)))
+					if strings.HasPrefix(rel, "../") {
+						t.Errorf("%s:%d: %s leaves the repository", p.file, i+1, target)
+						continue
+					}
+					if _, err := os.Stat(filepath.Join(repo, filepath.FromSlash(rel))); err != nil {
+						t.Errorf("%s:%d: %s: no %s", p.file, i+1, target, rel)
+						continue
+					}
+				}
+				if frag == "" {
+					continue
+				}
+				if a, ok := anchors[rel]; !ok {
+					t.Errorf("%s:%d: %s: a #fragment into %s, which is not a page", p.file, i+1, target, rel)
+				} else if !a[frag] {
+					t.Errorf("%s:%d: %s: %s has no heading #%s", p.file, i+1, target, rel, frag)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found %d relative links: the collector is broken", n)
+	}
+}
+
+// proseLines returns md's lines with those of fenced code blocks blanked.
+func proseLines(md string) []string {
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		fence, _, ok := fenceOpen(lines[i])
+		if !ok {
+			continue
+		}
+		j := i
+		for lines[j] = ""; j+1 < len(lines); {
+			j++
+			done := strings.HasPrefix(strings.TrimSpace(lines[j]), fence)
+			lines[j] = ""
+			if done {
+				break
+			}
+		}
+		i = j
+	}
+	return lines
+}
+
+// headingAnchors returns the anchors GitHub gives md's headings: the text
+// lower-cased, without punctuation, spaces as hyphens, a repeat suffixed -1,
+// -2, ….
+func headingAnchors(md string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range proseLines(md) {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		a := strings.Map(func(r rune) rune {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				return unicode.ToLower(r)
+			case r == ' ':
+				return '-'
+			}
+			return -1
+		}, title)
+		if k := seen[a]; k > 0 {
+			out[fmt.Sprintf("%s-%d", a, k)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Exit codes of bulkheadlab. They are part of the CLI contract and are
-// documented in the README.
+// documented in docs/ci.md.
 const (
 	// ExitOK: the command succeeded (for a check: every expectation held).
 	ExitOK = 0

@@ -73,7 +73,7 @@ func (k *kubeOptions) check(o runOptions, sp *spec.Spec) error {
 	case k.image == "":
 		return usageError(errors.New("--kubernetes: give the image the pods run with --image (build it with scripts/image.sh)"))
 	case sp.External == nil:
-		return usageError(fmt.Errorf("--kubernetes: %s is not an external spec: in a cluster the service under test and its dependencies are yours (see the README's \"Kubernetes\")", sp.File()))
+		return usageError(fmt.Errorf("--kubernetes: %s is not an external spec: in a cluster the service under test and its dependencies are yours (see docs/clusters.md)", sp.File()))
 	case sp.Audit != nil:
 		return usageError(errors.New("--kubernetes: an audit's calibration sends its requests from this machine; run the audit beside the service"))
 	case o.inProcess:

@@ -1,6 +1,7 @@
 // Command bulkheadlab is a chaos experiment harness that measures whether
 // per-dependency bulkheads keep unrelated endpoints available when one
-// dependency becomes slow. See the README for a tour.
+// dependency becomes slow. See the README for a tour and docs/ for the
+// details.
 package main
 
 import (

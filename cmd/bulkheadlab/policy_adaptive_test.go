@@ -22,7 +22,7 @@ func adaptiveShort(t *testing.T, edits ...string) string {
 }
 
 // TestAdaptiveLimitPreset: the preset runs end to end and decides both
-// verdicts on the limiter's own numbers. Measured (README): the limit grows
+// verdicts on the limiter's own numbers. Measured (docs/policies.md): the limit grows
 // to the whole pool while A is healthy, so under a slow A it isolates worse
 // than a bulkhead (ADAPTIVE-ISOLATES NOT SUPPORTED) and under busy it serves
 // A more (ADAPTIVE-COST SUPPORTED); the test asserts a decision, not which.

@@ -57,7 +57,7 @@ X-Dep-Overloaded). A payload fault answers 200 with a JSON document of
 With --protocol tcp (or a tcp:// upstream) it relays TCP connections of any
 protocol (a database, a cache, a broker) and injects faults per connection
 instead: latency, bandwidth, timeout, reset, slow_close, limit_data,
-slicer and down (Toxiproxy's names; see the README's "TCP dependencies").
+slicer and down (Toxiproxy's names; see docs/tcp-and-postgres.md).
 
 With --protocol postgres (or a postgres:// upstream) it relays PostgreSQL
 connections, reads the wire protocol's framing and injects faults per

@@ -15,17 +15,29 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "bulkheadlab",
 		Short: "Measure whether per-dependency bulkheads keep a service up when one dependency gets slow",
-		Long: `bulkheadlab runs a chaos experiment with real processes, real HTTP and real
-open-model load: a two-endpoint service (/a calls dependency A, /b calls B)
-runs with one shared pool or with per-dependency bulkheads, a fault proxy
-makes A slow or failing, and the report says with numbers whether the
-bulkheads kept /b available.`,
+		Long: `bulkheadlab answers one question with measurements: when one dependency
+gets slow, does a shared worker pool take the whole service down, and do
+per-dependency bulkheads prevent it? It runs a chaos experiment with real
+processes, real HTTP and open-model load, and its report says with numbers
+whether the bulkheads kept the other endpoints available.
+
+Out of the box it tests a built-in service (/a calls dependency A, /b calls
+B) with one shared pool and with bulkheads while a fault proxy makes A slow
+or failing: "bulkheadlab run". "bulkheadlab list" names the other ready-made
+experiments and the question each answers.
+
+To test your own service, write a spec file with an external: section (your
+service's URLs, its dependencies, and the proxies to point it at) and run
+"bulkheadlab run my-spec.yaml": see docs/your-service.md.`,
 		Example: `  # run the default experiment (slow-dependency) and write a report
   bulkheadlab run
 
-  # list the presets, and check one (or a file of your own) without running it
+  # list the ready-made experiments, and check one without running it
   bulkheadlab list
-  bulkheadlab validate slow-dependency`,
+  bulkheadlab validate slow-dependency
+
+  # your own service: a spec with an external: section (docs/your-service.md)
+  bulkheadlab validate my-service.yaml`,
 		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

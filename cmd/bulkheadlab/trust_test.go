@@ -3,7 +3,7 @@ package main
 // End-to-end tests that each rule of trust can fail: a dead target, a
 // starved service, a bulkhead that waits before it rejects, responses no
 // rule classifies, and damaged run data each change the exit code of
-// `--check` the way the README promises, never into a false "regressed".
+// `--check` the way docs/ci.md promises, never into a false "regressed".
 
 import (
 	"encoding/json"

@@ -32,8 +32,8 @@ const (
 	DefaultCanaryMaxP99T = 0.1
 	// DefaultMaxLagP99T is the limit on the load generator's schedule lag
 	// p99, in units of T: sends up to 0.2 T late moved no deciding number of
-	// the default experiment beyond its spread over repeats (README,
-	// "Validity in units of T"), so half of that cannot change a verdict.
+	// the default experiment beyond its spread over repeats
+	// (docs/validity.md), so half of that cannot change a verdict.
 	DefaultMaxLagP99T             = 0.1
 	DefaultBaselineMinSuccess     = 0.99
 	DefaultBaselineMaxUnreachable = 0.01

@@ -714,7 +714,7 @@ func (s *Spec) Warnings() []string {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
 				"every other response of your service (a 429, a 503 from its bulkhead) counts as unclassified, and FAILFAST "+
-				"becomes INCONCLUSIVE above 1 % of them: add rules (see the README's rule syntax)")
+				"becomes INCONCLUSIVE above 1 % of them: add rules (see Rules in docs/your-service.md)")
 		}
 		noCanary, noMetrics := false, false
 		for i := range s.Modes {
