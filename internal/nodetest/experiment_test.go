@@ -21,7 +21,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// shopSpec is the README's Kubernetes example (the namespace shop, the
+// shopSpec is the Kubernetes example of docs/clusters.md (the namespace shop, the
 // dependencies payments and stock, a Deployment of the service per mode,
 // expectations victim browse and culprit checkout, two payments proxies),
 // with the built-in service's rules, short phases, one condition and two
@@ -61,7 +61,7 @@ const (
 	stockURL    = "http://stock.shop.svc:8080"
 )
 
-// TestShopExperimentOnRealPods runs the README's Kubernetes example with
+// TestShopExperimentOnRealPods runs the Kubernetes example of docs/clusters.md with
 // `bulkheadlab run --kubernetes` (the image's binary, as a user would) on
 // the real node: the user's dependencies and a Deployment of the
 // built-in service per mode, all reached by their *.svc names; the
