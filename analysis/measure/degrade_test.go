@@ -77,8 +77,9 @@ func TestDegradedAgainstTheControl(t *testing.T) {
 
 // TestPoolFirst: EXHAUSTED's reading of the first resource — an exported
 // pool is the pool; a limit inferred from outside stands for one when it
-// matches a declared pool or, with none declared, no connection pool of
-// the same limit; a service's only connection pool is its bulkhead.
+// matches a declared pool or none is declared (a cap matching no declared
+// pool cannot be told apart); a service's only connection pool is its
+// bulkhead.
 func TestPoolFirst(t *testing.T) {
 	inferred := []InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 20, AfterFaultS: 0.3}}
 	for _, tt := range []struct {
@@ -93,7 +94,7 @@ func TestPoolFirst(t *testing.T) {
 		{"inferred, nothing declared", ResourcePoolInferred, nil, 0, true, PoolFirstYes},
 		{"inferred, a declared pool of its size", ResourcePoolInferred, []rundata.PoolInfo{{Name: "shared", Limit: 20}}, 0, true, PoolFirstYes},
 		{"inferred, no declared pool of its size", ResourcePoolInferred, []rundata.PoolInfo{{Name: "a", Limit: 6}, {Name: "b", Limit: 6}}, 0, true, PoolFirstUnknown},
-		{"inferred, a connection pool of the same limit", ResourcePoolInferred, nil, 20, true, PoolFirstUnknown},
+		{"inferred, a connection pool of the same limit and nothing declared", ResourcePoolInferred, nil, 20, true, PoolFirstYes},
 		{"the only connection pool of a service without worker pools", ResourceConnections, nil, 20, true, PoolFirstYes},
 		{"a connection pool under declared pools of other sizes", ResourceConnections, []rundata.PoolInfo{{Name: "a", Limit: 10}}, 8, true, PoolFirstNo},
 		{"connections of the built-in service", ResourceConnections, nil, 8, false, PoolFirstNo},

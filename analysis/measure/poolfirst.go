@@ -21,7 +21,7 @@ const (
 
 // PoolFirstRule documents how EXHAUSTED tells a pool from what else ran out
 // first; the report prints it with the exhaustion rules.
-const PoolFirstRule = "the pool ran out first when the first resource is a pool the service exports; a limit inferred from the proxies when it equals a declared pool's size (within the plateau's tolerance) or, with no pool declared, when no exported connection pool has the same limit (else the two cannot be told apart); " +
+const PoolFirstRule = "the pool ran out first when the first resource is a pool the service exports; a limit inferred from the proxies when it equals a declared pool's size (within the plateau's tolerance), or whenever no pool is declared (the cap is then the service's bulkhead, whatever it is built of; one that matches no declared pool cannot be told apart from a limit of another kind); " +
 	"for a service that exports its connection pools and no worker pools, a connection pool when it is its bulkhead (it equals a declared pool, or none is declared) — the same gauges give the same answer under external.metrics.in_use and external.metrics.conns"
 
 // poolFirst says whether the pool ran out first in e, and why not or why it
@@ -59,12 +59,9 @@ func (r *Run) inferredIsPool(inferred []InferredLimit) (string, string) {
 		}
 		return PoolFirstUnknown, fmt.Sprintf("%s, which is no declared pool's size (%s): a limit of another kind?", l, joinInts(declared))
 	}
-	for _, pool := range r.ConnPoolNames() {
-		lim := r.metricMax(rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
-		if matchesSize(l.Limit, []int{int(lim)}) {
-			return PoolFirstUnknown, fmt.Sprintf("%s, the limit of connection pool %s too: the pool and the connections cannot be told apart (export the worker pool's gauges as external.metrics.in_use, or declare it under external.pools)", l, pool)
-		}
-	}
+	// With no pool declared, a cap seen from outside is the service's
+	// bulkhead, whatever it is built of — a connection pool of the same
+	// limit it exports included (its only pool is its bulkhead).
 	return PoolFirstYes, ""
 }
 
