@@ -6,7 +6,9 @@
 //     localhost (a web page whose name was made to resolve to the
 //     listener's address sends its own name: DNS rebinding), else 403;
 //   - with a token, every request but GET /healthz must carry
-//     "Authorization: Bearer <token>", compared in constant time, else 401;
+//     "Authorization: Bearer <token>" or the token in HeaderToken (what
+//     reaches a pod through a Kubernetes API server's proxy, which deletes
+//     Authorization), compared in constant time, else 401;
 //   - a command (any method but GET and HEAD) must declare Content-Type
 //     application/json, else 415: a browser sends text/plain or a form
 //     cross-site without asking first, never JSON.
@@ -84,14 +86,16 @@ func Check(t string) error {
 // without a token (a kubelet's readiness probe has none): the handler
 // must tell nothing there but that it is up.
 func Guard(h http.Handler, token string) http.Handler {
-	want := []byte("Bearer " + token)
+	want, wantOwn := []byte("Bearer "+token), []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !LocalHost(r) {
 			deny(w, http.StatusForbidden, "control API: Host and Origin must be an IP address or localhost")
 			return
 		}
 		open := r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead)
-		if token != "" && !open && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		bearer := subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
+		own := subtle.ConstantTimeCompare([]byte(r.Header.Get(HeaderToken)), wantOwn) == 1
+		if token != "" && !open && !bearer && !own {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="bulkheadlab"`)
 			deny(w, http.StatusUnauthorized, "control API: the run's token is required (Authorization: Bearer …)")
 			return
@@ -149,7 +153,7 @@ type Transport struct {
 }
 
 // RoundTrip implements http.RoundTripper: a clone of req with the
-// Authorization header (req itself is not changed).
+// Authorization header and HeaderToken (req itself is not changed).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
@@ -160,8 +164,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+t.Token)
+	r.Header.Set(HeaderToken, t.Token)
 	return base.RoundTrip(r)
 }
+
+// HeaderToken carries the token beside Authorization: a Kubernetes API
+// server authenticates a request to a pod's proxy by its Authorization
+// header and then deletes it, so through pods/proxy only this one reaches
+// the pod (the token is the run's, not the cluster's).
+const HeaderToken = "X-Bulkheadlab-Token"
 
 // Client returns a copy of hc (nil: a zero http.Client) whose requests
 // carry token and that follows no redirect (a redirect's target would get

@@ -25,6 +25,11 @@ func TestGuard(t *testing.T) {
 		{"token, wrong", tok, "PUT", "/faults", "127.0.0.1:1", "", "Bearer " + strings.Repeat("0", 64), "application/json", 401},
 		{"token, prefix of it", tok, "PUT", "/faults", "127.0.0.1:1", "", "Bearer " + tok[:63], "application/json", 401},
 		{"token, not bearer", tok, "PUT", "/faults", "127.0.0.1:1", "", "Basic " + tok, "application/json", 401},
+		// Through a Kubernetes API server's pod proxy, which deletes
+		// Authorization once it has authenticated the runner.
+		{"token, own header", tok, "PUT", "/faults", "10.244.0.7:8081", "", "own:" + tok, "application/json", 200},
+		{"token, own header wrong", tok, "PUT", "/faults", "127.0.0.1:1", "", "own:" + strings.Repeat("0", 64), "application/json", 401},
+		{"token, own header as bearer", tok, "PUT", "/faults", "127.0.0.1:1", "", "own:Bearer " + tok, "application/json", 401},
 		{"token, healthz open", tok, "GET", "/healthz", "127.0.0.1:1", "", "", "", 200},
 		{"token, healthz POST not open", tok, "POST", "/healthz", "127.0.0.1:1", "", "", "application/json", 401},
 		{"token, metrics closed", tok, "GET", "/metrics", "127.0.0.1:1", "", "", "", 401},
@@ -44,7 +49,14 @@ func TestGuard(t *testing.T) {
 		h := Guard(ok, tt.token)
 		req := httptest.NewRequest(tt.method, "http://x"+tt.path, strings.NewReader("{}"))
 		req.Host = tt.host
-		for k, v := range map[string]string{"Origin": tt.origin, "Authorization": tt.auth, "Content-Type": tt.ct} {
+		auth := map[string]string{"Authorization": tt.auth}
+		if own, ok := strings.CutPrefix(tt.auth, "own:"); ok {
+			auth = map[string]string{HeaderToken: own}
+		}
+		for k, v := range auth {
+			req.Header.Set(k, v)
+		}
+		for k, v := range map[string]string{"Origin": tt.origin, "Content-Type": tt.ct} {
 			if v != "" {
 				req.Header.Set(k, v)
 			}
