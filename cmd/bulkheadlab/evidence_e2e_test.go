@@ -72,7 +72,7 @@ external:
 modes:
 %sservice: {timeout: 250ms, max_wait: 250ms, pool_size: 8, queue: 8}
 load: {rates: {a: 100, b: 100}}
-phases: {warmup: 1s, baseline: 2s, fault: 2500ms, recovery: 3s}
+phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 2500ms}
 conditions: [%s]
 validity: {retries: 2}%s
 `, e.name, deps["A"], deps["B"], pa, pb, modes.String(), e.conditions, check)
@@ -218,7 +218,7 @@ func TestAHealthyRunIsNoDegradation(t *testing.T) {
 	code, out, dir := runSpecJudged(t, "slow-dependency", shortPreset(t, "slow-dependency", "modes: [shared, bulkhead]", "modes: [shared]",
 		"conditions: [healthy, slow, failing, busy]", "conditions: [healthy, slow]", "check: [P1, P2, P3, P4, RECOVERY, NO-LEAK, LIMIT-HOLDS]", "check: [P1]",
 		// A slow A at 120/s needs about 27 permits: the pool of 20 runs out.
-		"rates: {a: 40, b: 40}", "rates: {a: 120, b: 120}"))
+		"rates: {a: 40, b: 40}", "rates: {a: 120, b: 120}", "repeats: 3", "repeats: 2"))
 	if code != ExitOK && code != ExitFailed {
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
