@@ -51,7 +51,7 @@ const (
 )
 
 // InferenceRule documents how limits are inferred; the report prints it.
-const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when some caller failed and the sum varies less than the most varying dependency's count (their counts move against each other), or when every dependency's callers failed and no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
+const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when some caller failed, every dependency's callers were held back (failing, or their p99 up beyond P2's bound) and the sum varies less than the most varying dependency's count (their counts move against each other), or when every dependency's callers failed and no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
 
 // plateauTol is how far below the maximum a sample still counts as at the
 // cap: a permit is free for an instant between two calls. Below 5 the
@@ -65,8 +65,9 @@ func plateauTol(max float64) float64 {
 }
 
 // inferLimits applies InferenceRule to the run. errRate is each endpoint's
-// fault-phase error rate.
-func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
+// fault-phase error rate; slowed names the endpoints whose fault-phase p99
+// rose beyond P2's bound (held back without failing).
+func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []InferredLimit {
 	fs, ok := r.FaultStart()
 	if !ok {
 		return nil
@@ -150,19 +151,26 @@ func (r *Run) inferLimits(errRate map[string]float64) []InferredLimit {
 	// dependency's callers must have failed, and no dependency capped on
 	// its own may vary less than the sum.
 	// Parts that move against each other are enough once some caller ran
-	// into the cap: a dependency whose callers only waited for a permit
-	// (slower, not failing) is held back by it too.
+	// into the cap and every dependency's callers were held back by it —
+	// failing, or only waiting for a permit (their p99 up beyond P2's
+	// bound): a bulkhead's neighbour is neither, and its count's noise can
+	// make the sum look flat.
 	var most float64
 	capped := fs.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second)))
-	allFailing := true
+	allFailing, allHeld := true, true
 	for _, d := range deps {
 		allFailing = allFailing && failing([]string{d})
+		held := failing([]string{d})
+		for _, ep := range callers[d] {
+			held = held || slowed[ep]
+		}
+		allHeld = allHeld && held
 		most = math.Max(most, variance(series[d], capped))
 	}
 	switch {
 	case !failing(deps):
 		return out
-	case l.variance < most:
+	case allHeld && l.variance < most:
 	case !allFailing:
 		return out
 	default:

@@ -92,10 +92,18 @@ func TestInferLimits(t *testing.T) {
 			}
 			return 10
 		}, map[string]float64{"a": 0.5, "b": 0.5}, "calls to A capped at 10; calls to B capped at 10"},
+		// Measured in CI: a bulkhead of 4 on A, B's few calls behind their
+		// own, fine and at baseline; B's count happened to move against A's
+		// dips, so the sum sat flat — yet nothing held B's callers back: no
+		// shared limit.
+		{"a bulkhead of 4, B's count against A's by chance", func(i int) float64 { return float64(4 - btoi(i%4 == 0)) },
+			func(i int) float64 { return float64(2 + btoi(i%4 == 0)) }, map[string]float64{"a": 0.6, "b": 0}, "calls to A capped at 4"},
 		{"no limit: in flight varies", noise(30, 60), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
 		{"a plateau but nothing failed", ramp(45), noise(0, 4), map[string]float64{"a": 0, "b": 0}, ""},
 	} {
-		got := DescribeInferred(inflightRun(tt.a, tt.b).inferLimits(tt.errors))
+		// B's callers only waited for a socket: their p99 rose, no error.
+		slowed := map[string]map[string]bool{"one shared limit of 10, B only waiting": {"b": true}, "one shared limit of 10, as measured": {"b": true}}[tt.name]
+		got := DescribeInferred(inflightRun(tt.a, tt.b).inferLimits(tt.errors, slowed))
 		if got != tt.want {
 			t.Errorf("%s: inferred %q, want %q", tt.name, got, tt.want)
 		}
@@ -172,7 +180,7 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, rundata.MetricProxyRequests: 50 * float64(i)}},
 				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
-		return DescribeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}))
+		return DescribeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}, nil))
 	}
 	// Demand: 200/s × min(10 ms + 300 ms, 250 ms) = 50 permits.
 	if got := run(50); got != "" {
@@ -181,4 +189,11 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 	if got := run(20); got != "calls to A capped at 20" {
 		t.Errorf("flat at 20 against a demand of 50: inferred %q, want A capped at 20", got)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

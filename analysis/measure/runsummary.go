@@ -314,7 +314,11 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	for _, e := range s.Endpoints {
 		errRate[e.Endpoint] = float64(e.FaultErrorRate)
 	}
-	s.Inferred = r.inferLimits(errRate)
+	slowed := map[string]bool{}
+	for _, e := range s.Endpoints {
+		slowed[e.Endpoint] = float64(s.P99RiseT(e.Endpoint)) > ex.P2MaxP99RiseT
+	}
+	s.Inferred = r.inferLimits(errRate, slowed)
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
 			st := l.poolStats()
