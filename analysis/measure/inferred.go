@@ -150,6 +150,8 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 	// counts of their own add their variances. Without that sign every
 	// dependency's callers must have failed, and no dependency capped on
 	// its own may vary less than the sum.
+	// (Each variance is from the first sample at the cap: the ramp-up
+	// before says nothing about how flat the cap is.)
 	// Parts that move against each other are enough once some caller ran
 	// into the cap and every dependency's callers were held back by it —
 	// failing, or only waiting for a permit (their p99 up beyond P2's
@@ -243,19 +245,6 @@ func plateau(s []rundir.Point, fs time.Time) (InferredLimit, bool) {
 	if share < MinAtCapShare || float64(above)/float64(len(s)) > MaxAboveCapShare {
 		return InferredLimit{}, false
 	}
-	// The spread at the cap: from the first sample that reached it (the
-	// ramp-up before says nothing about how flat the cap is).
-	var m, sq float64
-	var n int
-	for _, p := range s {
-		if p.Time.Before(first) {
-			continue
-		}
-		n++
-		d := p.Value - m
-		m += d / float64(n)
-		sq += d * (p.Value - m)
-	}
 	// The cap is the highest count the calls often reach: a permit is free
 	// for an instant between two calls more often in a service that fails
 	// fast, so the median can sit one below.
@@ -269,7 +258,7 @@ func plateau(s []rundir.Point, fs time.Time) (InferredLimit, bool) {
 		}
 	}
 	return InferredLimit{Limit: int(math.Round(limit)), AtCapShare: Num(share), AfterFaultS: Num(first.Sub(fs).Seconds()),
-		MeanInFlight: Num(sum / float64(len(s))), variance: sq / float64(n)}, true
+		MeanInFlight: Num(sum / float64(len(s))), variance: variance(s, first)}, true
 }
 
 // String describes the limit: "calls to A+B capped at 20 → one shared
