@@ -257,6 +257,8 @@ func plateau(s []rundir.Point, fs time.Time) (InferredLimit, bool) {
 			limit = v
 		}
 	}
+	// The spread at the cap is from the first sample that reached it: the
+	// ramp-up before says nothing about how flat the cap is.
 	return InferredLimit{Limit: int(math.Round(limit)), AtCapShare: Num(share), AfterFaultS: Num(first.Sub(fs).Seconds()),
 		MeanInFlight: Num(sum / float64(len(s))), variance: variance(s, first)}, true
 }
