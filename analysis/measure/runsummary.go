@@ -541,11 +541,18 @@ func degradedAgainst(w rundata.Window, baseP99 float64, ex rundata.Expectations,
 	if tot == 0 {
 		return false
 	}
-	if e := float64(w.Counts.Failed()) / float64(tot); e > ex.DegradedErrorRate && e > c.ErrorRate {
-		return true
+	ratio := math.NaN() // no baseline: the errors alone can tell
+	if baseP99 > 0 {
+		ratio = Millis(w.Latency.P99) / baseP99
 	}
-	ratio := Millis(w.Latency.P99) / baseP99
-	return baseP99 > 0 && ratio > ex.DegradedP99Factor && ratio > c.P99Ratio
+	return c.exceeded(float64(w.Counts.Failed())/float64(tot), ratio, ex)
+}
+
+// exceeded reports whether an error rate or a p99 over its baseline's
+// (NaN: unknown) is beyond both the expectations' thresholds and the
+// control's noise.
+func (c DegradeControl) exceeded(errRate, p99Ratio float64, ex rundata.Expectations) bool {
+	return (errRate > ex.DegradedErrorRate && errRate > c.ErrorRate) || (p99Ratio > ex.DegradedP99Factor && p99Ratio > c.P99Ratio)
 }
 
 // timeToDegrade is the time in units of T from fault start to the end of the
@@ -676,8 +683,7 @@ func (r *Run) victimSpans(ex rundata.Expectations) []SpanStat {
 // expectations' thresholds and the control's noise; undefined when none is.
 func TimeToDegradeAgainst(s RunSummary, ex rundata.Expectations, c DegradeControl) Num {
 	for _, sp := range s.VictimSpans {
-		e, r := float64(sp.ErrorRate), float64(sp.P99Ratio)
-		if (e > ex.DegradedErrorRate && e > c.ErrorRate) || (r > ex.DegradedP99Factor && r > c.P99Ratio) {
+		if c.exceeded(float64(sp.ErrorRate), float64(sp.P99Ratio), ex) {
 			return sp.EndT
 		}
 	}
