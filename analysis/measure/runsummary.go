@@ -743,6 +743,17 @@ func RejectedShare(e EndpointStats) Num {
 	return Num(float64(c[rundata.ClassRejected]+c[rundata.ClassLimited]+c[rundata.ClassCircuitOpen]) / float64(tot))
 }
 
+// DependencyOf is the dependency endpoint ep calls as the first of runs
+// that knows it says, "" when none does.
+func DependencyOf(runs []RunSummary, ep string) string {
+	for _, r := range runs {
+		if d := r.Endpoint(ep).Dependency; d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
 // dependencyOf is the dependency endpoint ep calls, "" when the run does
 // not say.
 func (r *Run) dependencyOf(ep string) string {

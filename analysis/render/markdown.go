@@ -341,15 +341,7 @@ func writeShardsMD(b *bytes.Buffer, s *verdict.Summary) {
 // faulted)." — or, when both call the same dependency, says so.
 func rolesLine(s *verdict.Summary) string {
 	ex := s.Expectations
-	var vd, cd string
-	for _, r := range s.Runs {
-		if vd == "" {
-			vd = r.Endpoint(ex.Victim).Dependency
-		}
-		if cd == "" {
-			cd = r.Endpoint(ex.Culprit).Dependency
-		}
-	}
+	vd, cd := measure.DependencyOf(s.Runs, ex.Victim), measure.DependencyOf(s.Runs, ex.Culprit)
 	switch {
 	case vd != "" && vd == cd:
 		return fmt.Sprintf("Victim endpoint /%s, culprit /%s: both call %s.", ex.Victim, ex.Culprit, vd)

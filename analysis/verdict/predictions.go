@@ -243,10 +243,8 @@ func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
 // ("A"), else "/culprit's dependency".
 func culpritDependency(cells []Cell, ex rundata.Expectations) string {
 	for _, c := range cells {
-		for _, r := range c.UsedRuns {
-			if d := r.Endpoint(ex.Culprit).Dependency; d != "" {
-				return d
-			}
+		if d := measure.DependencyOf(c.UsedRuns, ex.Culprit); d != "" {
+			return d
 		}
 	}
 	return "/" + ex.Culprit + "'s dependency"
