@@ -202,14 +202,7 @@ func readJSONLines[T any](t *testing.T, path string, out *[]T) {
 // no prediction: the harness does not know a user's service's pools).
 func TestAuditExternal(t *testing.T) {
 	bin := binary(t)
-	deps := map[string]string{}
-	for _, d := range []string{"A", "B"} {
-		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps[d] = "http://" + serveOn(t, dep.Serve)
-	}
+	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
 	proxyA, proxyB, addr := freeAddr(t), freeAddr(t), freeAddr(t)
 	text := fmt.Sprintf(`name: ext-audit
 seed: 9

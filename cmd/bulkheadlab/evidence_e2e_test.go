@@ -31,14 +31,7 @@ type evidenceExp struct {
 func (e evidenceExp) spec(t *testing.T) string {
 	t.Helper()
 	bin := binary(t)
-	deps := map[string]string{}
-	for _, d := range []string{"A", "B"} {
-		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps[d] = "http://" + serveOn(t, dep.Serve)
-	}
+	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
 	pa, pb := freeAddr(t), freeAddr(t)
 	var modes strings.Builder
 	for _, m := range sortedKeys(e.modes) {
@@ -288,14 +281,7 @@ func TestTheSameGaugesTheSameVerdict(t *testing.T) {
 		{"as in_use and limit", "in_use: node_pool_in_use, limit: node_pool_limit, rejected: node_pool_rejected_total"},
 		{"as conns", "conns: {in_use: node_pool_in_use, limit: node_pool_limit}"},
 	} {
-		deps := map[string]string{}
-		for _, d := range []string{"A", "B"} {
-			dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
-			if err != nil {
-				t.Fatal(err)
-			}
-			deps[d] = "http://" + serveOn(t, dep.Serve)
-		}
+		deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
 		var modes strings.Builder
 		for _, m := range []struct{ name, layout string }{{"one", "shared"}, {"split", "bulkhead"}} {
 			svc := freeAddr(t)

@@ -27,14 +27,7 @@ func TestRunExternalTwoModesByCommand(t *testing.T) {
 		t.Skip("runs an external-mode experiment of 8 runs (~45 s)")
 	}
 	bin := binary(t)
-	deps := map[string]string{}
-	for _, d := range []string{"A", "B"} {
-		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps[d] = "http://" + serveOn(t, dep.Serve)
-	}
+	deps := stubDeps(t, service.DepConfig{Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
 	proxyA, proxyB, addrS, addrB := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	start := func(mode, addr string) string {
 		return fmt.Sprintf(`[%q, serve, --listen, %q, --mode, %s, --pool-size, "8", --queue, "8", --timeout, 250ms, --max-wait, 250ms, --dep-a, "http://%s", --dep-b, "http://%s"]`,

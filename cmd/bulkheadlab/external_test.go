@@ -49,14 +49,7 @@ func TestRunExternalMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an external-mode experiment (~6 s)")
 	}
-	deps := map[string]string{}
-	for _, d := range []string{"A", "B"} {
-		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps[d] = "http://" + serveOn(t, dep.Serve)
-	}
+	deps := stubDeps(t, service.DepConfig{Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
 	proxyA, proxyB := freeAddr(t), freeAddr(t)
 	svc, err := service.New(service.Config{
 		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 2, MaxWait: 250 * time.Millisecond},
@@ -189,4 +182,20 @@ modes: [bulkhead]
 			}
 		})
 	}
+}
+
+// stubDeps serves dependencies A and B on loopback, each a stub of cfg
+// (its Name set), for the test's life, and returns their URLs by name.
+func stubDeps(t *testing.T, cfg service.DepConfig) map[string]string {
+	t.Helper()
+	deps := map[string]string{}
+	for _, d := range []string{"A", "B"} {
+		cfg.Name = d
+		dep, err := service.NewDep(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps[d] = "http://" + serveOn(t, dep.Serve)
+	}
+	return deps
 }

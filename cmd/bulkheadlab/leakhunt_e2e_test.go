@@ -96,14 +96,7 @@ func TestLeakInAnotherRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := map[string]string{}
-	for _, d := range []string{"A", "B"} {
-		dep, err := service.NewDep(service.DepConfig{Name: d, Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps[d] = "http://" + serveOn(t, dep.Serve)
-	}
+	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
 	spec := func(leak, condition string) string {
 		svc, pa, pb := freeAddr(t), freeAddr(t), freeAddr(t)
 		port := svc[strings.LastIndex(svc, ":")+1:]
