@@ -34,61 +34,26 @@ if [ -x "$dir/bin/kube-apiserver" ] && [ -x "$dir/bin/etcd" ] && [ -x "$dir/bin/
 fi
 
 mkdir -p "$dir/bin" "$dir/kwok"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# shellcheck source=gobuild.lib.sh
+. "$(dirname "$0")/gobuild.lib.sh"
 
-export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch"
-go_version=$(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1.0/')
-
-# build NAME MODULEDIR PACKAGE: go build PACKAGE in the scratch module
-# MODULEDIR into bin/NAME, through a temporary file renamed into place.
-build() {
-	local name=$1 mod=$2 pkg=$3 start=$SECONDS
-	if [ -x "$dir/bin/$name" ]; then
-		echo "$name: cached" >&2
-		return
-	fi
-	echo "$name: building $pkg" >&2
-	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/.$name.tmp" "$pkg")
-	mv -f "$dir/bin/.$name.tmp" "$dir/bin/$name"
-	echo "$name: built in $((SECONDS - start)) s" >&2
-}
-
-# scratch NAME: a new empty module directory.
-scratch() {
-	mkdir -p "$scratch/$1"
-	printf 'module scratch/%s\n\ngo %s\n' "$1" "$go_version" >"$scratch/$1/go.mod"
-	echo "$scratch/$1"
-}
-
-# kube-apiserver: k8s.io/kubernetes as a dependency, its ./staging
-# replacements rewritten to the published staging modules.
+# kube-apiserver: k8s.io/kubernetes as a dependency (gobuild.lib.sh).
 if [ ! -x "$dir/bin/kube-apiserver" ]; then
-	mod=$(scratch apiserver)
-	kmod=$(cd "$mod" && go mod download -json k8s.io/kubernetes@v$K8S_VERSION | sed -n 's/.*"GoMod": *"\([^"]*\)".*/\1/p')
-	{
-		echo "require k8s.io/kubernetes v$K8S_VERSION"
-		echo "replace ("
-		# staging modules: k8s.io/X => ./staging/src/k8s.io/X becomes k8s.io/X v0.minor.patch
-		sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#\t\1 => \1 v0.'"${K8S_VERSION#1.}"'#p' "$kmod"
-		# any other replacement kubernetes pins (module => module version)
-		sed -n '/^replace (/,/^)/p' "$kmod" | grep '=>' | grep -v '\./staging/' || true
-		echo ")"
-	} >>"$mod/go.mod"
-	build kube-apiserver "$mod" k8s.io/kubernetes/cmd/kube-apiserver
+	mod=$(kubernetes_module apiserver "$K8S_VERSION")
+	build bin/kube-apiserver "$mod" k8s.io/kubernetes/cmd/kube-apiserver
 fi
 
 # etcd: the server's main package.
 if [ ! -x "$dir/bin/etcd" ]; then
 	mod=$(scratch etcd)
 	echo "require go.etcd.io/etcd/server/v3 v$ETCD_VERSION" >>"$mod/go.mod"
-	build etcd "$mod" go.etcd.io/etcd/server/v3
+	build bin/etcd "$mod" go.etcd.io/etcd/server/v3
 fi
 
 # kwok: the binary, and its Stage files and CRDs.
 mod=$(scratch kwok)
 echo "require sigs.k8s.io/kwok v$KWOK_VERSION" >>"$mod/go.mod"
-build kwok "$mod" sigs.k8s.io/kwok/cmd/kwok
+build bin/kwok "$mod" sigs.k8s.io/kwok/cmd/kwok
 if [ ! -d "$dir/kwok/stage" ] || [ ! -d "$dir/kwok/crd" ]; then
 	src=$(cd "$mod" && go mod download -json sigs.k8s.io/kwok@v$KWOK_VERSION | sed -n 's/.*"Dir": *"\([^"]*\)".*/\1/p')
 	tmp=$(mktemp -d "$dir/kwok/.tmp.XXXXXX")

@@ -38,45 +38,12 @@ if all; then
 fi
 
 mkdir -p "$dir/bin" "$dir/cni"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# shellcheck source=gobuild.lib.sh
+. "$(dirname "$0")/gobuild.lib.sh"
 
-export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch"
-go_version=$(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1.0/')
-
-# build OUT MODULEDIR PACKAGE: go build PACKAGE in the scratch module
-# MODULEDIR into $dir/OUT, through a temporary file renamed into place.
-build() {
-	local out=$1 mod=$2 pkg=$3 start=$SECONDS
-	if [ -x "$dir/$out" ]; then
-		echo "$out: cached" >&2
-		return
-	fi
-	echo "$out: building $pkg" >&2
-	(cd "$mod" && nice -n 10 go build -trimpath -ldflags "-s -w" -o "$dir/$out.tmp" "$pkg")
-	mv -f "$dir/$out.tmp" "$dir/$out"
-	echo "$out: built in $((SECONDS - start)) s" >&2
-}
-
-# scratch NAME: a new empty module directory.
-scratch() {
-	mkdir -p "$scratch/$1"
-	printf 'module scratch/%s\n\ngo %s\n' "$1" "$go_version" >"$scratch/$1/go.mod"
-	echo "$scratch/$1"
-}
-
-# kubelet and kube-proxy: k8s.io/kubernetes as a dependency, its ./staging
-# replacements rewritten to the published staging modules (as kube-bins.sh
-# does for kube-apiserver, so Go's build cache is shared with it).
-mod=$(scratch kubernetes)
-kmod=$(cd "$mod" && go mod download -json k8s.io/kubernetes@v$K8S_VERSION | sed -n 's/.*"GoMod": *"\([^"]*\)".*/\1/p')
-{
-	echo "require k8s.io/kubernetes v$K8S_VERSION"
-	echo "replace ("
-	sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#\t\1 => \1 v0.'"${K8S_VERSION#1.}"'#p' "$kmod"
-	sed -n '/^replace (/,/^)/p' "$kmod" | grep '=>' | grep -v '\./staging/' || true
-	echo ")"
-} >>"$mod/go.mod"
+# kubelet and kube-proxy: k8s.io/kubernetes as a dependency, as kube-bins.sh
+# builds kube-apiserver (gobuild.lib.sh), so Go's build cache is shared.
+mod=$(kubernetes_module kubernetes "$K8S_VERSION")
 build bin/kubelet "$mod" k8s.io/kubernetes/cmd/kubelet
 build bin/kube-proxy "$mod" k8s.io/kubernetes/cmd/kube-proxy
 
