@@ -16,6 +16,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/internal/mgc"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // planes are the two data planes: the raw HTTP/1.x one (the default for an
@@ -147,11 +148,11 @@ func TestCapacityFaultOverflowAndCancel(t *testing.T) {
 			served, cancelServed := context.WithCancel(context.Background())
 			defer cancelServed()
 			servedDone := send(served)
-			waitFor(t, "the first request to take the slot", func() bool { return e.p.capacity.inService.Load() == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the first request to take the slot", func() bool { return e.p.capacity.inService.Load() == 1 })
 			waiting, cancelWaiting := context.WithCancel(context.Background())
 			defer cancelWaiting()
 			waitingDone := send(waiting)
-			waitFor(t, "the second request to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the second request to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
 
 			start := time.Now()
 			status, _, h, err := e.get(context.Background(), "/", "")
@@ -174,7 +175,7 @@ func TestCapacityFaultOverflowAndCancel(t *testing.T) {
 			if err := <-waitingDone; !errors.Is(err, context.Canceled) {
 				t.Errorf("cancelled waiting request: %v, want context.Canceled", err)
 			}
-			waitFor(t, "the cancelled request to leave the queue", func() bool { return e.p.capacity.queued.Load() == 0 })
+			testkit.WaitFor(t, 10*time.Second, "the cancelled request to leave the queue", func() bool { return e.p.capacity.queued.Load() == 0 })
 			m = metricsText(t, e)
 			for _, want := range []string{rundata.MetricProxyQueueLength + " 0", rundata.MetricProxyInService + " 1",
 				"faultproxy_cancelled_total 1", rundata.MetricProxyQueueWaitCount + " 1"} {
@@ -184,7 +185,7 @@ func TestCapacityFaultOverflowAndCancel(t *testing.T) {
 			}
 			cancelServed()
 			<-servedDone
-			waitFor(t, "the slot to be free", func() bool { return e.p.capacity.inService.Load() == 0 && e.p.Inflight() == 0 })
+			testkit.WaitFor(t, 10*time.Second, "the slot to be free", func() bool { return e.p.capacity.inService.Load() == 0 && e.p.Inflight() == 0 })
 			if n := e.upCalls.Load(); n != 0 {
 				t.Errorf("upstream called %d times, want 0 (every request was rejected or gave up)", n)
 			}
@@ -221,7 +222,7 @@ func TestCapacityFaultHoldsSlotThroughUpstream(t *testing.T) {
 				}()
 			}
 			<-entered
-			waitFor(t, "the second request to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the second request to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
 			select {
 			case <-entered:
 				t.Fatal("the second request reached the upstream while the first held the only slot")
@@ -235,7 +236,7 @@ func TestCapacityFaultHoldsSlotThroughUpstream(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			waitFor(t, "the slot to be free", func() bool { return e.p.capacity.inService.Load() == 0 })
+			testkit.WaitFor(t, 10*time.Second, "the slot to be free", func() bool { return e.p.capacity.inService.Load() == 0 })
 		})
 	}
 }
@@ -260,7 +261,7 @@ func TestCapacityServerFIFO(t *testing.T) {
 				s.release()
 			}
 		}()
-		waitFor(t, fmt.Sprintf("waiter %d to queue", i), func() bool { return s.stats.queued.Load() == int64(i+1) })
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool { return s.stats.queued.Load() == int64(i+1) })
 	}
 	if res, _ := s.acquire(never, nil); res != admitFull {
 		t.Errorf("acquire with the queue full = %v, want admitFull", res)
@@ -356,19 +357,19 @@ func TestCapacityFaultLedger(t *testing.T) {
 	}
 	cancelA, doneA := send("a")
 	defer cancelA()
-	waitFor(t, "a to take the slot", func() bool { return e.p.capacity.inService.Load() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "a to take the slot", func() bool { return e.p.capacity.inService.Load() == 1 })
 	cancelB, doneB := send("b")
 	defer cancelB()
-	waitFor(t, "b to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "b to queue", func() bool { return e.p.capacity.queued.Load() == 1 })
 	if status, _, _, err := e.get(context.Background(), "/", "c"); status != 503 || err != nil {
 		t.Errorf("c = %d %v, want 503", status, err)
 	}
 	cancelA() // b gets the slot, after a wait
 	<-doneA
-	waitFor(t, "b to get the slot", func() bool { return e.p.capacity.queued.Load() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "b to get the slot", func() bool { return e.p.capacity.queued.Load() == 0 })
 	cancelB()
 	<-doneB
-	waitFor(t, "every request to end", func() bool { return e.p.Inflight() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "every request to end", func() bool { return e.p.Inflight() == 0 })
 	e.srv.Shutdown(context.Background())
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -406,7 +407,7 @@ func TestCapacityFaultShutdown(t *testing.T) {
 					_, _, _, err := e.get(context.Background(), "/", "")
 					errs <- err
 				}()
-				waitFor(t, fmt.Sprintf("request %d to be served or queued", i+1), func() bool {
+				testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("request %d to be served or queued", i+1), func() bool {
 					return e.p.capacity.inService.Load()+e.p.capacity.queued.Load() == int64(i+1)
 				})
 			}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func controlDo(t *testing.T, e *testEnv, method, path, body string) (int, string) {
@@ -145,7 +147,7 @@ func TestThousandHangs(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "1000 requests to hang", func() bool { return e.p.Inflight() == n })
+	testkit.WaitFor(t, 10*time.Second, "1000 requests to hang", func() bool { return e.p.Inflight() == n })
 
 	ctx := context.Background()
 	var worst time.Duration

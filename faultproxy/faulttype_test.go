@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/fields"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // typeCases are, by fault type, a valid fault of the type firing on every
@@ -241,8 +242,8 @@ func actsOnPlane(t *testing.T, ft faultType, netHTTP bool) {
 	}
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	_, _ = io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, ft.name()+" injected", func() bool { return val(p.m.injected[ft.name()]) == 1 })
-	waitFor(t, "the upstream's calls", func() bool { return calls.Load() == wantCalls })
+	testkit.WaitFor(t, 10*time.Second, ft.name()+" injected", func() bool { return val(p.m.injected[ft.name()]) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the upstream's calls", func() bool { return calls.Load() == wantCalls })
 	if tc.status != 0 {
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil || resp.StatusCode != tc.status {

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // fwdEnv is a proxy in front of an upstream handler of the test's own.
@@ -298,7 +300,7 @@ func TestForwardClientGoneCancelsUpstream(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream call was not cancelled when the client went away")
 	}
-	waitFor(t, "the cancellation to be counted", func() bool { return val(e.p.m.cancelled) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the cancellation to be counted", func() bool { return val(e.p.m.cancelled) == 1 })
 	if n := val(e.p.m.upstreamErrors); n != 0 {
 		t.Errorf("faultproxy_upstream_errors_total = %v, want 0", n)
 	}
@@ -407,7 +409,7 @@ func TestForwardClientGoneBurst(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		waitFor(t, fmt.Sprintf("wave %d: every upstream call of a client that gave up cut", wave), func() bool {
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("wave %d: every upstream call of a client that gave up cut", wave), func() bool {
 			return arrived.Load() > 0 && cut.Load() == arrived.Load()
 		})
 		t.Logf("wave %d: %d calls of clients that gave up reached the upstream, all cut", wave, arrived.Load())

@@ -96,18 +96,6 @@ func (e *testEnv) set(t testing.TB, fs ...Fault) {
 	}
 }
 
-// waitFor polls cond until it holds or the bounded deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // val returns the value of a single-series counter, gauge or (sample count
 // of a) histogram.
 func val(c prometheus.Collector) float64 {

@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/runtimestats"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // histogram returns the sample count and sum of a single-series histogram
@@ -69,7 +70,7 @@ func TestUpstreamDuration(t *testing.T) {
 		}
 		// The raw plane observes a call just after its answer went out:
 		// the client can have read the answer first.
-		waitFor(t, "the last call to be observed", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the last call to be observed", func() bool {
 			c, _ := histogram(t, p, "faultproxy_upstream_duration_seconds")
 			return c >= n
 		})
@@ -202,7 +203,7 @@ func TestInflightPeak(t *testing.T) {
 				}
 			}()
 		}
-		waitFor(t, "the requests to hang", func() bool { return p.Inflight() == n })
+		testkit.WaitFor(t, 10*time.Second, "the requests to hang", func() bool { return p.Inflight() == n })
 		if got := scrapeGauge(t, hc, controlURL, name); got != n {
 			t.Errorf("%d requests hanging: %s %v, want %d", n, name, got, n)
 		}
@@ -210,7 +211,7 @@ func TestInflightPeak(t *testing.T) {
 		for range n {
 			<-done
 		}
-		waitFor(t, "the requests to end", func() bool { return p.Inflight() == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the requests to end", func() bool { return p.Inflight() == 0 })
 		p.ClearFaults()
 		if got := scrapeGauge(t, hc, controlURL, name); got != n {
 			t.Errorf("%d requests hung and ended since the last scrape: %s %v, want %d", n, name, got, n)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func TestPassThrough(t *testing.T) {
@@ -98,7 +100,7 @@ func TestHangFault(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hanging GET error = %v, want the caller's deadline", err)
 	}
-	waitFor(t, "the hanging handler to end", func() bool { return e.p.Inflight() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the hanging handler to end", func() bool { return e.p.Inflight() == 0 })
 	if n := e.upCalls.Load(); n != 0 {
 		t.Errorf("upstream called %d times, want 0", n)
 	}
@@ -126,7 +128,7 @@ func TestCancelledDelayReleases(t *testing.T) {
 	}
 	// A request given up before the proxy read it never reaches the handler;
 	// every one that did must have been cancelled during its delay.
-	waitFor(t, "delayed handlers to end", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "delayed handlers to end", func() bool {
 		return e.p.Inflight() == 0 && val(e.p.m.cancelled) == val(e.p.m.requests)
 	})
 	if c := e.upCalls.Load(); c != 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/sockets"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -144,10 +145,10 @@ func TestRawStalledBody(t *testing.T) {
 				t.Errorf("sent %q and stalled: the upstream's read of the request did not end (its connection held)", tc.sent)
 			}
 			conn.Close()
-			waitFor(t, "the request to leave the in-flight count", func() bool { return e.p.Inflight() == 0 })
+			testkit.WaitFor(t, 10*time.Second, "the request to leave the in-flight count", func() bool { return e.p.Inflight() == 0 })
 			goleak.VerifyNone(t, idle)
 			if socks >= 0 {
-				waitFor(t, "the client's and the upstream's sockets to close", func() bool { return sockets.Open() <= socks })
+				testkit.WaitFor(t, 10*time.Second, "the client's and the upstream's sockets to close", func() bool { return sockets.Open() <= socks })
 			}
 		})
 	}
@@ -267,7 +268,7 @@ func TestRawBodyDeadlineLeavesWatch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("a client gone %v after its body (body idle timeout %v): its upstream call was not cut", 3*d, d)
 	}
-	waitFor(t, "the cancellation to be counted", func() bool { return val(e.p.m.cancelled) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the cancellation to be counted", func() bool { return val(e.p.m.cancelled) == 1 })
 	if n := val(e.p.m.upstreamErrors); n != 0 {
 		t.Errorf("faultproxy_upstream_errors_total = %v, want 0", n)
 	}

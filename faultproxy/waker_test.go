@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // runWaits adds n deadlines spread over spread, in random order, to w and
@@ -37,7 +39,7 @@ func runWaits(t *testing.T, w *waker, n int, spread time.Duration) []time.Durati
 
 func waitIdle(t *testing.T, w *waker) {
 	t.Helper()
-	waitFor(t, "the waker's goroutine to end", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the waker's goroutine to end", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return !w.running

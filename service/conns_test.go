@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/spf13/pflag"
 )
@@ -176,7 +177,7 @@ func TestConnsLayout(t *testing.T) {
 			bDone := make(chan reply, 1)
 			go func() { bDone <- get(t, c, url+"/b", nil) }()
 			if tt.bWaits {
-				waitFor(t, "the call to B to wait for a connection", func() bool { return svc.connPool(SharedConnPool).Waiting == 1 })
+				testkit.WaitFor(t, 10*time.Second, "the call to B to wait for a connection", func() bool { return svc.connPool(SharedConnPool).Waiting == 1 })
 				if s := svc.Layout().Pool(EndpointB).Snapshot(); s.InUse != 1 || s.Limit != k {
 					t.Errorf("layout %q: B's bulkhead %d/%d in use while B waits for a connection, want 1/%d (room to spare)", tt.layout, s.InUse, s.Limit, k)
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/internal/mgc"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // concurrentTimes sends n GETs to url at once (mgc.Burst) and returns how
@@ -112,11 +113,11 @@ func TestDepQueueOverflowAndAbandon(t *testing.T) {
 	served, cancelServed := context.WithCancel(context.Background())
 	defer cancelServed()
 	servedDone := send(served)
-	waitFor(t, "the first request to take the slot", func() bool { return d.slots.Snapshot().InUse == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the first request to take the slot", func() bool { return d.slots.Snapshot().InUse == 1 })
 	waiting, cancelWaiting := context.WithCancel(context.Background())
 	defer cancelWaiting()
 	waitingDone := send(waiting)
-	waitFor(t, "the second request to queue", func() bool { return d.slots.Snapshot().Waiting == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the second request to queue", func() bool { return d.slots.Snapshot().Waiting == 1 })
 
 	start := time.Now()
 	r := get(t, c, srv.URL+"/", nil)
@@ -139,7 +140,7 @@ func TestDepQueueOverflowAndAbandon(t *testing.T) {
 	if err := <-waitingDone; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled waiting request: %v, want context.Canceled", err)
 	}
-	waitFor(t, "the cancelled request to leave the queue", func() bool { return d.slots.Snapshot().Waiting == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the cancelled request to leave the queue", func() bool { return d.slots.Snapshot().Waiting == 0 })
 	m = get(t, c, srv.URL+"/metrics", nil).body
 	for _, want := range []string{rundata.MetricStubQueueLength + " 0", rundata.MetricStubInService + " 1",
 		"bulkheadlab_dep_queue_abandoned_total 1", rundata.MetricStubQueueWaitCount + " 1"} {
@@ -149,7 +150,7 @@ func TestDepQueueOverflowAndAbandon(t *testing.T) {
 	}
 	cancelServed()
 	<-servedDone
-	waitFor(t, "the slot to be free", func() bool { return d.slots.Snapshot().InUse == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the slot to be free", func() bool { return d.slots.Snapshot().InUse == 0 })
 }
 
 // TestDepUnlimitedMetrics: a stub without capacity exports the capacity

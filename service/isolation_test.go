@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // TestIsolation is the acceptance test: dependency A slowed to
@@ -52,7 +53,7 @@ func TestIsolation(t *testing.T) {
 				wg.Go(func() { get(t, c, srv.URL+"/a", nil) })
 			}
 			poolA := svc.Layout().Pool(EndpointA)
-			waitFor(t, "/a to saturate its pool", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "/a to saturate its pool", func() bool {
 				s := poolA.Snapshot()
 				return s.InUse == s.Limit && s.Waiting == s.QueueLimit
 			})
@@ -118,7 +119,7 @@ func TestGroupIsolation(t *testing.T) {
 				held.Go(func() { get(t, c, url+"/a", nil) })
 			}
 			heldA.awaitArrivals(t, perPool)
-			waitFor(t, "a's calls to hold every permit of its pool", func() bool { return poolA.Snapshot().InUse == perPool })
+			testkit.WaitFor(t, 10*time.Second, "a's calls to hold every permit of its pool", func() bool { return poolA.Snapshot().InUse == perPool })
 
 			b, cc := get(t, c, url+"/b", nil), get(t, c, url+"/c", nil)
 			heldA.release()

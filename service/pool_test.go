@@ -10,22 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"golang.org/x/sync/semaphore"
 )
-
-// waitFor polls cond (yielding the processor, no fixed sleeps) until it
-// holds or a generous deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(50 * time.Microsecond)
-	}
-}
 
 func mustPool(t testing.TB, cfg PoolConfig) *Pool {
 	t.Helper()
@@ -98,7 +85,7 @@ func TestPoolImmediateOutcomes(t *testing.T) {
 			for range tt.waiting {
 				wg.Go(func() { p.Acquire(wctx) })
 			}
-			waitFor(t, "waiters to queue", func() bool { return p.Snapshot().Waiting == tt.waiting })
+			testkit.WaitFor(t, 10*time.Second, "waiters to queue", func() bool { return p.Snapshot().Waiting == tt.waiting })
 
 			pm, err := p.Acquire(tt.ctx)
 			if !errors.Is(err, tt.want) || (tt.want == nil) != pm.Held() {
@@ -136,7 +123,7 @@ func TestPoolFIFO(t *testing.T) {
 			order <- i
 			pm.Release()
 		})
-		waitFor(t, "waiter to queue", func() bool { return p.Snapshot().Waiting == i+1 })
+		testkit.WaitFor(t, 10*time.Second, "waiter to queue", func() bool { return p.Snapshot().Waiting == i+1 })
 	}
 	first.Release()
 	wg.Wait()
@@ -174,7 +161,7 @@ func TestPoolWaitTimeoutAndCancel(t *testing.T) {
 			start := time.Now()
 			go func() { _, err := p.Acquire(ctx); done <- err }()
 			if tt.cancel {
-				waitFor(t, "waiter to queue", func() bool { return p.Snapshot().Waiting == 1 })
+				testkit.WaitFor(t, 10*time.Second, "waiter to queue", func() bool { return p.Snapshot().Waiting == 1 })
 				cancel()
 			}
 			err := <-done
@@ -246,7 +233,7 @@ func TestPoolSnapshotWaitHistogram(t *testing.T) {
 	held, _ := p.Acquire(context.Background())
 	got := make(chan Permit)
 	go func() { pm, _ := p.Acquire(context.Background()); got <- pm }()
-	waitFor(t, "waiter to queue", func() bool { return p.Snapshot().Waiting == 1 })
+	testkit.WaitFor(t, 10*time.Second, "waiter to queue", func() bool { return p.Snapshot().Waiting == 1 })
 	held.Release()
 	(<-got).Release()
 	s := p.Snapshot()
@@ -358,11 +345,11 @@ func TestPoolCancelAtReleaseLeaksNothing(t *testing.T) {
 		go func() { pm, _ := p.Acquire(ctx); got <- pm }()
 		second := make(chan Permit, 1)
 		if i%2 == 1 { // a second waiter must receive the passed-on permit
-			waitFor(t, "first waiter", func() bool { return p.Snapshot().Waiting == 1 })
+			testkit.WaitFor(t, 10*time.Second, "first waiter", func() bool { return p.Snapshot().Waiting == 1 })
 			go func() { pm, _ := p.Acquire(context.Background()); second <- pm }()
-			waitFor(t, "second waiter", func() bool { return p.Snapshot().Waiting == 2 })
+			testkit.WaitFor(t, 10*time.Second, "second waiter", func() bool { return p.Snapshot().Waiting == 2 })
 		} else {
-			waitFor(t, "waiter", func() bool { return p.Snapshot().Waiting == 1 })
+			testkit.WaitFor(t, 10*time.Second, "waiter", func() bool { return p.Snapshot().Waiting == 1 })
 			second <- Permit{}
 		}
 		go cancel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -203,7 +204,7 @@ func readJSONLines[T any](t *testing.T, path string, out *[]T) {
 func TestAuditExternal(t *testing.T) {
 	bin := binary(t)
 	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
-	proxyA, proxyB, addr := freeAddr(t), freeAddr(t), freeAddr(t)
+	proxyA, proxyB, addr := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	text := fmt.Sprintf(`name: ext-audit
 seed: 9
 external:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -32,10 +33,10 @@ func (e evidenceExp) spec(t *testing.T) string {
 	t.Helper()
 	bin := binary(t)
 	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
-	pa, pb := freeAddr(t), freeAddr(t)
+	pa, pb := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	var modes strings.Builder
 	for _, m := range sortedKeys(e.modes) {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		argv := []string{bin, "serve", "--listen", addr, "--timeout", "250ms", "--max-wait", "250ms", "--dep-a", "http://" + pa, "--dep-b", "http://" + pb}
 		argv = append(argv, e.modes[m]...)
 		metrics := ""
@@ -284,7 +285,7 @@ func TestTheSameGaugesTheSameVerdict(t *testing.T) {
 		deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 32})
 		var modes strings.Builder
 		for _, m := range []struct{ name, layout string }{{"one", "shared"}, {"split", "bulkhead"}} {
-			svc := freeAddr(t)
+			svc := testkit.FreeAddr(t)
 			port := svc[strings.LastIndex(svc, ":")+1:]
 			fmt.Fprintf(&modes, `  - name: %s
     pools: %s
@@ -311,7 +312,7 @@ phases: {warmup: 1500ms, baseline: 2s, fault: 2500ms, recovery: 1s}
 conditions: [slow]
 validity: {retries: 2}
 expectations: {check: [EXHAUSTED]}
-`, deps["A"], deps["B"], freeAddr(t), freeAddr(t), modes.String())
+`, deps["A"], deps["B"], testkit.FreeAddr(t), testkit.FreeAddr(t), modes.String())
 		code, out, dir := runSpecJudged(t, "node-pools", text)
 		if o := outcomeOf(readSummary(t, dir), "EXHAUSTED"); code != ExitOK || o != analysis.Supported {
 			t.Errorf("%s: exit %d, EXHAUSTED %s; want 0, SUPPORTED; output:\n%s", tt.name, code, o, out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -28,7 +29,7 @@ func TestRunExternalTwoModesByCommand(t *testing.T) {
 	}
 	bin := binary(t)
 	deps := stubDeps(t, service.DepConfig{Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
-	proxyA, proxyB, addrS, addrB := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	proxyA, proxyB, addrS, addrB := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	start := func(mode, addr string) string {
 		return fmt.Sprintf(`[%q, serve, --listen, %q, --mode, %s, --pool-size, "8", --queue, "8", --timeout, 250ms, --max-wait, 250ms, --dep-a, "http://%s", --dep-b, "http://%s"]`,
 			bin, addr, mode, proxyA, proxyB)

@@ -14,6 +14,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -31,9 +32,9 @@ import (
 func TestRunExternalPostgres(t *testing.T) {
 	bin := binary(t)
 	pg := pgtest.Start(t)
-	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	spec := func(sharedLayout, bulkheadLayout string) string {
-		addrS, addrB := freeAddr(t), freeAddr(t)
+		addrS, addrB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 		start := func(addr, layout string) string {
 			return fmt.Sprintf(`[%q, serve, --listen, %q, --mode, bulkhead, --pool-size, "80", --queue, "0", --timeout, 250ms, --max-wait, 250ms, --conns, "8", --conns-layout, %s, --endpoint, "a=%s", --query, "a=SELECT 1 AS analytics", --endpoint, "b=%s", --query, "b=SELECT 2 AS lookup"]`,
 				bin, addr, layout, pgtest.DSNAt(proxyA), pgtest.DSNAt(proxyB))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/internal/redistest"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -92,7 +93,7 @@ func TestRunExternalTCPRedis(t *testing.T) {
 		t.Skip("runs an external-mode experiment (~10 s)")
 	}
 	upstream := redistest.Start(t)
-	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	svc := newRedisService(map[string]string{"a": proxyA, "b": proxyB})
 	defer svc.close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

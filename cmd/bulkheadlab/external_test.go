@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -30,17 +31,6 @@ func serveOn(t *testing.T, fn func(context.Context, net.Listener) error) string 
 	return ln.Addr().String()
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestRunExternalMode plays a user with their own service: the test runs a
 // bulkhead service and two dependencies itself, the service calls the fault
 // proxies at fixed addresses, and `bulkheadlab run` starts only the proxies
@@ -50,7 +40,7 @@ func TestRunExternalMode(t *testing.T) {
 		t.Skip("runs an external-mode experiment (~6 s)")
 	}
 	deps := stubDeps(t, service.DepConfig{Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
-	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	svc, err := service.New(service.Config{
 		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 2, MaxWait: 250 * time.Millisecond},
 		Timeout: 250 * time.Millisecond, Endpoints: service.TwoEndpoints("http://"+proxyA, "http://"+proxyB),
@@ -133,11 +123,11 @@ func TestRunExternalBrokenSetup(t *testing.T) {
 		name, addr, start string
 		want              []string
 	}{
-		{"missing start command", freeAddr(t), fmt.Sprintf("[%q, --listen, \"127.0.0.1:0\"]", missing),
+		{"missing start command", testkit.FreeAddr(t), fmt.Sprintf("[%q, --listen, \"127.0.0.1:0\"]", missing),
 			[]string{"could not be set up", "mode bulkhead", fmt.Sprintf("start command %q", missing+" --listen 127.0.0.1:0"), "does not exist"}},
 		{"closes every connection", closer, "",
 			[]string{"could not be set up", "mode bulkhead", "endpoint a: GET http://" + closer + "/a", "closed without an answer"}},
-		{"nothing listens", freeAddr(t), "",
+		{"nothing listens", testkit.FreeAddr(t), "",
 			[]string{"could not be set up", "mode bulkhead", "endpoint b: GET http://", "nothing listens there"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +146,7 @@ load: {rates: {a: 20, b: 20}}
 phases: {warmup: 300ms, baseline: 1s, fault: 1s, recovery: 300ms}
 conditions: [slow]
 modes: [bulkhead]
-`, tt.addr, freeAddr(t), freeAddr(t), freeAddr(t), start)
+`, tt.addr, testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t), start)
 			file := filepath.Join(tmp, "broken.yaml")
 			if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 				t.Fatal(err)

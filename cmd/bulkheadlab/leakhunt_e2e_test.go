@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -98,7 +99,7 @@ func TestLeakInAnotherRuntime(t *testing.T) {
 	}
 	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
 	spec := func(leak, condition string) string {
-		svc, pa, pb := freeAddr(t), freeAddr(t), freeAddr(t)
+		svc, pa, pb := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 		port := svc[strings.LastIndex(svc, ":")+1:]
 		return fmt.Sprintf(`name: node-leak
 seed: 9

@@ -18,6 +18,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
@@ -166,14 +167,14 @@ func outcomeOf(s analysis.Summary, name string) analysis.Outcome {
 // experiment before any load with exit 4 naming the target and why — no
 // INVALID run, no retry, no report, not a supported P1.
 func TestDeadTargetIsASetupError(t *testing.T) {
-	dead := freeAddr(t)
+	dead := testkit.FreeAddr(t)
 	spec := fmt.Sprintf(trustSpec, "dead", fmt.Sprintf(`modes: [shared]
 external:
   targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
   upstreams: {A: "http://%[1]s", B: "http://%[1]s"}
   proxies:   {A: "%[2]s", B: "%[3]s"}
   canary:    "http://%[1]s/healthz"
-expectations: {check: [P1]}`, dead, freeAddr(t), freeAddr(t)))
+expectations: {check: [P1]}`, dead, testkit.FreeAddr(t), testkit.FreeAddr(t)))
 	code, out, dir := runSpec(t, "dead", spec)
 	if code != ExitError || !strings.Contains(out, "endpoint a: GET http://"+dead+"/a: nothing listens there") {
 		t.Fatalf("exit %d, want %d naming the dead target; output:\n%s", code, ExitError, out)
@@ -240,7 +241,7 @@ expectations: {check: [P2, FAILFAST]}`)
 func TestUnclassifiedIsNamedAndInconclusive(t *testing.T) {
 	depA := startDep(t, "A")
 	depB := startDep(t, "B")
-	proxyA, proxyB := freeAddr(t), freeAddr(t)
+	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	svc, err := service.New(service.Config{
 		Layout:  service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: 6, Queue: 0},
 		Timeout: 250 * time.Millisecond, Endpoints: service.TwoEndpoints("http://"+proxyA, "http://"+proxyB),

@@ -54,7 +54,7 @@ func CreateResultsDir(root string, p *plan.Plan, now time.Time) (*ResultsDir, er
 		}
 		path = fmt.Sprintf("%s-%d", base, i)
 	}
-	if err := writeFileAtomic(filepath.Join(path, rundata.SpecFile), p.Spec); err != nil {
+	if err := writeRedacted(filepath.Join(path, rundata.SpecFile), p.Spec); err != nil {
 		return nil, err
 	}
 	d := &ResultsDir{Path: path, index: rundata.Index{Experiment: p.Experiment, Started: now.UTC()}}
@@ -161,7 +161,7 @@ func (d *ResultsDir) StartRun(meta rundata.RunMeta, spec []byte) (string, error)
 		return "", fmt.Errorf("results: %w", err)
 	}
 	if spec != nil {
-		if err := writeFileAtomic(filepath.Join(dir, rundata.SpecFile), spec); err != nil {
+		if err := writeRedacted(filepath.Join(dir, rundata.SpecFile), spec); err != nil {
 			return "", err
 		}
 	}
@@ -280,13 +280,13 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("results: %s: %w", filepath.Base(path), err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return writeRedacted(path, append(b, '\n'))
 }
 
-// writeFileAtomic writes path atomically (a crash leaves the old or the new
+// writeRedacted writes path atomically (a crash leaves the old or the new
 // version), with every password masked (redact.Text): the spec copies,
 // meta.json and index.json.
-func writeFileAtomic(path string, data []byte) error {
+func writeRedacted(path string, data []byte) error {
 	if err := atomicfile.WriteFile(path, redact.Bytes(data)); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}

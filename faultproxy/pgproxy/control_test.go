@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func TestParseFaults(t *testing.T) {
@@ -120,7 +121,7 @@ func TestLedgerRecordsEachQuery(t *testing.T) {
 		_, _ = c.Exec(ctx, sql)
 	}
 	_ = c.Close(ctx)
-	waitFor(t, "the connection to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connection to end", func() bool { return e.p.Open() == 0 })
 	_ = e.srv.Shutdown(ctx)
 	if err := ledger.Close(); err != nil {
 		t.Fatal(err)

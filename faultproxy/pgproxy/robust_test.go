@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // startupMessage is a protocol 3.0 StartupMessage for pgtest's user and
@@ -81,7 +82,7 @@ func TestMalformedStreamClosesOnlyItsConnection(t *testing.T) {
 		if _, closed := sendRaw(t, e.srv.Addr(), tc.in); !closed {
 			t.Errorf("%s (% x…): the proxy kept the connection open 5 s", tc.name, tc.in[:min(len(tc.in), 12)])
 		}
-		waitFor(t, tc.name+" counted", func() bool {
+		testkit.WaitFor(t, 5*time.Second, tc.name+" counted", func() bool {
 			return gather(t, e.p, "faultproxy_pg_protocol_errors_total", "reason", tc.reason) == before+1
 		})
 		var one int
@@ -89,7 +90,7 @@ func TestMalformedStreamClosesOnlyItsConnection(t *testing.T) {
 			t.Fatalf("after %s: the other connection's SELECT 1: %v", tc.name, err)
 		}
 	}
-	waitFor(t, "one connection open", func() bool { return e.p.Open() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "one connection open", func() bool { return e.p.Open() == 1 })
 }
 
 // TestSSLRequestAnsweredN: the proxy answers an SSLRequest 'N', so a pgx
@@ -181,12 +182,12 @@ func TestClientVanishesMidQuery(t *testing.T) {
 			_, err := c.Exec(ctx, sql)
 			done <- err
 		}()
-		waitFor(t, sql+" in flight", func() bool { return e.p.Inflight() == 1 })
+		testkit.WaitFor(t, 5*time.Second, sql+" in flight", func() bool { return e.p.Inflight() == 1 })
 		_ = c.PgConn().Conn().Close()
 		if err := <-done; err == nil {
 			t.Errorf("%s on a closed connection succeeded", sql)
 		}
-		waitFor(t, "no connection, no query", func() bool { return e.p.Open() == 0 && e.p.Inflight() == 0 })
+		testkit.WaitFor(t, 5*time.Second, "no connection, no query", func() bool { return e.p.Open() == 0 && e.p.Inflight() == 0 })
 	}
 	if h, a := gather(t, e.p, "faultproxy_pg_queries_total", "outcome", outcomeHang),
 		gather(t, e.p, "faultproxy_pg_queries_total", "outcome", outcomeAborted); h != 1 || a != 1 {
@@ -211,7 +212,7 @@ func TestUpstreamCloses(t *testing.T) {
 	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the proxy to close the session", func() bool { return e.p.Open() == 0 }) // admin is direct
+	testkit.WaitFor(t, 5*time.Second, "the proxy to close the session", func() bool { return e.p.Open() == 0 }) // admin is direct
 	_, err := c.Exec(ctx, "SELECT 1")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "57P01" {

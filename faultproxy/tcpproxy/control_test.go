@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func TestParseFaultsToxiproxyUnitsAndNames(t *testing.T) {
@@ -118,7 +119,7 @@ func TestLedgerRecordsEachConnection(t *testing.T) {
 	e.put(t, `{"faults":[{"type":"reset","stream":"upstream"}]}`)
 	_, _ = c.Write([]byte("x"))
 	_, _ = c.Read(make([]byte, 1))
-	waitFor(t, "the connection to end", func() bool { return p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connection to end", func() bool { return p.Open() == 0 })
 	_ = srv.Shutdown(t.Context())
 	if err := ledger.Close(); err != nil {
 		t.Fatal(err)

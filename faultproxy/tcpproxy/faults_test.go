@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func TestPassThroughEchoes(t *testing.T) {
@@ -17,7 +19,7 @@ func TestPassThroughEchoes(t *testing.T) {
 	msg := bytes.Repeat([]byte("x"), 100_000)
 	exchange(t, c, msg)
 	up, down := e.p.m.bytes[dirUp], e.p.m.bytes[dirDown]
-	waitFor(t, "the byte counters", func() bool { return counterValue(t, up) == 100_000 && counterValue(t, down) == 100_000 })
+	testkit.WaitFor(t, 5*time.Second, "the byte counters", func() bool { return counterValue(t, up) == 100_000 && counterValue(t, down) == 100_000 })
 }
 
 // TestLatencyDelaysEachExchange measures the round trip of a small echo on

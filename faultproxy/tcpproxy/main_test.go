@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
-	"github.com/bulkheadlab/bulkheadlab/internal/sockets"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -172,44 +172,13 @@ func exchange(t testing.TB, c net.Conn, msg []byte) time.Duration {
 	return time.Since(start)
 }
 
-// waitFor polls cond every millisecond for up to 5 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// checkFDs fails t if, after the test's cleanups, more descriptors are open
-// than before it (allowing a moment for closes to land).
+// checkFDs fails t if the test leaves a socket open. The process's one
+// kernel timer (faultproxy.SleepUntil) is made on first use and kept: it is
+// made before counting.
 func checkFDs(t *testing.T) {
-	// The process's one kernel timer (faultproxy.SleepUntil) is made on
-	// first use and kept: make it before counting.
+	t.Helper()
 	faultproxy.SleepUntil(nil, nil, time.Now().Add(time.Microsecond))
-	before := sockets.Open()
-	t.Cleanup(func() {
-		if before < 0 {
-			return
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for sockets.Open() > before {
-			if time.Now().After(deadline) {
-				es, _ := os.ReadDir("/proc/self/fd")
-				var ls []string
-				for _, e := range es {
-					l, _ := os.Readlink("/proc/self/fd/" + e.Name())
-					ls = append(ls, l)
-				}
-				t.Errorf("sockets: %d open after the test, %d before: %v", sockets.Open(), before, ls)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	testkit.CheckSockets(t)
 }
 
 func isReset(err error) bool {

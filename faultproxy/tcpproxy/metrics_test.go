@@ -2,7 +2,9 @@ package tcpproxy
 
 import (
 	"testing"
+	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -74,7 +76,7 @@ func TestMetricsCountConnectionsBytesAndFaults(t *testing.T) {
 	}
 	a.Close()
 	b.Close()
-	waitFor(t, "the connections to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connections to end", func() bool { return e.p.Open() == 0 })
 	if got := gather(t, e.p, "faultproxy_tcp_connection_duration_seconds", "", ""); got != 2 {
 		t.Errorf("duration histogram has %v samples, want 2", got)
 	}

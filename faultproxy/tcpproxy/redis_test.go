@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/redistest"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // TestRedisThroughProxy puts a real redis-server behind the proxy and a
@@ -85,5 +86,5 @@ func TestRedisThroughProxy(t *testing.T) {
 		t.Errorf("GET after the faults were cleared: %v", err)
 	}
 	rc.Close()
-	waitFor(t, "the client's connections to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the client's connections to end", func() bool { return e.p.Open() == 0 })
 }

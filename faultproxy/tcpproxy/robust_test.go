@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // TestHalfClosePassesFIN: the client sends its request and closes its
@@ -35,7 +37,7 @@ func TestHalfClosePassesFIN(t *testing.T) {
 	if err != nil || string(got) != "got 70000 bytes" {
 		t.Fatalf("answer %q, %v; want \"got 70000 bytes\" then EOF", got, err)
 	}
-	waitFor(t, "the connection to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connection to end", func() bool { return e.p.Open() == 0 })
 }
 
 // TestUpstreamThatNeverAccepts: the kernel completes the handshake, the
@@ -56,7 +58,7 @@ func TestUpstreamThatNeverAccepts(t *testing.T) {
 		t.Fatalf("read %d, %v; want the client's time-out", n, err)
 	}
 	c.Close()
-	waitFor(t, "the connection to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connection to end", func() bool { return e.p.Open() == 0 })
 
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := dead.Addr().String()
@@ -98,7 +100,7 @@ func TestClientVanishesMidStream(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream kept writing 5 s after the client vanished")
 	}
-	waitFor(t, "the connection to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the connection to end", func() bool { return e.p.Open() == 0 })
 }
 
 // TestStream1GiB streams 1 GiB (64 MiB under the race detector) from the
@@ -238,7 +240,7 @@ func Test5000IdleConnections(t *testing.T) {
 	if !out.Scan() || out.Text() != "ready" {
 		t.Fatalf("holder process: %q", out.Text())
 	}
-	waitFor(t, strconv.Itoa(n)+" open connections", func() bool { return e.p.Open() == int64(n) })
+	testkit.WaitFor(t, 5*time.Second, strconv.Itoa(n)+" open connections", func() bool { return e.p.Open() == int64(n) })
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
@@ -250,7 +252,7 @@ func Test5000IdleConnections(t *testing.T) {
 		t.Errorf("%d bytes per idle connection, want at most 64 KiB", per)
 	}
 	stdin.Close()
-	waitFor(t, "every connection to end", func() bool { return e.p.Open() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "every connection to end", func() bool { return e.p.Open() == 0 })
 }
 
 // TestShutdownCutsOpenConnections: kept idle connections and one waiting in
