@@ -775,7 +775,7 @@ func (s *Spec) connectionWarnings() []string {
 				where = fmt.Sprintf("the %d connections it shares with every dependency", conns)
 			}
 			out = append(out, fmt.Sprintf("modes[%d] (%s): the bulkhead %s holds %d calls to %s against %s: it cannot trip before the connections run out "+
-				"(seed-002: size it at ≈ 0.8 × connections = %d, or give %s more connections)",
+				"(size it at ≈ 0.8 × connections = %d, or give %s more connections)",
 				i, m.Name, pl.Name, pl.Limit, dep, where, int(0.8*float64(conns)), dep))
 		}
 	}
