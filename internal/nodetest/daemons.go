@@ -231,11 +231,12 @@ func goBuild(modDir, pkg, tags, bin string) error {
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	cmd := exec.Command("go", append(args, pkg)...)
+	args = append(args, pkg)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build -tags %q %s: %w: %s", tags, pkg, err, out)
+		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }
