@@ -3,8 +3,11 @@
 # scratch, run as user 65532:65532 with the entrypoint /bulkheadlab (so a
 # pod's args are the subcommand: ["proxy", ...], ["shard", ...]). Needs only
 # Go: no Docker daemon, no base image (scripts/mkimage writes the image).
+# The binary is stripped (-trimpath -ldflags "-s -w") and, by default,
+# bulkheadlab's default build: the proxy and shard pods of a run on a
+# cluster need nothing else.
 #
-#   bash scripts/image.sh [NAME] [--tar FILE] [--oci DIR] [--push [--insecure]]
+#   bash scripts/image.sh [NAME] [--tar FILE] [--oci DIR] [--push [--insecure]] [--tags TAGS]
 #
 #   NAME        the image's name (default bulkheadlab:VERSION; env IMAGE_NAME)
 #   --tar FILE  write a tarball for docker load / kind load image-archive /
@@ -16,6 +19,9 @@
 #               (env IMAGE_PUSH=1)
 #   --insecure  with --push: plain HTTP for a registry without TLS (env
 #               IMAGE_INSECURE=1; localhost and loopback need no flag)
+#   --tags TAGS build tags of the binary (env IMAGE_TAGS), e.g. kube for
+#               an image that can also be the runner of run --kubernetes,
+#               in a pod (a CI job on the cluster)
 #
 # Other environment: GOARCH (default amd64) and GOARM pick the platform;
 # VERSION (default `git describe --tags --always --dirty`, else dev) is
@@ -42,12 +48,14 @@ tar=${IMAGE_TAR:-}
 oci=${IMAGE_OCI:-}
 push=${IMAGE_PUSH:-}
 insecure=${IMAGE_INSECURE:-}
+tags=${IMAGE_TAGS:-}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--tar) tar=${2:?--tar needs a file}; shift 2 ;;
 	--oci) oci=${2:?--oci needs a folder}; shift 2 ;;
 	--push) push=1; shift ;;
 	--insecure) insecure=1; shift ;;
+	--tags) tags=${2?--tags needs build tags}; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "image.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
 	*)
@@ -74,8 +82,8 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "building bulkheadlab $version for $platform" >&2
-CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
+echo "building bulkheadlab $version for $platform${tags:+ with -tags $tags}" >&2
+CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -tags "$tags" \
 	-ldflags "-s -w -X main.version=$version" \
 	-o "$work/bulkheadlab" ./cmd/bulkheadlab
 # mkimage runs here, so it is built for this machine whatever GOARCH says.

@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/bulkheadlab/bulkheadlab/internal/kube"
 )
 
 // TestKubeUsageErrors: a run on a cluster refuses, before it connects,
 // what it cannot do, naming the flag; `kube clean` names a kubeconfig it
-// cannot read.
+// cannot read. Without cluster support (no -tags kube) every command line
+// that needs a cluster is a usage error that says how to build a binary
+// with it, whatever else is wrong with it; the flags that do not need a
+// cluster are checked alike in both builds.
 func TestKubeUsageErrors(t *testing.T) {
 	tmp := t.TempDir()
 	ext := filepath.Join(tmp, "ext.yaml")
@@ -23,8 +23,8 @@ func TestKubeUsageErrors(t *testing.T) {
 		"  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cluster := filepath.Join(tmp, "cluster.yaml")
-	if err := os.WriteFile(cluster, []byte("name: cluster\nmodes: [shared]\nexternal:\n"+
+	clusterSpec := filepath.Join(tmp, "cluster.yaml")
+	if err := os.WriteFile(clusterSpec, []byte("name: cluster\nmodes: [shared]\nexternal:\n"+
 		"  targets: {a: 'http://checkout.shop.svc/a', b: 'http://checkout.shop.svc/b'}\n"+
 		"  upstreams: {A: 'http://pay.shop.svc:8080', B: 'http://stock.shop.svc:8080'}\n"+
 		"  kubernetes: {replicas: {A: 2}, shards: 4}\n"), 0o644); err != nil {
@@ -32,41 +32,71 @@ func TestKubeUsageErrors(t *testing.T) {
 	}
 	missing := filepath.Join(tmp, "no-kubeconfig")
 	for _, tc := range []struct {
-		args []string
-		want string
+		args    []string
+		want    string
+		cluster bool // needs cluster support
 	}{
-		{[]string{"run", ext, "--kubernetes"}, "--image"},
-		{[]string{"run", "ci-regression", "--kubernetes", "--image", "x"}, "not an external spec"},
-		{[]string{"run", ext, "--image", "x"}, "--image: only with --kubernetes"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--proxy-replicas", "0"}, "--proxy-replicas"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "checkout:B_URL=B"}, "Deployment checkout given twice"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "stock:"}, "--patch-env"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "lots"}, "--shard-cpu"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "-1"}, "--shard-cpu"},
-		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
-		{[]string{"kube", "clean", "--kubeconfig", missing}, missing},
-		{[]string{"run", cluster, "--allow-remote"}, "external.proxies.A: without it the spec runs only on a cluster"},
-		{[]string{"run", cluster, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing},
+		{[]string{"run", ext, "--kubernetes"}, "--image", true},
+		{[]string{"run", "ci-regression", "--kubernetes", "--image", "x"}, "not an external spec", true},
+		{[]string{"run", ext, "--image", "x"}, "--image: only with --kubernetes", false},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--proxy-replicas", "0"}, "--proxy-replicas", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--image-pull-policy", "Sometimes"}, "--image-pull-policy", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout"}, "--patch-env", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "checkout:B_URL=B"}, "Deployment checkout given twice", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--patch-env", "checkout:A_URL=A", "--patch-env", "stock:"}, "--patch-env", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "lots"}, "--shard-cpu", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--shard-cpu", "-1"}, "--shard-cpu", true},
+		{[]string{"run", ext, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing, true},
+		{[]string{"kube", "clean", "--kubeconfig", missing}, missing, true},
+		{[]string{"run", clusterSpec, "--allow-remote"}, "external.proxies.A: without it the spec runs only on a cluster", false},
+		{[]string{"run", clusterSpec, "--kubernetes", "--image", "x", "--kubeconfig", missing, "--out", tmp}, missing, true},
 	} {
+		want := tc.want
+		if tc.cluster && cluster == nil {
+			want = "built without cluster support (the Kubernetes client libraries are left out of the default build): build one with it: go build -tags kube ./cmd/bulkheadlab"
+		}
 		code, msg := execute(t, tc.args...)
-		if code != ExitUsage || !strings.Contains(msg, tc.want) {
-			t.Errorf("bulkheadlab %s: exit %d %q, want exit %d naming %q", strings.Join(tc.args, " "), code, msg, ExitUsage, tc.want)
+		if code != ExitUsage || !strings.Contains(msg, want) {
+			t.Errorf("bulkheadlab %s: exit %d %q, want exit %d naming %q", strings.Join(tc.args, " "), code, msg, ExitUsage, want)
 		}
 	}
 }
 
-func TestKubeRunID(t *testing.T) {
-	at := time.Date(2026, 12, 2, 16, 4, 5, 0, time.UTC)
-	for name, want := range map[string]string{
-		"slow-dependency":                    "slow-dependency-20261202t160405z",
-		"My_Shop Checkout!":                  "my-shop-checkout-20261202t160405z",
-		"a-very-long-experiment-name-beyond": "a-very-long-experiment-name-be-20261202t160405z",
-	} {
-		if got := kubeRunID(name, at); got != want {
-			t.Errorf("kubeRunID(%q) = %q, want %q", name, got, want)
+// TestKubeHelp: the help says whether this build runs on a cluster. With
+// cluster support run's help shows every cluster flag; without it only
+// --kubernetes, saying how to build a binary that has it, as `kube` does.
+func TestKubeHelp(t *testing.T) {
+	help := func(args ...string) string {
+		t.Helper()
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetArgs(append(args, "--help"))
+		root.SetOut(&out)
+		root.SetErr(&out)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%s --help: %v", strings.Join(args, " "), err)
 		}
+		return out.String()
+	}
+	const needs = "needs a build with cluster support"
+	run, kube, clean := help("run"), help("kube"), help("kube", "clean")
+	for _, tt := range []struct {
+		what, text, says string
+		with             bool // says it with cluster support, else without
+	}{
+		{"run's help", run, "--image string", true},
+		{"run's help", run, "--kube-ttl duration", true},
+		{"run's help", run, "(default 1m0s)", true},
+		{"run's help", run, needs + ", which this one is not: go build -tags kube ./cmd/bulkheadlab", false},
+		{"kube's help", kube, "Kubernetes cluster (" + needs + ")", false},
+		{"kube clean's help", clean, "This build has no cluster support; build one with it: go build -tags kube ./cmd/bulkheadlab", false},
+	} {
+		if want := tt.with == (cluster != nil); strings.Contains(tt.text, tt.says) != want {
+			t.Errorf("cluster support %v: %s says %q: %v, want %v:\n%s", cluster != nil, tt.what, tt.says, !want, want, tt.text)
+		}
+	}
+	if !strings.Contains(run, "--kubernetes") || !strings.Contains(clean, "--namespace") {
+		t.Errorf("run's help does not show --kubernetes, or kube clean's --namespace:\n%s\n%s", run, clean)
 	}
 }
 
@@ -101,55 +131,6 @@ func TestValidateClusterSpec(t *testing.T) {
 		if !strings.Contains(out.String(), tt.want) || strings.Contains(out.String(), tt.not) {
 			t.Errorf("validate %s: output says %q: %v, %q: %v; want only the first:\n%s", tt.name,
 				tt.want, strings.Contains(out.String(), tt.want), tt.not, strings.Contains(out.String(), tt.not), out.String())
-		}
-	}
-}
-
-// TestCleanReport: `kube clean` names a run whose lease has not expired,
-// when it expires and how to delete it now, instead of "nothing to
-// delete".
-func TestCleanReport(t *testing.T) {
-	now := time.Date(2026, 12, 2, 16, 4, 5, 0, time.UTC)
-	held := []kube.HeldRun{{Run: "shop-20261202t160300z", Holder: "laptop-4242", Renewed: now.Add(-20 * time.Second), Expires: now.Add(40 * time.Second)}}
-	for _, tt := range []struct {
-		name      string
-		deleted   int
-		held      []kube.HeldRun
-		want, not []string
-	}{
-		{"killed run", 0, held, []string{"run shop-20261202t160300z is held by laptop-4242 until 16:04:45 (in 40s)", "once its lease expires", "kube clean --all"}, []string{"nothing to delete"}},
-		{"nothing", 0, nil, []string{"nothing to delete in namespace chaos"}, []string{"--all"}},
-		{"deleted", 2, nil, nil, []string{"nothing to delete"}},
-	} {
-		got := cleanReport(tt.deleted, tt.held, "chaos", now)
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q does not say %q", tt.name, got, w)
-			}
-		}
-		for _, n := range tt.not {
-			if strings.Contains(got, n) {
-				t.Errorf("%s: %q says %q", tt.name, got, n)
-			}
-		}
-	}
-}
-
-// TestPatchWarning: fewer patched Deployments than modes is warned about
-// loudly, naming both counts; none, or one per mode, is not.
-func TestPatchWarning(t *testing.T) {
-	for _, tt := range []struct {
-		patched, modes int
-		want           string
-	}{
-		{1, 2, "points 1 Deployment(s) at the proxies, but the spec has 2 modes"},
-		{2, 2, ""},
-		{0, 2, ""},
-		{3, 2, ""},
-	} {
-		got := patchWarning(tt.patched, tt.modes)
-		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("patchWarning(%d, %d) = %q, want %q", tt.patched, tt.modes, got, tt.want)
 		}
 	}
 }

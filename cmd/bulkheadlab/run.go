@@ -168,7 +168,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 		Launcher: launcher(o, token),
 	}
 	if o.kube.on {
-		closeKube, err := startKube(cmd.Context(), w, o.kube, o.shards, sp, p, r)
+		closeKube, err := cluster.start(cmd.Context(), w, o.kube, o.shards, sp, p, r) // checked: not nil
 		if err != nil {
 			return err
 		}
@@ -297,6 +297,9 @@ func launcher(o runOptions, token string) runner.Launcher {
 // flags, the spec, the remote targets, the matrix's estimated time and
 // the output paths.
 func loadRunSpec(args []string, o runOptions) (*spec.Spec, error) {
+	if o.kube.on && cluster == nil {
+		return nil, noCluster("--kubernetes")
+	}
 	if o.noReport && (o.check || o.junit != "") {
 		return nil, usageError(errors.New("--check and --junit judge the report: drop --no-report"))
 	}

@@ -1,3 +1,5 @@
+//go:build kube
+
 // Package kuberun runs an experiment's matrix on a Kubernetes cluster: the
 // fault proxies as a Deployment and a Service per dependency, the load as
 // an Indexed Job of shard pods (loadgen/shards), all of them the objects
@@ -6,6 +8,8 @@
 // pod proxy: it switches the faults on each proxy replica, releases the
 // shards together and merges their results, so the verdicts are those of
 // the runner's own experiments, for the load of the whole fleet.
+//
+// Built only with -tags kube (see internal/kube).
 package kuberun
 
 import (

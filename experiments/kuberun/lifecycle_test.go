@@ -1,3 +1,5 @@
+//go:build kube
+
 package kuberun_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build kube
+
 // Package kube runs an experiment's components on a Kubernetes cluster:
 // a fault proxy per dependency as a Deployment behind a Service, and the
 // load as an Indexed Job of shard pods. Every object of a run carries the
@@ -8,6 +10,9 @@
 // real cluster's garbage collector deletes what it owns once the Lease is
 // deleted, and Cluster.Clean (run by the next run, or by hand) deletes
 // expired runs and any labelled object whose Lease is gone.
+//
+// Built only with -tags kube, as everything that imports the Kubernetes
+// client libraries: the default build of bulkheadlab leaves them out.
 package kube
 
 import (

@@ -1,3 +1,5 @@
+//go:build kube
+
 package kube_test
 
 import (

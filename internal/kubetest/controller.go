@@ -1,3 +1,5 @@
+//go:build kube
+
 package kubetest
 
 import (

@@ -1,3 +1,5 @@
+//go:build kube
+
 // Package kubetest starts a real Kubernetes API server for tests:
 // etcd and kube-apiserver through controller-runtime's envtest, kwok for
 // fake Nodes and the pods' lifecycle on them (pods become Running and
@@ -17,6 +19,8 @@
 // pod-ready Stage is installed with a selector that leaves such pods out,
 // and another Stage makes them Running but not Ready (their container
 // running, not ready), as a pod whose readiness probe fails.
+//
+// Built only with -tags kube (see internal/kube).
 package kubetest
 
 import (

@@ -1,3 +1,5 @@
+//go:build kube
+
 package nodetest
 
 import (
@@ -222,27 +224,42 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 `, kubeconfig, node, GatewayIP, healthz, metrics, PodCIDR, GatewayIP)
 }
 
-// buildImage builds the Go package pkg of the module at modDir statically
-// into dir and writes it as the image ref (internal/ociimage) to a
-// tarball in dir; it returns the tarball's path and the binary's.
-func buildImage(modDir, pkg, ref, dir string) (tar, bin string, err error) {
-	base := strings.NewReplacer("/", "_", ":", "_").Replace(ref)
-	bin = filepath.Join(dir, base+".bin")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+// goBuild builds the Go package pkg of the module at modDir statically,
+// stripped, into bin, with the build tags tags (comma-separated, or "").
+func goBuild(modDir, pkg, tags, bin string) error {
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	args = append(args, pkg)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// buildImage builds the Go package pkg of the module at modDir (the
+// default build, as scripts/image.sh does) into dir and writes it as the
+// image ref (internal/ociimage) to a tarball in dir; it returns the
+// tarball's path.
+func buildImage(modDir, pkg, ref, dir string) (tar string, err error) {
+	base := strings.NewReplacer("/", "_", ":", "_").Replace(ref)
+	bin := filepath.Join(dir, base+".bin")
+	if err := goBuild(modDir, pkg, "", bin); err != nil {
+		return "", err
 	}
 	img, err := ociimage.BuildFile(bin, ociimage.Options{Platform: "linux/" + goarch(), Version: "nodetest", Created: time.Unix(0, 0)})
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	tar = filepath.Join(dir, base+".tar")
 	if err := ociimage.WriteTarball(img, ref, tar); err != nil {
-		return "", "", err
+		return "", err
 	}
-	return tar, bin, nil
+	return tar, nil
 }
 
 // importImage imports a tarball into containerd's k8s.io namespace.

@@ -1,4 +1,4 @@
-//go:build node
+//go:build node && kube
 
 package nodetest_test
 
@@ -62,8 +62,9 @@ const (
 )
 
 // TestShopExperimentOnRealPods runs the Kubernetes example of docs/clusters.md with
-// `bulkheadlab run --kubernetes` (the image's binary, as a user would) on
-// the real node: the user's dependencies and a Deployment of the
+// `bulkheadlab run --kubernetes` (a build with cluster support of the
+// image's commit, as a user would run it; the pods run the image's
+// default build) on the real node: the user's dependencies and a Deployment of the
 // built-in service per mode, all reached by their *.svc names; the
 // proxies' Deployments and Services, the shards' Indexed Job; the
 // services pointed at the proxies' Services by --patch-env. The verdicts
@@ -91,7 +92,7 @@ func TestShopExperimentOnRealPods(t *testing.T) {
 	}
 
 	tmp := t.TempDir()
-	bin := n.Binary // the image's own build
+	bin := n.Binary // -tags kube, the image's commit
 	file := filepath.Join(tmp, "shop.yaml")
 	if err := os.WriteFile(file, []byte(shopSpec), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build kube
+
 // Package nodetest starts a one-node Kubernetes cluster with real pods for
 // tests: kube-apiserver and etcd with the stand-in controller of
 // internal/kubetest (Deployments, Indexed Jobs, and each Service's
@@ -19,6 +21,11 @@
 // binaries of scripts/kube-bins.sh and scripts/node-bins.sh. Without them
 // Start returns an error wrapping ErrUnavailable (tests skip, or fail when
 // the environment sets CI).
+//
+// Built only with -tags kube (see internal/kube); its tests with -tags
+// node,kube. The image holds the default build (scripts/image.sh's: the
+// pods run only its proxy and shard commands), the runner
+// (Node.Binary) is built with -tags kube.
 package nodetest
 
 import (
@@ -71,8 +78,10 @@ type Node struct {
 	// Kubeconfig is an admin kubeconfig file (its context's namespace
 	// "default").
 	Kubeconfig string
-	// Binary is the bulkheadlab binary of Image (static, for this
-	// machine too): the runner of the same build as the pods.
+	// Binary is a bulkheadlab binary with cluster support (-tags kube)
+	// of the same commit as Image's (static, for this machine): the
+	// runner. Image's is the default build, as scripts/image.sh makes it:
+	// the pods run only its proxy and shard commands.
 	Binary string
 	// StartTime is how long Start took.
 	StartTime time.Duration

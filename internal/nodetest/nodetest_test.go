@@ -1,4 +1,4 @@
-//go:build node
+//go:build node && kube
 
 package nodetest_test
 

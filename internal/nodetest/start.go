@@ -1,3 +1,5 @@
+//go:build kube
+
 package nodetest
 
 import (
@@ -25,27 +27,31 @@ func snapshotter() string {
 }
 
 // startContainerd starts containerd with its own configuration, builds
-// and imports the pause image and the project's image.
+// and imports the pause image and the project's image, and builds the
+// runner (n.Binary).
 func (n *Node) startContainerd(ctx context.Context, modDir string) error {
 	snap := snapshotter()
 	cfg := filepath.Join(n.dir, "containerd.toml")
 	if err := os.WriteFile(cfg, []byte(containerdConfig(n.dir, filepath.Join(BinDir(), "cni"), snap)), 0o644); err != nil {
 		return err
 	}
-	// the images build while containerd starts
+	// the images and the runner build while containerd starts
 	type built struct {
-		tar, bin string
-		err      error
+		tar string
+		err error
 	}
 	pause, proj := make(chan built, 1), make(chan built, 1)
 	go func() {
-		t, b, err := buildImage(modDir, "./internal/nodetest/pause", PauseImage, n.dir)
-		pause <- built{t, b, err}
+		t, err := buildImage(modDir, "./internal/nodetest/pause", PauseImage, n.dir)
+		pause <- built{t, err}
 	}()
 	go func() {
-		t, b, err := buildImage(modDir, "./cmd/bulkheadlab", Image, n.dir)
-		proj <- built{t, b, err}
+		t, err := buildImage(modDir, "./cmd/bulkheadlab", Image, n.dir)
+		proj <- built{t, err}
 	}()
+	runner := filepath.Join(n.dir, "bulkheadlab-kube")
+	runnerErr := make(chan error, 1)
+	go func() { runnerErr <- goBuild(modDir, "./cmd/bulkheadlab", "kube", runner) }()
 	d, err := startDaemon(n.dir, "containerd", "containerd", "--config", cfg)
 	if err != nil {
 		return err
@@ -72,13 +78,14 @@ func (n *Node) startContainerd(ctx context.Context, modDir string) error {
 		if b.err != nil {
 			return b.err
 		}
-		if ch == proj {
-			n.Binary = b.bin
-		}
 		if err := importImage(sock, snap, b.tar); err != nil {
 			return err
 		}
 	}
+	if err := <-runnerErr; err != nil {
+		return err
+	}
+	n.Binary = runner
 	return nil
 }
 

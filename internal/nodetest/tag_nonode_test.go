@@ -1,6 +1,6 @@
-//go:build !node
+//go:build !(node && kube)
 
 package nodetest_test
 
-// nodeTag: built with -tags node.
+// nodeTag: built with -tags node,kube.
 const nodeTag = false
