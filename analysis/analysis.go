@@ -7,6 +7,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis/render"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -72,7 +73,7 @@ const (
 )
 
 // FailFast is the name of the fail-fast verdict.
-const FailFast = verdict.FailFast
+const FailFast = claims.FailFast
 
 // Evaluate computes per-run numbers, per-cell estimates, Little's-law rows
 // and the verdicts under ex (see verdict.Evaluate).

@@ -159,9 +159,8 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 	}
 	s.Cells = buildCells(s.Runs, ex)
 	s.Little = buildLittle(s.Cells)
-	for _, f := range families {
-		s.Verdicts = append(s.Verdicts, f(&s)...)
-	}
+	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
+	s.Verdicts = judge(&s)
 	for i, v := range s.Verdicts {
 		// The spec's own word on what its matrix cannot decide: the verdict
 		// says so, as validate did, whatever its runs happened to show.
