@@ -131,11 +131,8 @@ func shardsRun(shards []rundata.ShardStats) *ShardsRun {
 	return out
 }
 
-// Usable reports whether verdicts may use the run's numbers: it completed,
-// its data are sound, and it is valid.
-func (s RunSummary) Usable() bool {
-	return len(s.Problems) == 0 && len(s.Damaged) == 0 && s.Status == rundata.StatusComplete && s.Valid
-}
+// Usable reports whether verdicts may use the run's numbers (rundir.Usable).
+func (s RunSummary) Usable() bool { return rundir.Usable(s.Status, s.Valid, s.Problems, s.Damaged) }
 
 // Exclusion says why a run is not used by the verdicts ("" when it is).
 func (s RunSummary) Exclusion() string {
