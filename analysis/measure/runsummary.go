@@ -715,11 +715,11 @@ func (s RunSummary) Endpoint(name string) EndpointStats {
 		FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
 }
 
-// Harm is how far endpoint name is from P2's isolation in this run: the
-// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
-// P2MaxErrorRate (≥ 1: P2 would not hold for it).
+// Harm is how far endpoint name's fault phase is from its baseline in this
+// run (Harm; above 1: P2 would not hold for it).
 func (s RunSummary) Harm(name string, ex rundata.Expectations) Num {
-	return Num(max(float64(s.P99RiseT(name))/ex.P2MaxP99RiseT, float64(s.Endpoint(name).FaultErrorRate)/ex.P2MaxErrorRate))
+	e := s.Endpoint(name)
+	return Num(Harm(float64(s.P99RiseT(name)), float64(e.FaultErrorRate), e.BaselineErrorRate(), ex))
 }
 
 // P99RiseT is how far endpoint name's fault-phase p99 rose above its

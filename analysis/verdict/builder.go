@@ -57,6 +57,24 @@ func (b *builder) need(keys ...[2]string) {
 	}
 }
 
+// victimP99AtBaseline adds the victim's p99 half of measure.AtBaseline in
+// cell c as a deciding number: its fault p99's rise over its baseline p99,
+// in T. in ends the measure's name (" in <mode>", or "").
+func (b *builder) victimP99AtBaseline(c *Cell, in string) {
+	ex := b.ex
+	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99"+in, "T", rise, "<=", ex.P2MaxP99RiseT)
+}
+
+// victimErrorsAtBaseline adds the victim's error half of
+// measure.AtBaseline in cell c as a deciding number: its fault error rate,
+// at most measure.MaxErrorRate over its baseline error rate in the cell's
+// runs. in ends the measure's name.
+func (b *builder) victimErrorsAtBaseline(c *Cell, in string) {
+	thr := measure.MaxErrorRate(c.baselineErrorRate(b.ex.Victim), b.ex)
+	b.check("/"+b.ex.Victim+" fault error rate"+in, "share", c.VictimErrorRate, "<=", thr)
+}
+
 // info adds a number shown for information only.
 func (b *builder) info(name, unit string, e measure.Estimate) {
 	b.v.Measures = append(b.v.Measures, Measure{Name: name, Unit: unit, Value: e})

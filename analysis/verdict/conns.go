@@ -37,8 +37,8 @@ func connsNoWall(b *builder, s *Summary) Verdict {
 	b.check("runs of "+cr.NoWall+" where the connections ran out first", "share", measure.EstimateOf(noWall.vals(func(r measure.RunSummary) measure.Num {
 		return share(r.Exhausted.Resource != measure.ResourceNone, r.Exhausted.Resource == measure.ResourceConnections)
 	})), ">=", 1)
-	b.check("/"+ex.Victim+" fault p99 − baseline p99 in "+cr.Walled, "T", measure.EstimateOf(walled.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) })), "<=", ex.P2MaxP99RiseT)
-	b.check("/"+ex.Victim+" fault error rate in "+cr.Walled, "share", walled.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.victimP99AtBaseline(walled, " in "+cr.Walled)
+	b.victimErrorsAtBaseline(walled, " in "+cr.Walled)
 	for _, c := range []*Cell{noWall, walled} {
 		b.info("/"+ex.Victim+" mean connection wait in "+c.Mode, "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.ConnWait(ex.Victim).MeanWaitMs })))
 	}

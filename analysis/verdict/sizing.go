@@ -45,7 +45,7 @@ type SizingPoint struct {
 	SlowVictimP99RiseT  measure.Estimate `json:"slow_victim_p99_rise_t"`
 	SlowVictimErrorRate measure.Estimate `json:"slow_victim_error_rate"`
 	// TooSmall: it rejects more than the allowed share in healthy; Hurts:
-	// in slow the victim is not at its baseline (P2's rule).
+	// in slow the victim is not at its baseline (measure.AtBaseline).
 	TooSmall bool `json:"too_small"`
 	Hurts    bool `json:"hurts"`
 	// Known is set when both were measured (valid healthy and slow runs).
@@ -104,12 +104,14 @@ func buildSizing(runs []measure.RunSummary, cells []Cell, ex rundata.Expectation
 			p.BusyRejected = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return measure.RejectedShare(r.Endpoint(ex.Culprit)) }))
 			p.BusyOKPerS = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }))
 		}
+		slowBaseErr := 0.0
 		if c := cellOf(ex.Slow, p.Mode); c != nil {
 			p.SlowVictimP99RiseT = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
 			p.SlowVictimErrorRate = c.VictimErrorRate
+			slowBaseErr = c.baselineErrorRate(ex.Victim)
 		}
 		p.TooSmall = p.HealthyRejected.Mean > roles.MaxHealthyRejection
-		p.Hurts = p.SlowVictimP99RiseT.Mean > ex.P2MaxP99RiseT || p.SlowVictimErrorRate.Mean > ex.P2MaxErrorRate
+		p.Hurts = !measure.AtBaseline(p.SlowVictimP99RiseT.Mean, p.SlowVictimErrorRate.Mean, slowBaseErr, ex)
 		p.Known = p.HealthyRejected.Defined() && p.SlowVictimP99RiseT.Defined() && p.SlowVictimErrorRate.Defined()
 		sc.Points = append(sc.Points, *p)
 	}

@@ -244,6 +244,19 @@ func buildCells(runs []measure.RunSummary, ex rundata.Expectations) []Cell {
 	return cells
 }
 
+// baselineErrorRate is endpoint ep's baseline error rate, mean over the
+// cell's usable runs (0 without any).
+func (c *Cell) baselineErrorRate(ep string) float64 {
+	sum := 0.0
+	for _, r := range c.UsedRuns {
+		sum += r.Endpoint(ep).BaselineErrorRate()
+	}
+	if len(c.UsedRuns) == 0 {
+		return 0
+	}
+	return sum / float64(len(c.UsedRuns))
+}
+
 // vals extracts one number per usable run of the cell (NaN kept; estimate
 // drops it).
 func (c *Cell) vals(f func(measure.RunSummary) measure.Num) []float64 {

@@ -41,7 +41,8 @@ type Expectations struct {
 	// (~15 ms on a shared machine) swings with scheduling noise, while the
 	// effect P2 guards against is a rise of most of T ...
 	P2MaxP99RiseT float64 `yaml:"p2_max_p99_rise_t" json:"p2_max_p99_rise_t"`
-	// P2MaxErrorRate: ... and its fault-phase error rate below this share.
+	// P2MaxErrorRate: ... and its fault-phase error rate at most this share
+	// above its baseline error rate.
 	P2MaxErrorRate float64 `yaml:"p2_max_error_rate" json:"p2_max_error_rate"`
 	// P2MinFastRejectShare: the share of the culprit's failures that must be
 	// fast rejections (bulkhead 503 with latency below P2FastRejectMaxT·T).
