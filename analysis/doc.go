@@ -2,7 +2,8 @@
 // statistics and verdicts on the hypothesis (docs/design.md), and renders
 // PNG, Markdown, HTML, JUnit and JSON reports.
 //
-// It is a façade over four packages whose imports run one way:
+// Its four packages, which callers import directly, run their imports one
+// way:
 //
 //	rundir   reading a results folder: the experiment, its runs, the
 //	         damage checks, and each run's series

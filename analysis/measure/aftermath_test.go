@@ -215,6 +215,12 @@ func TestRecovery(t *testing.T) {
 		{"errors as in the baseline are the baseline", amRun{win: func(ep string, t float64) (float64, rundata.Class, float64) {
 			return 0.6, rundata.ClassRejected, 15 // a bulkhead too small for healthy traffic, before and after
 		}}, true, true, 0, ""},
+		{"errors more than a point above the baseline's are not", amRun{win: func(ep string, t float64) (float64, rundata.Class, float64) {
+			if t >= 0 {
+				return 0.62, rundata.ClassRejected, 15
+			}
+			return 0.6, rundata.ClassRejected, 15
+		}}, true, false, 0, "62 % errors"},
 	} {
 		r := tt.run.build()
 		rec := r.Recovery(ex)

@@ -10,8 +10,9 @@ import (
 
 // RecoveryHoldT, RecoveryHoldWindows and RecoveryHoldResults set the hold
 // span of RecoveryRule: the shortest stretch over which "back at baseline"
-// is judged, the longest of this many T, this many windows and enough
-// windows for this many of the endpoint's results (a p99 needs them).
+// (AtBaseline) is judged, the longest of this many T, this many windows
+// and enough windows for this many of the endpoint's results (a p99 needs
+// them).
 const (
 	RecoveryHoldT       = 4
 	RecoveryHoldWindows = 4
@@ -148,19 +149,12 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 	if len(ws) < hold {
 		return out
 	}
-	base, t := r.baselineP99(ep), Millis(r.Meta.Timeout)
-	baseErr := 0.0
-	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
-		baseErr = float64(ps.Counts.Failed()) / float64(ps.Counts.Total())
-	}
+	base, baseErr, t := r.baselineP99(ep), r.baselineErrorRate(ep), Millis(r.Meta.Timeout)
 	atBaseline := func(span []rundata.Window) (bool, float64, float64) {
+		// Nothing sent is nothing to judge; without a baseline p99 (no
+		// baseline results) only the errors can be (AtBaseline).
 		p99, errs := spanNumbers(span)
-		if math.IsNaN(p99) {
-			return true, p99, errs // nothing was sent: nothing to judge
-		}
-		// Without a baseline p99 (no baseline results) only the errors
-		// can be judged.
-		return errs <= baseErr+ex.P2MaxErrorRate && (math.IsNaN(base) || (p99-base)/t <= ex.P2MaxP99RiseT), p99, errs
+		return AtBaseline((p99-base)/t, errs, baseErr, ex), p99, errs
 	}
 	from := 0 // the first window from which every hold span is at baseline
 	for j := 0; j+hold <= len(ws); j++ {
@@ -274,7 +268,7 @@ func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, 
 		return false
 	}
 	p99, errs := spanNumbers(span)
-	if errs > baseErr+ex.P2MaxErrorRate {
+	if errs > MaxErrorRate(baseErr, ex) {
 		return false
 	}
 	if math.IsNaN(p99) || math.IsNaN(base) {

@@ -131,11 +131,8 @@ func shardsRun(shards []rundata.ShardStats) *ShardsRun {
 	return out
 }
 
-// Usable reports whether verdicts may use the run's numbers: it completed,
-// its data are sound, and it is valid.
-func (s RunSummary) Usable() bool {
-	return len(s.Problems) == 0 && len(s.Damaged) == 0 && s.Status == rundata.StatusComplete && s.Valid
-}
+// Usable reports whether verdicts may use the run's numbers (rundir.Usable).
+func (s RunSummary) Usable() bool { return rundir.Usable(s.Status, s.Valid, s.Problems, s.Damaged) }
 
 // Exclusion says why a run is not used by the verdicts ("" when it is).
 func (s RunSummary) Exclusion() string {
@@ -718,11 +715,11 @@ func (s RunSummary) Endpoint(name string) EndpointStats {
 		FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
 }
 
-// Harm is how far endpoint name is from P2's isolation in this run: the
-// larger of its p99 rise over P2MaxP99RiseT and its fault error rate over
-// P2MaxErrorRate (≥ 1: P2 would not hold for it).
+// Harm is how far endpoint name's fault phase is from its baseline in this
+// run (Harm; above 1: P2 would not hold for it).
 func (s RunSummary) Harm(name string, ex rundata.Expectations) Num {
-	return Num(max(float64(s.P99RiseT(name))/ex.P2MaxP99RiseT, float64(s.Endpoint(name).FaultErrorRate)/ex.P2MaxErrorRate))
+	e := s.Endpoint(name)
+	return Num(Harm(float64(s.P99RiseT(name)), float64(e.FaultErrorRate), e.BaselineErrorRate(), ex))
 }
 
 // P99RiseT is how far endpoint name's fault-phase p99 rose above its

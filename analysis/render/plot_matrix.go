@@ -91,7 +91,7 @@ func comparisonFigure(exp *rundir.Experiment, ex rundata.Expectations, m matrixM
 				runs++
 				// A run no verdict uses is drawn thin and grey, so that it
 				// is seen and not taken for evidence.
-				usable := r.Complete() && r.Meta.Valid
+				usable := r.Usable()
 				if !usable {
 					left++
 				}

@@ -65,8 +65,23 @@ type Run struct {
 
 // Complete reports whether the run finished and all its data files were read
 // and are sound.
-func (r *Run) Complete() bool {
-	return len(r.Problems) == 0 && len(r.Damaged) == 0 && r.Meta.Status == rundata.StatusComplete
+func (r *Run) Complete() bool { return complete(r.Meta.Status, r.Problems, r.Damaged) }
+
+// Usable reports whether the verdicts may use the run's numbers (Usable).
+func (r *Run) Usable() bool { return Usable(r.Meta.Status, r.Meta.Valid, r.Problems, r.Damaged) }
+
+// Usable reports whether the verdicts may use the numbers of a run with
+// this status, validity, problems (what is missing) and damage: it
+// completed, its data were all read and are sound, and it is valid (the
+// load generator kept the open model). The verdicts' cells hold the runs it
+// is true for (measure.RunSummary.Usable); the figures draw the others as
+// left out.
+func Usable(status string, valid bool, problems, damaged []string) bool {
+	return complete(status, problems, damaged) && valid
+}
+
+func complete(status string, problems, damaged []string) bool {
+	return len(problems) == 0 && len(damaged) == 0 && status == rundata.StatusComplete
 }
 
 // Load reads a results folder: index.json, the spec's expectations and every

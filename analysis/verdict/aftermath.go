@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
 // runFinding is what a matrix-wide claim reads of one run: whether it could
@@ -39,15 +39,12 @@ type runFinding struct {
 //     with why) or a run that could show one could not be judged;
 //   - SKIPPED when no run could be judged at all;
 //   - SUPPORTED when every cell has usable runs and none violates it.
-func matrixClaim(name, claim string, cells []Cell, ex rundata.Expectations, valueName, valueUnit string,
-	read func(measure.RunSummary) runFinding) Verdict {
-	var need [][2]string
+func matrixClaim(b *builder, cells []Cell, valueName, valueUnit string, read func(measure.RunSummary) runFinding) Verdict {
 	for _, c := range cells {
 		if len(c.UsedRuns) > 0 {
-			need = append(need, [2]string{c.Condition, c.Mode})
+			b.need([2]string{c.Condition, c.Mode})
 		}
 	}
-	b := newBuilder(name, claim, cells, ex, need...)
 	var held, values []float64
 	var counter, repeated, doubts, unjudged []string
 	inapplicable, runs := 0, 0
@@ -140,52 +137,66 @@ func maxEstimate(v []float64) measure.Estimate {
 	return measure.Estimate{Mean: m, Lo: math.NaN(), Hi: math.NaN(), N: n}
 }
 
+// aftermathDecisions are the verdicts on what a fault leaves behind, each
+// judged in every cell of the matrix.
+var aftermathDecisions = []decision{
+	{claims.Recovery, func(s *Summary) string {
+		return fmt.Sprintf("after the fault every endpoint is back at its baseline within %s T and stays there", measure.FmtG(s.Expectations.RecoveryMaxT))
+	}, recoveryVerdict},
+	{claims.NoLeak, func(*Summary) string {
+		return "a fault leaves no permit taken: after it every pool has all its permits back"
+	}, noLeakVerdict},
+	{claims.LimitHolds, func(*Summary) string {
+		return "no dependency ever has more calls in flight than the limit on them, bursts included"
+	}, limitVerdict},
+}
+
 // recoveryVerdict: after the fault every endpoint is back at its baseline
 // within the bound and stays there (RecoveryRule), in every run. An
 // endpoint still failing at the end of the recovery phase is a
 // counterexample; one that came back late, or is still slow but not
 // failing, is a violation with a doubt (a busy machine delays; a longer
 // recovery phase would tell a slow recovery from none).
-func recoveryVerdict(cells []Cell, ex rundata.Expectations) Verdict {
-	return matrixClaim("RECOVERY", fmt.Sprintf("after the fault every endpoint is back at its baseline within %s T and stays there", measure.FmtG(ex.RecoveryMaxT)),
-		cells, ex, "longest time to recover", "T", func(r measure.RunSummary) runFinding {
-			rec := r.Recovery
-			if rec == nil {
-				return runFinding{}
+func recoveryVerdict(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	return matrixClaim(b, s.Cells, "longest time to recover", "T", func(r measure.RunSummary) runFinding {
+		rec := r.Recovery
+		if rec == nil {
+			return runFinding{}
+		}
+		f := runFinding{judged: rec.Judged, holds: rec.Recovered, value: float64(rec.TimeT)}
+		var bad, doubts, unsure []string
+		certain := false
+		for _, e := range rec.Endpoints {
+			switch {
+			case !e.Judged && e.Noisy:
+				unsure = append(unsure, "/"+e.Endpoint+" missed in latency alone while the canary was slow")
+			case !e.Judged:
+				unsure = append(unsure, "/"+e.Endpoint+"'s recovery phase ended too soon after it came back to tell")
+			case e.Recovered:
+			case math.IsNaN(float64(e.TimeT)) && float64(e.LastErrorRate) > ex.DegradedErrorRate:
+				certain = true
+				bad = append(bad, e.String())
+			case math.IsNaN(float64(e.TimeT)):
+				bad = append(bad, e.String())
+				doubts = append(doubts, "/"+e.Endpoint+" was still slow but not failing at the end: a longer recovery phase would tell a slow recovery from none")
+			default:
+				bad = append(bad, e.String())
+				doubts = append(doubts, "/"+e.Endpoint+" came back in full, only late: a busy machine delays a recovery")
 			}
-			f := runFinding{judged: rec.Judged, holds: rec.Recovered, value: float64(rec.TimeT)}
-			var bad, doubts, unsure []string
-			certain := false
-			for _, e := range rec.Endpoints {
-				switch {
-				case !e.Judged && e.Noisy:
-					unsure = append(unsure, "/"+e.Endpoint+" missed in latency alone while the canary was slow")
-				case !e.Judged:
-					unsure = append(unsure, "/"+e.Endpoint+"'s recovery phase ended too soon after it came back to tell")
-				case e.Recovered:
-				case math.IsNaN(float64(e.TimeT)) && float64(e.LastErrorRate) > ex.DegradedErrorRate:
-					certain = true
-					bad = append(bad, e.String())
-				case math.IsNaN(float64(e.TimeT)):
-					bad = append(bad, e.String())
-					doubts = append(doubts, "/"+e.Endpoint+" was still slow but not failing at the end: a longer recovery phase would tell a slow recovery from none")
-				default:
-					bad = append(bad, e.String())
-					doubts = append(doubts, "/"+e.Endpoint+" came back in full, only late: a busy machine delays a recovery")
-				}
+		}
+		f.evidence = strings.Join(bad, ", ")
+		if !certain {
+			f.doubt = strings.Join(doubts, "; ")
+		}
+		if !f.judged {
+			f.unsure = strings.Join(unsure, "; ")
+			if f.unsure == "" {
+				f.unsure = "its recovery could not be told"
 			}
-			f.evidence = strings.Join(bad, ", ")
-			if !certain {
-				f.doubt = strings.Join(doubts, "; ")
-			}
-			if !f.judged {
-				f.unsure = strings.Join(unsure, "; ")
-				if f.unsure == "" {
-					f.unsure = "its recovery could not be told"
-				}
-			}
-			return f
-		})
+		}
+		return f
+	})
 }
 
 // noLeakVerdict: no run lost a permit after its fault (LeakRule). Every
@@ -193,54 +204,47 @@ func recoveryVerdict(cells []Cell, ex rundata.Expectations) Verdict {
 // the proxies' (improbable by the baseline's own samples), a probe's peak,
 // or rejections to the run's end with fewer calls in flight than the
 // limit.
-func noLeakVerdict(cells []Cell, ex rundata.Expectations) Verdict {
-	return matrixClaim("NO-LEAK", "a fault leaves no permit taken: after it every pool has all its permits back",
-		cells, ex, "most permits lost in a run", "permits", func(r measure.RunSummary) runFinding {
-			l := r.Leaks
-			if l == nil {
-				return runFinding{}
+func noLeakVerdict(b *builder, s *Summary) Verdict {
+	return matrixClaim(b, s.Cells, "most permits lost in a run", "permits", func(r measure.RunSummary) runFinding {
+		l := r.Leaks
+		if l == nil {
+			return runFinding{}
+		}
+		f := runFinding{judged: l.Judged || l.Leaked > 0, holds: l.Leaked == 0, value: float64(l.Leaked)}
+		var bad []string
+		for _, p := range l.Pools {
+			if p.Leaked > 0 {
+				bad = append(bad, p.String())
 			}
-			f := runFinding{judged: l.Judged || l.Leaked > 0, holds: l.Leaked == 0, value: float64(l.Leaked)}
-			var bad []string
-			for _, p := range l.Pools {
-				if p.Leaked > 0 {
-					bad = append(bad, p.String())
-				}
-			}
-			f.evidence = strings.Join(bad, ", ")
-			return f
-		})
+		}
+		f.evidence = strings.Join(bad, ", ")
+		return f
+	})
 }
 
 // limitVerdict: no dependency ever had more calls in flight than its limit
 // (LimitRule). A declared or exported limit that did not hold is a
 // counterexample; an inferred one a doubt.
-func limitVerdict(cells []Cell, ex rundata.Expectations) Verdict {
-	return matrixClaim("LIMIT-HOLDS", "no dependency ever has more calls in flight than the limit on them, bursts included",
-		cells, ex, "largest excess over a limit", "calls", func(r measure.RunSummary) runFinding {
-			if len(r.Limits) == 0 {
-				return runFinding{}
+func limitVerdict(b *builder, s *Summary) Verdict {
+	return matrixClaim(b, s.Cells, "largest excess over a limit", "calls", func(r measure.RunSummary) runFinding {
+		if len(r.Limits) == 0 {
+			return runFinding{}
+		}
+		f := runFinding{judged: true, holds: true}
+		var doubts []string
+		certain := false
+		for _, c := range r.Limits {
+			f.holds = f.holds && c.Holds
+			f.value = math.Max(f.value, float64(c.Excess))
+			certain = certain || c.Certain()
+			if !c.Holds && c.Doubt != "" {
+				doubts = append(doubts, c.Doubt)
 			}
-			f := runFinding{judged: true, holds: true}
-			var doubts []string
-			certain := false
-			for _, c := range r.Limits {
-				f.holds = f.holds && c.Holds
-				f.value = math.Max(f.value, float64(c.Excess))
-				certain = certain || c.Certain()
-				if !c.Holds && c.Doubt != "" {
-					doubts = append(doubts, c.Doubt)
-				}
-			}
-			f.evidence = measure.DescribeLimits(r.Limits)
-			if !certain && len(doubts) > 0 {
-				f.doubt = doubts[0]
-			}
-			return f
-		})
-}
-
-// aftermathVerdicts are the verdicts on what a fault leaves behind.
-func aftermathVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	return []Verdict{recoveryVerdict(cells, ex), noLeakVerdict(cells, ex), limitVerdict(cells, ex)}
+		}
+		f.evidence = measure.DescribeLimits(r.Limits)
+		if !certain && len(doubts) > 0 {
+			f.doubt = doubts[0]
+		}
+		return f
+	})
 }

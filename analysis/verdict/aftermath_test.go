@@ -6,6 +6,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -53,7 +54,7 @@ func TestMatrixClaims(t *testing.T) {
 		{"a run that cannot tell", []measure.RunSummary{run("slow-r1", "slow", true, back), run("failing-r1", "failing", true, unsure)}, Inconclusive, "could not be judged in failing-r1"},
 		{"no run judged", []measure.RunSummary{run("slow-r1", "slow", true, nil)}, Skipped, "no run it can judge"},
 	} {
-		v := recoveryVerdict(buildCells(tt.runs, ex), ex)
+		v := verdictOn(t, claims.Recovery, buildCells(tt.runs, ex), ex)
 		if v.Outcome != tt.want || !strings.Contains(v.Reason, tt.says) {
 			t.Errorf("%s: %s (%s), want %s with %q", tt.name, v.Outcome, v.Reason, tt.want, tt.says)
 		}

@@ -14,7 +14,8 @@ import (
 type builder struct {
 	v       Verdict
 	ex      rundata.Expectations
-	cells   []*Cell
+	all     []Cell   // every cell of the matrix
+	cells   []*Cell  // the cells it compares, in the order they were needed
 	missing []string // cells without any run
 	invalid []string // cells whose runs are all excluded as INVALID or damaged: why
 	notes   []string
@@ -25,10 +26,18 @@ type builder struct {
 	undecidable []string
 }
 
-func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ...[2]string) *builder {
-	b := &builder{v: Verdict{Name: name, Claim: claim}, ex: ex}
-	for _, k := range need {
-		c := FindCell(all, k[0], k[1])
+// newBuilder starts the verdict of claim name, stated as claim, on the
+// cells all under ex; need adds the cells it compares.
+func newBuilder(name, claim string, all []Cell, ex rundata.Expectations) *builder {
+	return &builder{v: Verdict{Name: name, Claim: claim}, ex: ex, all: all}
+}
+
+// need adds the cells (condition, mode) the verdict compares, in order, to
+// b.cells: a cell without any run is missing, one whose runs were all left
+// out as INVALID or damaged makes the verdict INVALID.
+func (b *builder) need(keys ...[2]string) {
+	for _, k := range keys {
+		c := FindCell(b.all, k[0], k[1])
 		if c == nil {
 			b.missing = append(b.missing, k[0]+"/"+k[1])
 			b.cells = append(b.cells, &Cell{Condition: k[0], Mode: k[1]})
@@ -46,7 +55,24 @@ func newBuilder(name, claim string, all []Cell, ex rundata.Expectations, need ..
 			b.missing = append(b.missing, k[0]+"/"+k[1])
 		}
 	}
-	return b
+}
+
+// victimP99AtBaseline adds the victim's p99 half of measure.AtBaseline in
+// cell c as a deciding number: its fault p99's rise over its baseline p99,
+// in T. in ends the measure's name (" in <mode>", or "").
+func (b *builder) victimP99AtBaseline(c *Cell, in string) {
+	ex := b.ex
+	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
+	b.check("/"+ex.Victim+" fault p99 − baseline p99"+in, "T", rise, "<=", ex.P2MaxP99RiseT)
+}
+
+// victimErrorsAtBaseline adds the victim's error half of
+// measure.AtBaseline in cell c as a deciding number: its fault error rate,
+// at most measure.MaxErrorRate over its baseline error rate in the cell's
+// runs. in ends the measure's name.
+func (b *builder) victimErrorsAtBaseline(c *Cell, in string) {
+	thr := measure.MaxErrorRate(c.baselineErrorRate(b.ex.Victim), b.ex)
+	b.check("/"+b.ex.Victim+" fault error rate"+in, "share", c.VictimErrorRate, "<=", thr)
 }
 
 // info adds a number shown for information only.

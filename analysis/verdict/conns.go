@@ -5,21 +5,21 @@ import (
 	"math"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
-// connsVerdicts judges the connection-pool claims the experiment names
-// (Expectations.Conns); none when it names none.
-func connsVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	if ex.Conns == nil {
-		return nil
-	}
-	cr := ex.Conns.WithDefaults()
-	out := []Verdict{connsNoWall(cells, ex, cr)}
-	if cr.Sized != "" && cr.Over != "" {
-		out = append(out, connsSized(cells, ex, cr))
-	}
-	return out
+// connsDecisions are the connection-pool claims, judged when
+// Expectations.Conns names their runs.
+var connsDecisions = []decision{
+	{claims.ConnsNoWall, connsNoWallText, connsNoWall},
+	{claims.ConnsSized, connsSizedText, connsSized},
+}
+
+func connsNoWallText(s *Summary) string {
+	ex := s.Expectations
+	cr := ex.Conns
+	return fmt.Sprintf("%s: with bulkheads but one connection pool (%s) /%s is hurt and the connections run out first; with a connection pool per dependency (%s) it is not",
+		cr.Condition, cr.NoWall, ex.Victim, cr.Walled)
 }
 
 // connsNoWall is seed-004's "partitioning the worker pool but not the
@@ -27,17 +27,18 @@ func connsVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
 // with bulkheads and one connection pool for both dependencies, the victim
 // is hurt and the connections run out first; with a connection pool per
 // dependency it is not hurt.
-func connsNoWall(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) Verdict {
-	b := newBuilder("CONNS-NO-WALL", fmt.Sprintf("%s: with bulkheads but one connection pool (%s) /%s is hurt and the connections run out first; with a connection pool per dependency (%s) it is not",
-		cr.Condition, cr.NoWall, ex.Victim, cr.Walled), cells, ex, [2]string{cr.Condition, cr.NoWall}, [2]string{cr.Condition, cr.Walled})
+func connsNoWall(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	cr := ex.Conns.WithDefaults()
+	b.need([2]string{cr.Condition, cr.NoWall}, [2]string{cr.Condition, cr.Walled})
 	noWall, walled := b.cells[0], b.cells[1]
 	b.check("/"+ex.Victim+" harm in "+cr.NoWall+": max(p99 rise / P2's limit, error rate / P2's limit)", "×",
 		measure.EstimateOf(noWall.vals(func(r measure.RunSummary) measure.Num { return r.Harm(ex.Victim, ex) })), ">=", 1)
 	b.check("runs of "+cr.NoWall+" where the connections ran out first", "share", measure.EstimateOf(noWall.vals(func(r measure.RunSummary) measure.Num {
 		return share(r.Exhausted.Resource != measure.ResourceNone, r.Exhausted.Resource == measure.ResourceConnections)
 	})), ">=", 1)
-	b.check("/"+ex.Victim+" fault p99 − baseline p99 in "+cr.Walled, "T", measure.EstimateOf(walled.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) })), "<=", ex.P2MaxP99RiseT)
-	b.check("/"+ex.Victim+" fault error rate in "+cr.Walled, "share", walled.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.victimP99AtBaseline(walled, " in "+cr.Walled)
+	b.victimErrorsAtBaseline(walled, " in "+cr.Walled)
 	for _, c := range []*Cell{noWall, walled} {
 		b.info("/"+ex.Victim+" mean connection wait in "+c.Mode, "ms", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.ConnWait(ex.Victim).MeanWaitMs })))
 	}
@@ -51,14 +52,22 @@ func connsNoWall(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) V
 	return b.decide()
 }
 
+func connsSizedText(s *Summary) string {
+	ex := s.Expectations
+	cr := ex.Conns
+	return fmt.Sprintf("%s: /%s's calls do not wait for a connection when its bulkhead is ≤ 0.8 × its connections (%s), and do when it is above them (%s)",
+		cr.Condition, ex.Culprit, cr.Sized, cr.Over)
+}
+
 // connsSized is seed-002's rule: a bulkhead at ≈ 0.8 × the connections of
 // its dependency trips before they run out, so the culprit's calls never
 // wait for a connection; one above the connection count leaves the
 // connection pool as the wall, and calls wait for it (and time out there
 // instead of being rejected at once).
-func connsSized(cells []Cell, ex rundata.Expectations, cr rundata.ConnsRoles) Verdict {
-	b := newBuilder("CONNS-SIZED", fmt.Sprintf("%s: /%s's calls do not wait for a connection when its bulkhead is ≤ 0.8 × its connections (%s), and do when it is above them (%s)",
-		cr.Condition, ex.Culprit, cr.Sized, cr.Over), cells, ex, [2]string{cr.Condition, cr.Sized}, [2]string{cr.Condition, cr.Over})
+func connsSized(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	cr := ex.Conns.WithDefaults()
+	b.need([2]string{cr.Condition, cr.Sized}, [2]string{cr.Condition, cr.Over})
 	sized, over := b.cells[0], b.cells[1]
 	waitT := func(r measure.RunSummary) measure.Num {
 		w := r.ConnWait(ex.Culprit)

@@ -6,16 +6,20 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
-// cpuVerdicts judges the CPU claim the experiment names (Expectations.CPU);
-// none when it names none.
-func cpuVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	if ex.CPU == nil {
-		return nil
-	}
-	return []Verdict{cpuNotIsolated(cells, ex)}
+// cpuDecisions are the CPU claim, judged when Expectations.CPU names its
+// condition, on the cells of its roles (claims.Needs).
+var cpuDecisions = []decision{
+	{claims.CPUNotIsolated, cpuNotIsolatedText, cpuNotIsolated},
+}
+
+func cpuNotIsolatedText(s *Summary) string {
+	ex := s.Expectations
+	cr := ex.CPU.WithDefaults(ex.Healthy)
+	return fmt.Sprintf("%s + %s: /%s's p99 rises although no worker pool is full; the service's CPU (or GC), shared by every bulkhead, ran out first",
+		cr.Mode, cr.Condition, ex.Victim)
 }
 
 // cpuNotIsolated is seed-004's "same-process bulkheads assumed to isolate
@@ -24,10 +28,9 @@ func cpuVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
 // victim's p99 rises (against its rise under the control condition) while
 // no worker pool reached its limit, and the first exhausted resource is the
 // service's CPU or its GC.
-func cpuNotIsolated(cells []Cell, ex rundata.Expectations) Verdict {
+func cpuNotIsolated(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	cr := ex.CPU.WithDefaults(ex.Healthy)
-	b := newBuilder("CPU-NOT-ISOLATED", fmt.Sprintf("%s + %s: /%s's p99 rises although no worker pool is full; the service's CPU (or GC), shared by every bulkhead, ran out first",
-		cr.Mode, cr.Condition, ex.Victim), cells, ex, [2]string{cr.Condition, cr.Mode}, [2]string{cr.Control, cr.Mode})
 	heavy, ctrl := b.cells[0], b.cells[1]
 	rise := func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }
 	b.check(fmt.Sprintf("/%s p99 rise under %s − under %s", ex.Victim, cr.Condition, cr.Control), "T",

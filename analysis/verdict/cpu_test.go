@@ -6,6 +6,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -37,15 +38,18 @@ func TestCPUNotIsolated(t *testing.T) {
 		{"a full pool explains it", cpuSummary("p", "payload", 70, measure.ResourcePool, 1), NotSupported, "no worker pool reached its limit = 0 share"},
 	} {
 		cells := buildCells([]measure.RunSummary{healthy, tc.heavy}, ex)
-		v := cpuNotIsolated(cells, ex)
+		v := verdictOn(t, claims.CPUNotIsolated, cells, ex)
 		if v.Outcome != tc.want || !strings.Contains(v.Reason, tc.reason) {
 			t.Errorf("%s: %s (%s), want %s with %q", tc.name, v.Outcome, v.Reason, tc.want, tc.reason)
 		}
 	}
-	if vs := cpuVerdicts(buildCells([]measure.RunSummary{healthy}, rundata.DefaultExpectations()), rundata.DefaultExpectations()); vs != nil {
-		t.Errorf("verdicts without expectations.cpu: %v, want none", vs)
+	noCPU := rundata.DefaultExpectations()
+	for _, v := range judge(&Summary{Cells: buildCells([]measure.RunSummary{healthy}, noCPU), Expectations: noCPU}) {
+		if v.Name == claims.CPUNotIsolated {
+			t.Errorf("without expectations.cpu: %s judged, want not", v.Name)
+		}
 	}
-	v := cpuNotIsolated(buildCells([]measure.RunSummary{healthy}, ex), ex)
+	v := verdictOn(t, claims.CPUNotIsolated, buildCells([]measure.RunSummary{healthy}, ex), ex)
 	if v.Outcome != Skipped {
 		t.Errorf("without a payload run: %s, want SKIPPED", v.Outcome)
 	}

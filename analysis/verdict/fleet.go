@@ -7,20 +7,15 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// fleetVerdicts judges the fleet claims the experiment names
-// (Expectations.Fleet); none when it names none.
-func fleetVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	if ex.Fleet == nil {
-		return nil
-	}
-	out := []Verdict{fleetMultiplies(cells, ex)}
-	if ex.Fleet.Budget != "" {
-		out = append(out, fleetBudget(cells, ex))
-	}
-	return out
+// fleetDecisions are the fleet claims, judged when Expectations.Fleet
+// names the fleets compared.
+var fleetDecisions = []decision{
+	{claims.FleetMultiplies, fleetMultipliesText, fleetMultiplies},
+	{claims.FleetBudget, fleetBudgetText, fleetBudget},
 }
 
 // fleetCell is a cell of a fleet and its size.
@@ -103,19 +98,25 @@ func fleetNeeds(fcs []fleetCell, cond, fallback string) [][2]string {
 	return need
 }
 
+func fleetMultipliesText(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("%s: N instances with a bulkhead of L each put N·L calls on /%s's dependency; "+
+		"where N·L exceeds its capacity C it queues (call time N·L·s/C) and past T fails, although every instance is protected",
+		ex.Fleet.Condition, ex.Culprit)
+}
+
 // fleetMultiplies is seed-004's "per-instance limits on a large fleet, so
 // the effective concurrency against the dependency is the limit multiplied
 // by instance count": in every fleet the calls on the dependency are
 // Little's law's min(N·L, λ·W); they grow with N as N·L; where N·L > C the
 // dependency queues (W = N·L·s/C) and, past T, fails, while where N·L ≤ C
 // it does not — and the largest fleet did push it past its capacity.
-func fleetMultiplies(cells []Cell, ex rundata.Expectations) Verdict {
+func fleetMultiplies(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	roles := ex.Fleet.WithDefaults()
 	tol := roles.Tolerance
-	fcs := fleetCells(cells, roles.Condition, roles.Modes)
-	b := newBuilder("FLEET-MULTIPLIES", fmt.Sprintf("%s: N instances with a bulkhead of L each put N·L calls on /%s's dependency; "+
-		"where N·L exceeds its capacity C it queues (call time N·L·s/C) and past T fails, although every instance is protected",
-		roles.Condition, ex.Culprit), cells, ex, fleetNeeds(fcs, roles.Condition, strings.Join(roles.Modes, "+"))...)
+	fcs := fleetCells(s.Cells, roles.Condition, roles.Modes)
+	b.need(fleetNeeds(fcs, roles.Condition, strings.Join(roles.Modes, "+"))...)
 	if len(fcs) > 0 {
 		lo, hi := fcs[0], fcs[len(fcs)-1]
 		if hi.nl <= lo.nl {
@@ -169,15 +170,21 @@ func fleetCellChecks(b *builder, fc fleetCell, ex rundata.Expectations, tol floa
 	b.info(fc.label+": /"+ex.Culprit+" successes", "req/s", fleetVals(c, func(f measure.FleetRun) float64 { return float64(f.OKPerS) }))
 }
 
+func fleetBudgetText(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("%s + %s: a limit of C/N per instance (the dependency's capacity split over the fleet) keeps /%s's dependency within its capacity",
+		ex.Fleet.Condition, ex.Fleet.Budget, ex.Culprit)
+}
+
 // fleetBudget is the remedy: a fleet whose per-instance limits add up to
 // at most the dependency's capacity keeps it within capacity — no queue,
 // its call time at s, no failures from it.
-func fleetBudget(cells []Cell, ex rundata.Expectations) Verdict {
+func fleetBudget(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	roles := ex.Fleet.WithDefaults()
 	tol := roles.Tolerance
-	fcs := fleetCells(cells, roles.Condition, []string{roles.Budget})
-	b := newBuilder("FLEET-BUDGET", fmt.Sprintf("%s + %s: a limit of C/N per instance (the dependency's capacity split over the fleet) keeps /%s's dependency within its capacity",
-		roles.Condition, roles.Budget, ex.Culprit), cells, ex, fleetNeeds(fcs, roles.Condition, roles.Budget)...)
+	fcs := fleetCells(s.Cells, roles.Condition, []string{roles.Budget})
+	b.need(fleetNeeds(fcs, roles.Condition, roles.Budget)...)
 	for _, fc := range fcs {
 		c := fc.cell
 		b.check(fc.label+": N·L ÷ C", "×", measure.EstimateOf([]float64{fc.nl / fc.c}), "<=", 1)

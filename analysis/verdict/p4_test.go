@@ -6,6 +6,7 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -54,7 +55,7 @@ func TestP4JudgedWhereTheDifferenceIs(t *testing.T) {
 		// Both dimensions show it; errors are as bad when failing.
 		{"both dimensions, errors fail", [4]float64{230, 15, 16, 15}, [4]float64{0.5, 0, 0.5, 0}, NotSupported},
 	} {
-		v := p4(p4Cells(tt.p99, tt.errRate), ex)
+		v := verdictOn(t, claims.P4, p4Cells(tt.p99, tt.errRate), ex)
 		if v.Outcome != tt.want {
 			t.Errorf("%s (p99 %v, errors %v): P4 %s (%s), want %s", tt.name, tt.p99, tt.errRate, v.Outcome, v.Reason, tt.want)
 		}

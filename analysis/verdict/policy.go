@@ -6,31 +6,32 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// policyVerdicts judges the policy claims the experiment names
-// (Expectations.Policy); none when it names none.
-func policyVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	pc := ex.Policy
-	if pc == nil {
-		return nil
-	}
-	var out []Verdict
-	if b := pc.Breaker; b != nil {
-		out = append(out, breakerLate(cells, ex), victimAtBaseline("BREAKER-ISOLATED",
-			fmt.Sprintf("%s + %s: /%s stays at its baseline: the breaker opens behind a wall", b.Bulkhead, b.Condition, ex.Victim),
-			cells, ex, b.Condition, b.Bulkhead, false))
-	}
-	if a := pc.Adaptive; a != nil {
-		out = append(out, victimAtBaseline("ADAPTIVE-ISOLATES",
-			fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", a.Mode, ex.Slow, ex.Victim),
-			cells, ex, ex.Slow, a.Mode, true), adaptiveCost(cells, ex))
-	}
-	if pc.Retry != nil {
-		out = append(out, retryVerdicts(cells, ex)...)
-	}
-	return out
+// policyDecisions are the policy claims, each judged when
+// Expectations.Policy names its runs.
+var policyDecisions = []decision{
+	{claims.BreakerLate, breakerLateText, breakerLate},
+	{claims.BreakerIsolated, func(s *Summary) string {
+		br := s.Expectations.Policy.Breaker
+		return fmt.Sprintf("%s + %s: /%s stays at its baseline: the breaker opens behind a wall", br.Bulkhead, br.Condition, s.Expectations.Victim)
+	}, func(b *builder, s *Summary) Verdict {
+		br := s.Expectations.Policy.Breaker
+		return victimAtBaseline(b, s.Expectations, br.Condition, br.Bulkhead, false)
+	}},
+	{claims.AdaptiveIsolates, func(s *Summary) string {
+		ex := s.Expectations
+		return fmt.Sprintf("%s + %s: an adaptive limit per dependency keeps /%s at its baseline, like bulkheads (P2)", ex.Policy.Adaptive.Mode, ex.Slow, ex.Victim)
+	}, func(b *builder, s *Summary) Verdict {
+		ex := s.Expectations
+		return victimAtBaseline(b, ex, ex.Slow, ex.Policy.Adaptive.Mode, true)
+	}},
+	{claims.AdaptiveCost, adaptiveCostText, adaptiveCost},
+	{claims.RetryAmplifies, retryAmplifiesText, retryAmplifies},
+	{claims.RetryHurts, retryHurtsText, retryHurts},
+	{claims.RetryContained, retryContainedText, retryContained},
 }
 
 // share is 1 when ok, 0 when not, NaN when the run cannot tell.
@@ -44,12 +45,19 @@ func share(defined, ok bool) measure.Num {
 	return 0
 }
 
+func breakerLateText(s *Summary) string {
+	ex := s.Expectations
+	br := ex.Policy.Breaker
+	return fmt.Sprintf("%s + %s: the breaker on /%s opens only after the pool ran out, and /%s is hurt before it opens",
+		br.Shared, br.Condition, ex.Culprit, ex.Victim)
+}
+
 // breakerLate is seed-004's "a breaker eventually opens, but only after the
 // pool has already drained, so the fast failure arrives after the damage".
-func breakerLate(cells []Cell, ex rundata.Expectations) Verdict {
+func breakerLate(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	br := ex.Policy.Breaker
-	b := newBuilder("BREAKER-LATE", fmt.Sprintf("%s + %s: the breaker on /%s opens only after the pool ran out, and /%s is hurt before it opens",
-		br.Shared, br.Condition, ex.Culprit, ex.Victim), cells, ex, [2]string{br.Condition, br.Shared})
+	b.need([2]string{br.Condition, br.Shared})
 	c := b.cells[0]
 	pol := func(r measure.RunSummary) measure.PolicyRun {
 		if r.Policy == nil {
@@ -79,14 +87,13 @@ func breakerLate(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-// victimAtBaseline is P2's test on another cell: the victim's p99 rises by
-// at most P2MaxP99RiseT and its error rate stays below P2MaxErrorRate.
-func victimAtBaseline(name, claim string, cells []Cell, ex rundata.Expectations, cond, mode string, limiter bool) Verdict {
-	b := newBuilder(name, claim, cells, ex, [2]string{cond, mode})
+// victimAtBaseline is P2's test on another cell: the victim stays at its
+// baseline (measure.AtBaseline).
+func victimAtBaseline(b *builder, ex rundata.Expectations, cond, mode string, limiter bool) Verdict {
+	b.need([2]string{cond, mode})
 	c := b.cells[0]
-	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
-	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
-	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.victimP99AtBaseline(c, "")
+	b.victimErrorsAtBaseline(c, "")
 	b.info("/"+ex.Culprit+" fault error rate", "share", c.CulpritErrorRate)
 	if limiter {
 		b.info("/"+ex.Culprit+" adaptive limit, fault-phase minimum", "permits", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
@@ -99,12 +106,18 @@ func victimAtBaseline(name, claim string, cells []Cell, ex rundata.Expectations,
 	return b.decide()
 }
 
+func adaptiveCostText(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("%s: /%s's successful throughput is higher with %s than with bulkheads (isolation costs less)",
+		ex.Busy, ex.Culprit, ex.Policy.Adaptive.Mode)
+}
+
 // adaptiveCost is P3 for the adaptive arm: under busy it serves the culprit
 // more than fixed bulkheads do (it pays less for isolation).
-func adaptiveCost(cells []Cell, ex rundata.Expectations) Verdict {
+func adaptiveCost(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	mode := ex.Policy.Adaptive.Mode
-	b := newBuilder("ADAPTIVE-COST", fmt.Sprintf("%s: /%s's successful throughput is higher with %s than with bulkheads (isolation costs less)",
-		ex.Busy, ex.Culprit, mode), cells, ex, [2]string{ex.Busy, ex.BulkheadMode}, [2]string{ex.Busy, mode})
+	b.need([2]string{ex.Busy, ex.BulkheadMode}, [2]string{ex.Busy, mode})
 	bh, ad := b.cells[0], b.cells[1]
 	gain := measure.Bootstrap([][]float64{
 		bh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
@@ -116,23 +129,33 @@ func adaptiveCost(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-// retryVerdicts are seed-004's "rejections treated as generic errors and
-// retried, so the rejected load comes straight back", and what stops it.
-func retryVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
-	rr := ex.Policy.Retry.WithDefaults()
-	amp := func(ep string) func(measure.RunSummary) measure.Num {
-		return func(r measure.RunSummary) measure.Num {
-			if st := r.Endpoint(ep).Retry; st != nil {
-				return st.Amplification
-			}
-			return measure.Undefined
+// retryAmplification reads endpoint ep's amplification (attempts per
+// request) of a run.
+func retryAmplification(ep string) func(measure.RunSummary) measure.Num {
+	return func(r measure.RunSummary) measure.Num {
+		if st := r.Endpoint(ep).Retry; st != nil {
+			return st.Amplification
 		}
+		return measure.Undefined
 	}
+}
 
-	b := newBuilder("RETRY-AMPLIFIES", fmt.Sprintf("%s + %s: clients that retry failures multiply /%s's load by 1 + r + … + r^(n−1) for a rejection share r",
-		rr.Storm, rr.Condition, ex.Culprit), cells, ex, [2]string{rr.Condition, rr.Storm})
+func retryAmplifiesText(s *Summary) string {
+	ex := s.Expectations
+	rr := ex.Policy.Retry
+	return fmt.Sprintf("%s + %s: clients that retry failures multiply /%s's load by 1 + r + … + r^(n−1) for a rejection share r",
+		rr.Storm, rr.Condition, ex.Culprit)
+}
+
+// retryAmplifies is seed-004's "rejections treated as generic errors and
+// retried, so the rejected load comes straight back": the storm's clients
+// multiply the culprit's load as 1 + r + … + r^(n−1) predicts.
+func retryAmplifies(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	rr := ex.Policy.Retry.WithDefaults()
+	b.need([2]string{rr.Condition, rr.Storm})
 	c := b.cells[0]
-	b.check("/"+ex.Culprit+" amplification (attempts per request)", "×", measure.EstimateOf(c.vals(amp(ex.Culprit))), ">=", rr.MinAmplification)
+	b.check("/"+ex.Culprit+" amplification (attempts per request)", "×", measure.EstimateOf(c.vals(retryAmplification(ex.Culprit))), ">=", rr.MinAmplification)
 	b.check("|measured / predicted − 1|", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
 		st := r.Endpoint(ex.Culprit).Retry
 		if st == nil {
@@ -152,12 +175,24 @@ func retryVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
 		}
 		return measure.Undefined
 	})))
-	b.info("/"+ex.Victim+" amplification", "×", measure.EstimateOf(c.vals(amp(ex.Victim))))
+	b.info("/"+ex.Victim+" amplification", "×", measure.EstimateOf(c.vals(retryAmplification(ex.Victim))))
 	b.notes = append(b.notes, "the prediction assumes each attempt fails independently with the measured share r; rejections that come in bursts break it")
-	out := []Verdict{b.decide()}
+	return b.decide()
+}
 
-	b = newBuilder("RETRY-HURTS", fmt.Sprintf("%s: /%s is worse with retrying clients (%s) than without (%s): the rejected load comes straight back",
-		rr.Condition, ex.Victim, rr.Storm, rr.Control), cells, ex, [2]string{rr.Condition, rr.Control}, [2]string{rr.Condition, rr.Storm})
+func retryHurtsText(s *Summary) string {
+	ex := s.Expectations
+	rr := ex.Policy.Retry
+	return fmt.Sprintf("%s: /%s is worse with retrying clients (%s) than without (%s): the rejected load comes straight back",
+		rr.Condition, ex.Victim, rr.Storm, rr.Control)
+}
+
+// retryHurts: the retrying clients hurt the victim more than the control's
+// clients, which do not retry.
+func retryHurts(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	rr := ex.Policy.Retry.WithDefaults()
+	b.need([2]string{rr.Condition, rr.Control}, [2]string{rr.Condition, rr.Storm})
 	ctl, st := b.cells[0], b.cells[1]
 	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
 	errs := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultErrorRate }
@@ -170,20 +205,27 @@ func retryVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
 	b.info("/"+ex.Victim+" fault p99, "+rr.Storm, "ms", st.VictimP99Ms)
 	b.info("/"+ex.Victim+" fault error rate, "+rr.Control, "share", ctl.VictimErrorRate)
 	b.info("/"+ex.Victim+" fault error rate, "+rr.Storm, "share", st.VictimErrorRate)
-	out = append(out, b.decide())
+	return b.decide()
+}
 
-	if len(rr.Contained) == 0 {
-		return out
+func retryContainedText(s *Summary) string {
+	ex := s.Expectations
+	rr := ex.Policy.Retry
+	return fmt.Sprintf("%s: with %s, retrying clients keep /%s's amplification near 1",
+		rr.Condition, strings.Join(rr.Contained, ", "), ex.Culprit)
+}
+
+// retryContained: what stops the storm — the clients of the contained modes
+// (a budget, or Retry-After honoured) keep the amplification near 1.
+func retryContained(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
+	rr := ex.Policy.Retry.WithDefaults()
+	for _, m := range rr.Contained {
+		b.need([2]string{rr.Condition, m})
 	}
-	need := make([][2]string, len(rr.Contained))
-	for i, m := range rr.Contained {
-		need[i] = [2]string{rr.Condition, m}
-	}
-	b = newBuilder("RETRY-CONTAINED", fmt.Sprintf("%s: with %s, retrying clients keep /%s's amplification near 1",
-		rr.Condition, strings.Join(rr.Contained, ", "), ex.Culprit), cells, ex, need...)
 	for i, m := range rr.Contained {
 		c := b.cells[i]
-		b.check(m+": /"+ex.Culprit+" amplification", "×", measure.EstimateOf(c.vals(amp(ex.Culprit))), "<=", rr.ContainedMax)
+		b.check(m+": /"+ex.Culprit+" amplification", "×", measure.EstimateOf(c.vals(retryAmplification(ex.Culprit))), "<=", rr.ContainedMax)
 		b.info(m+": /"+ex.Culprit+" share of requests whose retry was refused", "share", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
 			if st := r.Endpoint(ex.Culprit).Retry; st != nil {
 				return st.RefusedShare
@@ -192,5 +234,5 @@ func retryVerdicts(cells []Cell, ex rundata.Expectations) []Verdict {
 		})))
 		b.info(m+": /"+ex.Victim+" fault error rate", "share", c.VictimErrorRate)
 	}
-	return append(out, b.decide())
+	return b.decide()
 }

@@ -9,13 +9,25 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// predictions are the hypothesis' own verdicts: P1, P2, FAILFAST, P3, P4
-// and EXHAUSTED.
-func predictions(cells []Cell, ex rundata.Expectations) []Verdict {
-	return []Verdict{p1(cells, ex), p2(cells, ex), failFast(cells, ex), p3(cells, ex), p4(cells, ex), exhausted(cells, ex)}
+// predictionDecisions are the hypothesis' own verdicts: P1, P2, FAILFAST,
+// P3, P4 and EXHAUSTED, each on the cells of its roles (claims.Needs).
+var predictionDecisions = []decision{
+	{claims.P1, p1Text, p1},
+	{claims.P2, p2Text, p2},
+	{claims.FailFast, failFastText, failFast},
+	{claims.P3, p3Text, p3},
+	{claims.P4, p4Text, p4},
+	{claims.Exhausted, exhaustedText, exhausted},
+}
+
+func p1Text(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
+		ex.Slow, ex.Victim, ex.Culprit, measure.FmtG(ex.P1MaxTimeToDegrade))
 }
 
 // p1 is the shared pool's harm: under the slow condition /victim degrades
@@ -24,9 +36,8 @@ func predictions(cells []Cell, ex rundata.Expectations) []Verdict {
 // thresholds and the victim's own noise in the control (healthy) cell of
 // the same mode, so that neither one slow request nor a noisy machine can
 // pass for the fault's harm.
-func p1(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P1", fmt.Sprintf("shared + %s: /%s's p99 and error rate climb to /%s's level within %s T of fault start",
-		ex.Slow, ex.Victim, ex.Culprit, measure.FmtG(ex.P1MaxTimeToDegrade)), cells, ex, [2]string{ex.Slow, ex.SharedMode})
+func p1(b *builder, s *Summary) Verdict {
+	cells, ex := s.Cells, s.Expectations
 	c := b.cells[0]
 	var control measure.DegradeControl
 	if ctl := FindCell(cells, ex.Healthy, ex.SharedMode); ctl != nil && len(ctl.UsedRuns) > 0 {
@@ -56,18 +67,21 @@ func p1(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-// p2 is isolation: under bulkheads the victim stays at its baseline.
-func p2(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P2", fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)",
-		ex.Slow, ex.Victim), cells, ex, [2]string{ex.Slow, ex.BulkheadMode})
+func p2Text(s *Summary) string {
+	return fmt.Sprintf("bulkhead + %s: /%s stays at its baseline (p99 and error rate)", s.Expectations.Slow, s.Expectations.Victim)
+}
+
+// p2 is isolation: under bulkheads the victim stays at its baseline
+// (measure.AtBaseline).
+func p2(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	c := b.cells[0]
-	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
-	b.check("/"+ex.Victim+" fault p99 − baseline p99", "T", rise, "<=", ex.P2MaxP99RiseT)
+	b.victimP99AtBaseline(c, "")
 	b.info("/"+ex.Victim+" fault p99 / baseline p99", "×", measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
 		e := r.Endpoint(ex.Victim)
 		return measure.Num(measure.Ratio(float64(e.FaultP99Ms), float64(e.BaselineP99Ms)))
 	})))
-	b.check("/"+ex.Victim+" fault error rate", "share", c.VictimErrorRate, "<=", ex.P2MaxErrorRate)
+	b.victimErrorsAtBaseline(c, "")
 	return b.decide()
 }
 
@@ -75,9 +89,8 @@ func p2(cells []Cell, ex rundata.Expectations) Verdict {
 // bulkheads the culprit's failures are quick rejections, not timeouts. It
 // depends on how results are classified, so it cannot be decided while
 // more than MaxUnclassified of the culprit's results matched no rule.
-func failFast(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder(FailFast, fmt.Sprintf("bulkhead + %s: /%s's failures are fast rejections (503 from its bulkhead, < %s·T)",
-		ex.Slow, ex.Culprit, measure.FmtG(ex.P2FastRejectMaxT)), cells, ex, [2]string{ex.Slow, ex.BulkheadMode})
+func failFast(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	c := b.cells[0]
 	share := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FastRejectShare }))
 	b.check("/"+ex.Culprit+" failures that were fast rejections", "share", share, ">=", ex.P2MinFastRejectShare)
@@ -95,8 +108,11 @@ func failFast(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-// FailFast is the name of the fail-fast verdict.
-const FailFast = "FAILFAST"
+func failFastText(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("bulkhead + %s: /%s's failures are fast rejections (503 from its bulkhead, < %s·T)",
+		ex.Slow, ex.Culprit, measure.FmtG(ex.P2FastRejectMaxT))
+}
 
 // MaxUnclassified is the largest share of an endpoint's results that may
 // match no classification rule before a verdict that depends on the
@@ -121,9 +137,15 @@ func unclassifiedStatuses(runs []measure.RunSummary, ep string) string {
 	return strings.Join(parts, ", ")
 }
 
-func p3(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P3", fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
-		ex.Busy, ex.Culprit), cells, ex, [2]string{ex.Busy, ex.SharedMode}, [2]string{ex.Busy, ex.BulkheadMode})
+func p3Text(s *Summary) string {
+	return fmt.Sprintf("%s: /%s's successful throughput is lower with bulkheads than shared (the cost of isolation)",
+		s.Expectations.Busy, s.Expectations.Culprit)
+}
+
+// p3 is the cost of isolation: under busy, bulkheads serve the culprit less
+// than the shared pool.
+func p3(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	sh, bh := b.cells[0], b.cells[1]
 	cost := measure.Bootstrap([][]float64{
 		sh.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }),
@@ -135,10 +157,17 @@ func p3(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
-func p4(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("P4", fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when %s is %s than when it is %s",
-		ex.Victim, culpritDependency(cells, ex), ex.Failing, ex.Slow), cells, ex,
-		[2]string{ex.Slow, ex.SharedMode}, [2]string{ex.Slow, ex.BulkheadMode}, [2]string{ex.Failing, ex.SharedMode}, [2]string{ex.Failing, ex.BulkheadMode})
+func p4Text(s *Summary) string {
+	ex := s.Expectations
+	return fmt.Sprintf("the shared−bulkhead difference on /%s is much smaller when %s is %s than when it is %s",
+		ex.Victim, culpritDependency(s.Cells, ex), ex.Failing, ex.Slow)
+}
+
+// p4 compares the bulkhead's benefit to the victim when the culprit's
+// dependency fails fast with when it is slow, on the cells slow/shared,
+// slow/bulkhead, failing/shared and failing/bulkhead.
+func p4(b *builder, s *Summary) Verdict {
+	ex := s.Expectations
 	p99 := func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Victim).FaultP99Ms }
 	errR := func(r measure.RunSummary) measure.Num {
 		return measure.Num(100 * float64(r.Endpoint(ex.Victim).FaultErrorRate))
@@ -176,7 +205,9 @@ func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	// The claim is judged on the dimension(s) in which the bulkhead made a
 	// difference when the dependency was slow: latency for a service that
 	// makes callers wait, errors for one that fails fast. A dimension shows
-	// a difference when it exceeds what P2 tolerates as "at baseline".
+	// a difference when it exceeds a floor: P2's p99 tolerance for latency,
+	// but a degraded window's error rate (degraded_error_rate, not P2's
+	// tighter tolerance of measure.AtBaseline) for errors.
 	t := measure.EstimateOf(b.cells[0].vals(func(r measure.RunSummary) measure.Num { return r.TimeoutMs }))
 	pFloor, eFloor := ex.P2MaxP99RiseT*t.Mean, 100*ex.DegradedErrorRate
 	shows := func(e measure.Estimate, floor float64) bool { return e.Defined() && floor > 0 && e.Mean >= floor }
@@ -203,14 +234,16 @@ func p4(cells []Cell, ex rundata.Expectations) Verdict {
 	return b.decide()
 }
 
+func exhaustedText(s *Summary) string {
+	return fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", s.Expectations.Slow)
+}
+
 // exhausted: under the slow condition the first bounded resource to run
 // out is the pool (measure.PoolFirstRule): the pool the service exports,
 // a limit inferred from the proxies that stands for one, or the connection
 // pool of a service whose bulkhead it is. A run where that cannot be told
 // is left out of the share and makes the verdict INCONCLUSIVE, naming it.
-func exhausted(cells []Cell, ex rundata.Expectations) Verdict {
-	b := newBuilder("EXHAUSTED", fmt.Sprintf("under %s the first bounded resource to run out is the pool (not connections, CPU or goroutines/memory)", ex.Slow),
-		cells, ex, [2]string{ex.Slow, ex.SharedMode}, [2]string{ex.Slow, ex.BulkheadMode})
+func exhausted(b *builder, s *Summary) Verdict {
 	var first, unknown []string
 	for _, c := range b.cells {
 		var v []float64

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -44,7 +45,7 @@ type SizingPoint struct {
 	SlowVictimP99RiseT  measure.Estimate `json:"slow_victim_p99_rise_t"`
 	SlowVictimErrorRate measure.Estimate `json:"slow_victim_error_rate"`
 	// TooSmall: it rejects more than the allowed share in healthy; Hurts:
-	// in slow the victim is not at its baseline (P2's rule).
+	// in slow the victim is not at its baseline (measure.AtBaseline).
 	TooSmall bool `json:"too_small"`
 	Hurts    bool `json:"hurts"`
 	// Known is set when both were measured (valid healthy and slow runs).
@@ -67,13 +68,6 @@ func (p SizingPoint) Region(ex rundata.Expectations) string {
 		return "too large (/" + ex.Victim + " hurt in " + ex.Slow + ")"
 	}
 	return "good"
-}
-
-// sizing builds the sizing curve of the summary's runs (Summary.Sizing) and
-// judges it.
-func sizing(s *Summary) []Verdict {
-	s.Sizing = buildSizing(s.Runs, s.Cells, s.Expectations)
-	return sizingVerdicts(s.Sizing, s.Cells, s.Expectations)
 }
 
 // buildSizing computes the sizing curve of ex.Sizing's mode, nil without
@@ -110,12 +104,14 @@ func buildSizing(runs []measure.RunSummary, cells []Cell, ex rundata.Expectation
 			p.BusyRejected = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return measure.RejectedShare(r.Endpoint(ex.Culprit)) }))
 			p.BusyOKPerS = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.Endpoint(ex.Culprit).FaultOKRate }))
 		}
+		slowBaseErr := 0.0
 		if c := cellOf(ex.Slow, p.Mode); c != nil {
 			p.SlowVictimP99RiseT = measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
 			p.SlowVictimErrorRate = c.VictimErrorRate
+			slowBaseErr = c.baselineErrorRate(ex.Victim)
 		}
 		p.TooSmall = p.HealthyRejected.Mean > roles.MaxHealthyRejection
-		p.Hurts = p.SlowVictimP99RiseT.Mean > ex.P2MaxP99RiseT || p.SlowVictimErrorRate.Mean > ex.P2MaxErrorRate
+		p.Hurts = !measure.AtBaseline(p.SlowVictimP99RiseT.Mean, p.SlowVictimErrorRate.Mean, slowBaseErr, ex)
 		p.Known = p.HealthyRejected.Defined() && p.SlowVictimP99RiseT.Defined() && p.SlowVictimErrorRate.Defined()
 		sc.Points = append(sc.Points, *p)
 	}
@@ -179,42 +175,89 @@ func littleDemand(c *Cell, culprit string) measure.Num {
 	return measure.Num(sum / float64(n))
 }
 
-// sizingVerdicts are seed-004's two sizing claims and Little's law's size
-// against the measured good region.
-func sizingVerdicts(sc *SizingCurve, cells []Cell, ex rundata.Expectations) []Verdict {
-	if sc == nil {
-		return nil
-	}
-	roles := ex.Sizing.WithDefaults()
-	var modes [][2]string
-	for _, p := range sc.Points {
-		modes = append(modes, [2]string{ex.Healthy, p.Mode}, [2]string{ex.Slow, p.Mode})
-	}
-	var out []Verdict
-	if len(sc.Points) == 0 {
-		for _, n := range rundata.SizingPredictions {
-			b := newBuilder(n, "no sweep of one numeric field under mode "+roles.Mode, cells, ex, [2]string{ex.Healthy, roles.Mode})
-			out = append(out, b.decide())
+// sizingDecisions are seed-004's two sizing claims and Little's law's size
+// against the measured good region, judged on the sizing curve
+// (Summary.Sizing) when Expectations.Sizing names the swept mode. Without a
+// sweep under that mode each says so, on the healthy cell of the mode.
+var sizingDecisions = []decision{
+	{claims.SizingTooSmall, func(s *Summary) string {
+		ex, sc := s.Expectations, s.Sizing
+		if len(sc.Points) == 0 {
+			return noSweep(s)
 		}
-		return out
-	}
-	first, last := sc.Points[0], sc.Points[len(sc.Points)-1]
+		return fmt.Sprintf("a bulkhead sized so small it rejects during normal operation: /%s's bulkhead of %s rejects more than %s of its healthy traffic, and a larger one does not",
+			ex.Culprit, sc.Points[0].Value, measure.FmtG(ex.Sizing.WithDefaults().MaxHealthyRejection))
+	}, sizingTooSmall},
+	{claims.SizingTooLarge, func(s *Summary) string {
+		ex, sc := s.Expectations, s.Sizing
+		if len(sc.Points) == 0 {
+			return noSweep(s)
+		}
+		return fmt.Sprintf("a bulkhead sized so large it never binds is no bulkhead: with /%s's bulkhead at %s, a slow %s hurts /%s",
+			ex.Culprit, sc.Points[len(sc.Points)-1].Value, ex.Culprit, ex.Victim)
+	}, sizingTooLarge},
+	{claims.SizingLittle, func(s *Summary) string {
+		if len(s.Sizing.Points) == 0 {
+			return noSweep(s)
+		}
+		return fmt.Sprintf("Little's law's size (demand × %s, rounded up) lies in the measured good region", measure.FmtG(s.Expectations.Sizing.WithDefaults().Headroom))
+	}, sizingLittle},
+}
 
-	b := newBuilder("SIZING-TOO-SMALL", fmt.Sprintf("a bulkhead sized so small it rejects during normal operation: /%s's bulkhead of %s rejects more than %s of its healthy traffic, and a larger one does not",
-		ex.Culprit, first.Value, measure.FmtG(roles.MaxHealthyRejection)), cells, ex, [2]string{ex.Healthy, first.Mode}, [2]string{ex.Healthy, last.Mode})
+// noSweep is a sizing claim's text without a sweep to judge.
+func noSweep(s *Summary) string {
+	return "no sweep of one numeric field under mode " + s.Expectations.Sizing.Mode
+}
+
+// sweepless decides a sizing claim without a sweep: SKIPPED, on the healthy
+// cell of the mode named; ok is false when there is a sweep.
+func sweepless(b *builder, s *Summary) (v Verdict, ok bool) {
+	if len(s.Sizing.Points) > 0 {
+		return Verdict{}, false
+	}
+	b.need([2]string{s.Expectations.Healthy, s.Expectations.Sizing.Mode})
+	return b.decide(), true
+}
+
+// sizingTooSmall: the smallest size rejects the culprit's healthy traffic,
+// the largest does not.
+func sizingTooSmall(b *builder, s *Summary) Verdict {
+	if v, ok := sweepless(b, s); ok {
+		return v
+	}
+	ex, sc := s.Expectations, s.Sizing
+	roles := ex.Sizing.WithDefaults()
+	first, last := sc.Points[0], sc.Points[len(sc.Points)-1]
+	b.need([2]string{ex.Healthy, first.Mode}, [2]string{ex.Healthy, last.Mode})
 	b.check(fmt.Sprintf("size %s: /%s rejected in %s", first.Value, ex.Culprit, ex.Healthy), "share", first.HealthyRejected, ">", roles.MaxHealthyRejection)
 	b.check(fmt.Sprintf("size %s: /%s rejected in %s", last.Value, ex.Culprit, ex.Healthy), "share", last.HealthyRejected, "<=", roles.MaxHealthyRejection)
-	out = append(out, b.decide())
+	return b.decide()
+}
 
-	b = newBuilder("SIZING-TOO-LARGE", fmt.Sprintf("a bulkhead sized so large it never binds is no bulkhead: with /%s's bulkhead at %s, a slow %s hurts /%s",
-		ex.Culprit, last.Value, ex.Culprit, ex.Victim), cells, ex, [2]string{ex.Slow, last.Mode})
+// sizingTooLarge: with the largest size the slow culprit hurts the victim.
+func sizingTooLarge(b *builder, s *Summary) Verdict {
+	if v, ok := sweepless(b, s); ok {
+		return v
+	}
+	ex, sc := s.Expectations, s.Sizing
+	first, last := sc.Points[0], sc.Points[len(sc.Points)-1]
+	b.need([2]string{ex.Slow, last.Mode})
 	b.check(fmt.Sprintf("size %s: /%s harm in %s: max(p99 rise / %sT, error rate / %s)", last.Value, ex.Victim, ex.Slow, measure.FmtG(ex.P2MaxP99RiseT), measure.FmtG(ex.P2MaxErrorRate)),
-		"×", bootstrapHarm(cells, ex, last.Mode), ">", 1)
+		"×", bootstrapHarm(s.Cells, ex, last.Mode), ">", 1)
 	b.info(fmt.Sprintf("size %s: /%s p99 rise in %s", first.Value, ex.Victim, ex.Slow), "T", first.SlowVictimP99RiseT)
-	out = append(out, b.decide())
+	return b.decide()
+}
 
-	b = newBuilder("SIZING-LITTLE", fmt.Sprintf("Little's law's size (demand × %s, rounded up) lies in the measured good region", measure.FmtG(roles.Headroom)),
-		cells, ex, modes...)
+// sizingLittle: Little's law's size lies in the measured good region.
+func sizingLittle(b *builder, s *Summary) Verdict {
+	if v, ok := sweepless(b, s); ok {
+		return v
+	}
+	ex, sc := s.Expectations, s.Sizing
+	roles := ex.Sizing.WithDefaults()
+	for _, p := range sc.Points {
+		b.need([2]string{ex.Healthy, p.Mode}, [2]string{ex.Slow, p.Mode})
+	}
 	in := measure.Undefined
 	if !math.IsNaN(float64(sc.GoodLo)) && sc.LittleSize > 0 {
 		in = share(true, float64(sc.LittleSize) >= float64(sc.GoodLo) && float64(sc.LittleSize) <= float64(sc.GoodHi))
@@ -228,7 +271,7 @@ func sizingVerdicts(sc *SizingCurve, cells []Cell, ex rundata.Expectations) []Ve
 	b.info("good region, largest size", "permits", measure.Estimate{Mean: float64(sc.GoodHi), Lo: math.NaN(), Hi: math.NaN(), N: 1})
 	b.notes = append(b.notes, fmt.Sprintf("good: rejects at most %s of %s's /%s traffic and keeps /%s at its baseline in %s (P2's rule)",
 		measure.FmtG(roles.MaxHealthyRejection), ex.Healthy, ex.Culprit, ex.Victim, ex.Slow))
-	return append(out, b.decide())
+	return b.decide()
 }
 
 // bootstrapHarm is the victim's harm in the slow cell of mode: the larger

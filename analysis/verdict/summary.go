@@ -159,9 +159,8 @@ func evaluate(exp *rundir.Experiment, ex rundata.Expectations) Summary {
 	}
 	s.Cells = buildCells(s.Runs, ex)
 	s.Little = buildLittle(s.Cells)
-	for _, f := range families {
-		s.Verdicts = append(s.Verdicts, f(&s)...)
-	}
+	s.Sizing = buildSizing(s.Runs, s.Cells, ex)
+	s.Verdicts = judge(&s)
 	for i, v := range s.Verdicts {
 		// The spec's own word on what its matrix cannot decide: the verdict
 		// says so, as validate did, whatever its runs happened to show.
@@ -243,6 +242,19 @@ func buildCells(runs []measure.RunSummary, ex rundata.Expectations) []Cell {
 		c.Phases = cellPhases(c)
 	}
 	return cells
+}
+
+// baselineErrorRate is endpoint ep's baseline error rate, mean over the
+// cell's usable runs (0 without any).
+func (c *Cell) baselineErrorRate(ep string) float64 {
+	sum := 0.0
+	for _, r := range c.UsedRuns {
+		sum += r.Endpoint(ep).BaselineErrorRate()
+	}
+	if len(c.UsedRuns) == 0 {
+		return 0
+	}
+	return sum / float64(len(c.UsedRuns))
 }
 
 // vals extracts one number per usable run of the cell (NaN kept; estimate

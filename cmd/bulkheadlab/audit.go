@@ -13,7 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
@@ -106,19 +107,19 @@ func writeCallGraph(dir string, g *rundata.CallGraph) error {
 	if err != nil {
 		return err
 	}
-	return analysis.WriteFileAtomic(filepath.Join(dir, rundata.CallGraphFile), append(b, '\n'))
+	return render.WriteFileAtomic(filepath.Join(dir, rundata.CallGraphFile), append(b, '\n'))
 }
 
 // finishAudit prints every map of an audit and, with check, decides the
 // exit code from their violations.
-func finishAudit(w io.Writer, dir string, sum *analysis.Summary, check bool) error {
+func finishAudit(w io.Writer, dir string, sum *verdict.Summary, check bool) error {
 	var failed, unmeasured []string
 	for i := range sum.Audits {
 		m := &sum.Audits[i]
-		if err := analysis.PrintAudit(w, m); err != nil {
+		if err := render.PrintAudit(w, m); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "audit map: %s\n", filepath.Join(analysis.AuditDir(dir, sum, i), analysis.AuditHTMLFile))
+		fmt.Fprintf(w, "audit map: %s\n", filepath.Join(render.AuditDir(dir, sum, i), render.AuditHTMLFile))
 		for _, v := range m.Violations {
 			label := v
 			if len(sum.Audits) > 1 {

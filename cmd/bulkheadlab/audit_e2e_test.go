@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -90,12 +90,12 @@ func TestAuditPreset(t *testing.T) {
 			col := m.Columns[j]
 			switch {
 			case col.Condition == "failing-search":
-				if c.Class != analysis.CellAborted {
+				if c.Class != verdict.CellAborted {
 					t.Errorf("/%s × failing SEARCH: %s, want ABORTED (the stop condition)", e, c.Class)
 				}
-			case c.Class == analysis.CellDegraded || c.Class == analysis.CellIsolated:
+			case c.Class == verdict.CellDegraded || c.Class == verdict.CellIsolated:
 				measured++
-			case c.Class != analysis.CellExpected:
+			case c.Class != verdict.CellExpected:
 				t.Errorf("/%s × %s: %s", e, col.Condition, c.Class)
 			}
 		}
@@ -235,7 +235,7 @@ audit:
 		t.Errorf("call graph measured through the external proxies %s, want %s", got, want)
 	}
 	m := readSummary(t, dir).Audits[0]
-	if c := m.Cells[1][0]; c.Class != analysis.CellDegraded || c.Predicted != "" {
+	if c := m.Cells[1][0]; c.Class != verdict.CellDegraded || c.Predicted != "" {
 		t.Errorf("/b under slow A: %+v, want DEGRADED and no prediction", c)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -28,7 +28,7 @@ func TestAutoRepeatsStopWhenClear(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "repeats: auto: after 3 rounds every checked verdict is clear of its threshold; 2 rounds not needed") {
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
-	exp, err := analysis.Load(dir)
+	exp, err := rundir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

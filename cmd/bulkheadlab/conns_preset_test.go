@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -29,7 +30,7 @@ func TestConnectionPoolNoWallPreset(t *testing.T) {
 		t.Logf("%s: exhausted first %s after %v s (then %s)", r.ID, r.Exhausted.Resource, r.Exhausted.AfterFaultS, r.Exhausted.Then())
 	}
 	t.Logf("/b harm without a wall %.2f; /a connection wait sized %.3f T, over %.3f T",
-		measure(s, "CONNS-NO-WALL", "/b harm"), measure(s, "CONNS-SIZED", "/a mean connection wait in sized"), measure(s, "CONNS-SIZED", "/a mean connection wait in walled"))
+		measureOf(s, "CONNS-NO-WALL", "/b harm"), measureOf(s, "CONNS-SIZED", "/a mean connection wait in sized"), measureOf(s, "CONNS-SIZED", "/a mean connection wait in walled"))
 	if md := readReport(t, dir); !strings.Contains(md, "## Connection waits") || !strings.Contains(md, "| slow-no-wall-r1 | /b |") {
 		t.Errorf("report.md lacks the connection waits table")
 	}
@@ -42,7 +43,7 @@ func TestConnectionPoolNoWallPreset(t *testing.T) {
 		{"CONNS-SIZED", rundata.ConnsRoles{Condition: "slow", NoWall: "no-wall", Walled: "walled", Sized: "walled", Over: "sized"}},
 	} {
 		roles := tc.roles
-		if o := rejudge(t, dir, tc.verdict, func(ex *analysis.Expectations) { ex.Conns = &roles }); o != analysis.NotSupported {
+		if o := rejudge(t, dir, tc.verdict, func(ex *rundata.Expectations) { ex.Conns = &roles }); o != verdict.NotSupported {
 			t.Errorf("%s with %+v: %s, want NOT SUPPORTED", tc.verdict, tc.roles, o)
 		}
 	}
@@ -65,8 +66,8 @@ func TestSlowQueryPreset(t *testing.T) {
 	s := readSummary(t, dir)
 	for _, r := range s.Runs {
 		t.Logf("%s: exhausted first %s after %v s (then %s)", r.ID, r.Exhausted.Resource, r.Exhausted.AfterFaultS, r.Exhausted.Then())
-		if strings.Contains(r.ID, "shared-db") && r.Exhausted.Resource != analysis.ResourceConnections {
-			t.Errorf("%s: exhausted first %q, want %q (the shared database pool)", r.ID, r.Exhausted.Resource, analysis.ResourceConnections)
+		if strings.Contains(r.ID, "shared-db") && r.Exhausted.Resource != measure.ResourceConnections {
+			t.Errorf("%s: exhausted first %q, want %q (the shared database pool)", r.ID, r.Exhausted.Resource, measure.ResourceConnections)
 		}
 		// Wait next to query time: the analytical query's own time rises
 		// by most of T; in the shared pool /b waits for a connection while
@@ -84,9 +85,9 @@ func TestSlowQueryPreset(t *testing.T) {
 			t.Errorf("%s: /b waited %.1f ms for a connection; want > 0.05 T exactly in the shared pool", r.ID, w)
 		}
 	}
-	t.Logf("/b harm without a wall %.2f", measure(s, "CONNS-NO-WALL", "/b harm"))
+	t.Logf("/b harm without a wall %.2f", measureOf(s, "CONNS-NO-WALL", "/b harm"))
 	roles := rundata.ConnsRoles{Condition: "slow", NoWall: "db-per-class", Walled: "shared-db"}
-	if o := rejudge(t, dir, "CONNS-NO-WALL", func(ex *analysis.Expectations) { ex.Conns = &roles }); o != analysis.NotSupported {
+	if o := rejudge(t, dir, "CONNS-NO-WALL", func(ex *rundata.Expectations) { ex.Conns = &roles }); o != verdict.NotSupported {
 		t.Errorf("CONNS-NO-WALL with the roles swapped: %s, want NOT SUPPORTED", o)
 	}
 }

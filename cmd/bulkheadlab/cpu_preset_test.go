@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -43,7 +44,7 @@ func TestCPUNotIsolatedPreset(t *testing.T) {
 			break
 		}
 		s := readSummary(t, dir)
-		if full := measure(s, "CPU-NOT-ISOLATED", "runs of payload in which no worker pool"); !(full < 1) {
+		if full := measureOf(s, "CPU-NOT-ISOLATED", "runs of payload in which no worker pool"); !(full < 1) {
 			break
 		}
 		t.Logf("attempt %d: a worker pool filled as well (the machine starved the service beyond the claim's premise); once more", attempt)
@@ -52,16 +53,16 @@ func TestCPUNotIsolatedPreset(t *testing.T) {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
 	s := readSummary(t, dir)
-	rise := measure(s, "CPU-NOT-ISOLATED", "/b p99 rise")
+	rise := measureOf(s, "CPU-NOT-ISOLATED", "/b p99 rise")
 	t.Logf("/b p99 rise %.3f T; service CPU %.2f cores, GC share %.2f, decode %.1f ms", rise,
-		measure(s, "CPU-NOT-ISOLATED", "service CPU, payload"), measure(s, "CPU-NOT-ISOLATED", "GC share"),
-		measure(s, "CPU-NOT-ISOLATED", "/a mean decode"))
+		measureOf(s, "CPU-NOT-ISOLATED", "service CPU, payload"), measureOf(s, "CPU-NOT-ISOLATED", "GC share"),
+		measureOf(s, "CPU-NOT-ISOLATED", "/a mean decode"))
 	for _, r := range s.Runs {
 		if r.CPU == nil || r.CPU.GOMAXPROCS != 1 {
 			t.Errorf("run %s: CPU numbers %+v, want the service on GOMAXPROCS 1", r.ID, r.CPU)
 			continue
 		}
-		if r.Condition == "payload" && (r.Exhausted.Resource != analysis.ResourceCPU && r.Exhausted.Resource != analysis.ResourceGC ||
+		if r.Condition == "payload" && (r.Exhausted.Resource != measure.ResourceCPU && r.Exhausted.Resource != measure.ResourceGC ||
 			!(r.CPU.Cores > 0.3) || !(r.CPU.DecodeMs > 1)) {
 			t.Errorf("run %s: exhausted %+v, CPU %+v; want cpu or gc first, ≥ 0.3 cores, decodes", r.ID, r.Exhausted, *r.CPU)
 		}
@@ -75,10 +76,10 @@ func TestCPUNotIsolatedPreset(t *testing.T) {
 		t.Fatalf("4 KiB payloads: exit %d, want %d naming CPU-NOT-ISOLATED; output:\n%s", code, ExitFailed, out)
 	}
 	s = readSummary(t, dir)
-	if o := outcomeOf(s, "CPU-NOT-ISOLATED"); o != analysis.NotSupported {
+	if o := outcomeOf(s, "CPU-NOT-ISOLATED"); o != verdict.NotSupported {
 		t.Errorf("4 KiB payloads: CPU-NOT-ISOLATED = %s, want NOT SUPPORTED", o)
 	}
-	t.Logf("4 KiB payloads: /b p99 rise %.3f T", measure(s, "CPU-NOT-ISOLATED", "/b p99 rise"))
+	t.Logf("4 KiB payloads: /b p99 rise %.3f T", measureOf(s, "CPU-NOT-ISOLATED", "/b p99 rise"))
 }
 
 // serviceSampled reports whether a metrics.jsonl has a service sample with

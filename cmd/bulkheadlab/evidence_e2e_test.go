@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -137,7 +138,7 @@ func TestALeakIsNotSupportedWhereverTheMatrixLooks(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d; output:\n%s", tt.name, code, ExitFailed, out)
 		}
 		for _, v := range tt.notSupported {
-			if o := outcomeOf(s, v); o != analysis.NotSupported {
+			if o := outcomeOf(s, v); o != verdict.NotSupported {
 				t.Errorf("%s: %s %s, want NOT SUPPORTED; output:\n%s", tt.name, v, o, out)
 			}
 		}
@@ -197,7 +198,7 @@ func TestOneSharedConnectionLimitPasses(t *testing.T) {
 	e := evidenceExp{name: "racy", modes: map[string][]string{"split": racy}, pools: map[string]string{"split": "bulkhead"},
 		metrics: workerPoolMetrics, conditions: "spike", check: "LIMIT-HOLDS"}
 	code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
-	if o := outcomeOf(readSummary(t, dir), "LIMIT-HOLDS"); code != ExitFailed || o != analysis.NotSupported {
+	if o := outcomeOf(readSummary(t, dir), "LIMIT-HOLDS"); code != ExitFailed || o != verdict.NotSupported {
 		t.Errorf("racy counter: exit %d, LIMIT-HOLDS %s; want %d, NOT SUPPORTED; output:\n%s", code, o, ExitFailed, out)
 	}
 }
@@ -216,10 +217,10 @@ func TestAHealthyRunIsNoDegradation(t *testing.T) {
 	if code != ExitOK && code != ExitFailed {
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
-	if o := outcomeOf(readSummary(t, dir), "P1"); o != analysis.Supported {
+	if o := outcomeOf(readSummary(t, dir), "P1"); o != verdict.Supported {
 		t.Fatalf("P1 %s on the slow run, want SUPPORTED; output:\n%s", o, out)
 	}
-	if o := rejudge(t, dir, "P1", func(ex *analysis.Expectations) { ex.Slow = ex.Healthy }); o != analysis.NotSupported {
+	if o := rejudge(t, dir, "P1", func(ex *rundata.Expectations) { ex.Slow = ex.Healthy }); o != verdict.NotSupported {
 		t.Errorf("P1 %s with the healthy run as the fault run, want NOT SUPPORTED", o)
 	}
 }
@@ -255,7 +256,7 @@ func TestALeakOfTheBuiltInService(t *testing.T) {
 	}
 	s := readSummary(t, dir)
 	for _, v := range []string{"RECOVERY", "NO-LEAK"} {
-		if o := outcomeOf(s, v); o != analysis.NotSupported {
+		if o := outcomeOf(s, v); o != verdict.NotSupported {
 			t.Errorf("%s %s, want NOT SUPPORTED; output:\n%s", v, o, out)
 		}
 	}
@@ -314,7 +315,7 @@ validity: {retries: 2}
 expectations: {check: [EXHAUSTED]}
 `, deps["A"], deps["B"], testkit.FreeAddr(t), testkit.FreeAddr(t), modes.String())
 		code, out, dir := runSpecJudged(t, "node-pools", text)
-		if o := outcomeOf(readSummary(t, dir), "EXHAUSTED"); code != ExitOK || o != analysis.Supported {
+		if o := outcomeOf(readSummary(t, dir), "EXHAUSTED"); code != ExitOK || o != verdict.Supported {
 			t.Errorf("%s: exit %d, EXHAUSTED %s; want 0, SUPPORTED; output:\n%s", tt.name, code, o, out)
 		}
 	}

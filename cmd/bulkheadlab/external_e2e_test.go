@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -82,7 +83,7 @@ expectations: {check: [P1, P2, P3, P4]}
 	// EXHAUSTED from the inferred limits alone: the caps the proxies saw
 	// stand for the pools (no connection pool of the same limit).
 	for _, p := range []string{"P1", "P2", "P3", "P4", "EXHAUSTED"} {
-		if o := outcomeOf(sum, p); o != analysis.Supported {
+		if o := outcomeOf(sum, p); o != verdict.Supported {
 			t.Errorf("%s: %s, want SUPPORTED; output:\n%s", p, o, out)
 		}
 	}
@@ -101,8 +102,8 @@ expectations: {check: [P1, P2, P3, P4]}
 		for _, l := range run.Inferred {
 			got = append(got, fmt.Sprintf("%s=%d", strings.Join(l.Dependencies, "+"), l.Limit))
 		}
-		if strings.Join(got, ",") != w || run.Exhausted.Resource != analysis.ResourcePoolInferred {
-			t.Errorf("%s: inferred %v, exhausted %q; want %s and %s", run.ID, got, run.Exhausted.Resource, w, analysis.ResourcePoolInferred)
+		if strings.Join(got, ",") != w || run.Exhausted.Resource != measure.ResourcePoolInferred {
+			t.Errorf("%s: inferred %v, exhausted %q; want %s and %s", run.ID, got, run.Exhausted.Resource, w, measure.ResourcePoolInferred)
 		}
 		// Little's law from the proxies: a slow A (~20 ms + 225 ms at
 		// 100/s) plus B (20 ms at 100/s) demand ~26 permits in shared

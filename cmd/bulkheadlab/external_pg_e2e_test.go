@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
@@ -90,7 +90,7 @@ expectations: {check: [P1, P2]}
 	}
 	sum := readSummary(t, dir)
 	for _, p := range []string{"P1", "P2"} {
-		if o := outcomeOf(sum, p); o != analysis.Supported {
+		if o := outcomeOf(sum, p); o != verdict.Supported {
 			t.Errorf("%s: %s, want SUPPORTED; output:\n%s", p, o, out)
 		}
 	}
@@ -162,7 +162,7 @@ expectations: {check: [P1, P2]}
 		t.Fatalf("pools swapped: exit %d, want %d; output:\n%s", code, ExitFailed, out)
 	}
 	sum = readSummary(t, dir)
-	if o := outcomeOf(sum, "P2"); o != analysis.NotSupported {
+	if o := outcomeOf(sum, "P2"); o != verdict.NotSupported {
 		t.Errorf("pools swapped: P2 %s, want NOT SUPPORTED; output:\n%s", o, out)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
 // fleetShort is the fleet-multiplication preset with short phases.
@@ -37,7 +37,7 @@ func TestFleetMultiplicationPreset(t *testing.T) {
 	}
 	s := readSummary(t, dir)
 	for _, v := range []string{"FLEET-MULTIPLIES", "FLEET-BUDGET"} {
-		if o := outcomeOf(s, v); o != analysis.Supported {
+		if o := outcomeOf(s, v); o != verdict.Supported {
 			t.Errorf("%s: %s, want SUPPORTED", v, o)
 		}
 	}
@@ -78,7 +78,7 @@ func TestFleetMultiplicationPreset(t *testing.T) {
 	}
 	s = readSummary(t, dir)
 	for _, v := range []string{"FLEET-MULTIPLIES", "FLEET-BUDGET"} {
-		if o := outcomeOf(s, v); o != analysis.NotSupported {
+		if o := outcomeOf(s, v); o != verdict.NotSupported {
 			t.Errorf("%s: %s, want NOT SUPPORTED", v, o)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -46,7 +46,7 @@ func TestLeakHuntPreset(t *testing.T) {
 	}
 	s := readSummary(t, dir)
 	for _, v := range []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"} {
-		if o := outcomeOf(s, v); o != analysis.Supported {
+		if o := outcomeOf(s, v); o != verdict.Supported {
 			t.Errorf("correct service: %s %s, want SUPPORTED", v, o)
 		}
 	}
@@ -72,7 +72,7 @@ func TestLeakHuntPreset(t *testing.T) {
 		}
 		s := readSummary(t, dir)
 		for _, v := range tt.fail {
-			if o := outcomeOf(s, v); o != analysis.NotSupported {
+			if o := outcomeOf(s, v); o != verdict.NotSupported {
 				t.Errorf("%s under %s: %s %s, want NOT SUPPORTED", tt.defect, tt.condition, v, o)
 			}
 		}
@@ -136,7 +136,7 @@ expectations: {check: [RECOVERY, NO-LEAK]}
 		}
 		s := readSummary(t, dir)
 		for _, v := range []string{"NO-LEAK", "RECOVERY"} {
-			if o := outcomeOf(s, v); o != analysis.NotSupported {
+			if o := outcomeOf(s, v); o != verdict.NotSupported {
 				t.Errorf("leak on the %s path: %s %s, want NOT SUPPORTED", tt.leak, v, o)
 			}
 		}

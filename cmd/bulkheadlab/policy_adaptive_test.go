@@ -5,7 +5,7 @@ package main
 import (
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
 // adaptiveShort is the adaptive-limit preset, light and short, on the two
@@ -30,11 +30,11 @@ func TestAdaptiveLimitPreset(t *testing.T) {
 	code, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t))
 	s := readSummary(t, dir)
 	for _, v := range []string{"ADAPTIVE-ISOLATES", "ADAPTIVE-COST"} {
-		if o := outcomeOf(s, v); o != analysis.Supported && o != analysis.NotSupported {
+		if o := outcomeOf(s, v); o != verdict.Supported && o != verdict.NotSupported {
 			t.Errorf("%s = %s, want a decision; exit %d, output:\n%s", v, o, code, out)
 		}
 	}
-	if lim := measure(s, "ADAPTIVE-ISOLATES", "/a adaptive limit"); !(lim >= 1 && lim <= 6) {
+	if lim := measureOf(s, "ADAPTIVE-ISOLATES", "/a adaptive limit"); !(lim >= 1 && lim <= 6) {
 		t.Errorf("/a's adaptive limit in the fault phase: minimum %v, want between 1 and 6 (sampled from the service)", lim)
 	}
 	t.Logf("exit %d\n%s", code, out)
@@ -48,7 +48,7 @@ func TestAdaptiveLimitPreset(t *testing.T) {
 func TestAdaptiveVerdictsCanFail(t *testing.T) {
 	code, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 1, max: 3, initial: 3,"))
 	s := readSummary(t, dir)
-	if code != ExitFailed || outcomeOf(s, "ADAPTIVE-ISOLATES") != analysis.Supported || outcomeOf(s, "ADAPTIVE-COST") != analysis.NotSupported {
+	if code != ExitFailed || outcomeOf(s, "ADAPTIVE-ISOLATES") != verdict.Supported || outcomeOf(s, "ADAPTIVE-COST") != verdict.NotSupported {
 		t.Errorf("exit %d, ADAPTIVE-ISOLATES %s, ADAPTIVE-COST %s; want 1, SUPPORTED, NOT SUPPORTED; output:\n%s",
 			code, outcomeOf(s, "ADAPTIVE-ISOLATES"), outcomeOf(s, "ADAPTIVE-COST"), out)
 	}
@@ -58,7 +58,7 @@ func TestAdaptiveVerdictsCanFail(t *testing.T) {
 // whole pool of 6 leaves /b unprotected: ADAPTIVE-ISOLATES NOT SUPPORTED.
 func TestAdaptivePinnedToThePoolDoesNotIsolate(t *testing.T) {
 	_, out, dir := runSpecJudged(t, "adaptive-limit", adaptiveShort(t, "{limiter: {min: 1, max: 6, initial: 3,", "{limiter: {min: 6, max: 6, initial: 6,"))
-	if o := outcomeOf(readSummary(t, dir), "ADAPTIVE-ISOLATES"); o != analysis.NotSupported {
+	if o := outcomeOf(readSummary(t, dir), "ADAPTIVE-ISOLATES"); o != verdict.NotSupported {
 		t.Errorf("ADAPTIVE-ISOLATES = %s, want NOT SUPPORTED; output:\n%s", o, out)
 	}
 }

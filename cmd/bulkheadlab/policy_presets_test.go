@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
@@ -55,7 +55,7 @@ func TestBreakerAfterDrainPreset(t *testing.T) {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
 	s := readSummary(t, dir)
-	open, exh := measure(s, "BREAKER-LATE", "time to open"), measure(s, "BREAKER-LATE", "time to pool exhaustion")
+	open, exh := measureOf(s, "BREAKER-LATE", "time to open"), measureOf(s, "BREAKER-LATE", "time to pool exhaustion")
 	if !(exh < open) {
 		t.Errorf("time to exhaustion %.3f s, to open %.3f s: want exhaustion first", exh, open)
 	}
@@ -77,7 +77,7 @@ func TestBreakerVerdictsCanFail(t *testing.T) {
 	}
 	s := readSummary(t, dir)
 	for _, v := range []string{"BREAKER-LATE", "BREAKER-ISOLATED"} {
-		if o := outcomeOf(s, v); o != analysis.NotSupported {
+		if o := outcomeOf(s, v); o != verdict.NotSupported {
 			t.Errorf("%s = %s, want NOT SUPPORTED", v, o)
 		}
 	}

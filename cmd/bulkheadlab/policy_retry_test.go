@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -44,12 +44,12 @@ func TestRetryStormPreset(t *testing.T) {
 	}
 	s := readSummary(t, dir)
 	for _, v := range []string{"RETRY-AMPLIFIES", "RETRY-HURTS", "RETRY-CONTAINED"} {
-		if o := outcomeOf(s, v); o != analysis.Supported {
+		if o := outcomeOf(s, v); o != verdict.Supported {
 			t.Errorf("%s: %s, want SUPPORTED", v, o)
 		}
 	}
-	t.Logf("amplification %.2f, predicted %.2f, harm %.2f", measure(s, "RETRY-AMPLIFIES", "/a amplification"),
-		measure(s, "RETRY-AMPLIFIES", "/a predicted"), measure(s, "RETRY-HURTS", "/b harm"))
+	t.Logf("amplification %.2f, predicted %.2f, harm %.2f", measureOf(s, "RETRY-AMPLIFIES", "/a amplification"),
+		measureOf(s, "RETRY-AMPLIFIES", "/a predicted"), measureOf(s, "RETRY-HURTS", "/b harm"))
 	if md := readReport(t, dir); !strings.Contains(md, "## Retrying clients: offered and delivered load") || !strings.Contains(md, "| hang-shared-retry-r1 | /a | 4 |") {
 		t.Errorf("report.md lacks the retrying clients' table")
 	}
@@ -63,7 +63,7 @@ func TestRetryStormPreset(t *testing.T) {
 		{"RETRY-CONTAINED", rundata.RetryRoles{Condition: "hang", Control: "shared", Storm: "shared-retry", Contained: []string{"shared-retry"}}},
 	} {
 		roles := tc.roles
-		if o := rejudge(t, dir, tc.verdict, func(ex *analysis.Expectations) { ex.Policy = &rundata.PolicyClaims{Retry: &roles} }); o != analysis.NotSupported {
+		if o := rejudge(t, dir, tc.verdict, func(ex *rundata.Expectations) { ex.Policy = &rundata.PolicyClaims{Retry: &roles} }); o != verdict.NotSupported {
 			t.Errorf("%s with %+v: %s, want NOT SUPPORTED", tc.verdict, tc.roles, o)
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
 // newReportCmd builds the `report` command: regenerate summary.json,
@@ -59,8 +61,8 @@ damaged.`,
 					return usageError(err)
 				}
 			}
-			sum, err := analysis.WriteReport(args[0], analysis.Options{OutDir: out, NoImages: noImage, RunFigureRepeats: figRuns})
-			if errors.Is(err, analysis.ErrNotResults) {
+			sum, err := render.WriteReport(args[0], render.Options{OutDir: out, NoImages: noImage, RunFigureRepeats: figRuns})
+			if errors.Is(err, rundir.ErrNotResults) {
 				return usageError(err)
 			}
 			if err != nil {
@@ -92,14 +94,14 @@ damaged.`,
 }
 
 // finishCheck writes the JUnit file and maps the check to an exit code.
-func finishCheck(sum *analysis.Summary, check bool, junit string) error {
+func finishCheck(sum *verdict.Summary, check bool, junit string) error {
 	names := sum.Expectations.Check
 	if junit != "" {
 		var buf bytes.Buffer
-		if err := analysis.WriteJUnit(&buf, sum, names); err != nil {
+		if err := render.WriteJUnit(&buf, sum, names); err != nil {
 			return err
 		}
-		if err := analysis.WriteFileAtomic(junit, buf.Bytes()); err != nil {
+		if err := render.WriteFileAtomic(junit, buf.Bytes()); err != nil {
 			return withCode(ExitError, fmt.Errorf("--junit: %w", err))
 		}
 	}
@@ -136,12 +138,12 @@ func finishCheck(sum *analysis.Summary, check bool, junit string) error {
 // left-out runs, ending with a warning line when any run was left INVALID
 // or damaged; verbose adds every reason. Lines are wrapped to the
 // terminal's width (consoleWidth).
-func printVerdicts(w io.Writer, sum *analysis.Summary, verbose bool) error {
-	return analysis.PrintConsole(w, sum, analysis.ConsoleOptions{Width: consoleWidth(w), Verbose: verbose})
+func printVerdicts(w io.Writer, sum *verdict.Summary, verbose bool) error {
+	return render.PrintConsole(w, sum, render.ConsoleOptions{Width: consoleWidth(w), Verbose: verbose})
 }
 
 // consoleWidth is the width of the terminal w writes to, else $COLUMNS,
-// else analysis.DefaultConsoleWidth.
+// else render.DefaultConsoleWidth.
 func consoleWidth(w io.Writer) int {
 	if f, ok := w.(*os.File); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
@@ -151,5 +153,5 @@ func consoleWidth(w io.Writer) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	return analysis.DefaultConsoleWidth
+	return render.DefaultConsoleWidth
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
@@ -234,7 +236,7 @@ func runExperiment(cmd *cobra.Command, args []string, o runOptions) error {
 	if o.noReport {
 		return runErr
 	}
-	sum, rerr := analysis.WriteReport(dir.Path, analysis.Options{NoImages: o.noImages})
+	sum, rerr := render.WriteReport(dir.Path, render.Options{NoImages: o.noImages})
 	if rerr != nil {
 		return errors.Join(runErr, rerr)
 	}
@@ -408,12 +410,12 @@ func autoStop(w io.Writer, dir string, repeat, most int) bool {
 	if repeat < spec.MinAutoRepeats {
 		return false
 	}
-	exp, err := analysis.Load(dir)
+	exp, err := rundir.Load(dir)
 	if err != nil {
 		fmt.Fprintf(w, "repeats: auto: cannot read the results so far (%v); going on\n", err)
 		return false
 	}
-	s := analysis.Evaluate(exp, exp.Expectations)
+	s := verdict.Evaluate(exp, exp.Expectations)
 	open := s.Unclear()
 	if len(open) == 0 {
 		fmt.Fprintf(w, "repeats: auto: after %d rounds every checked verdict is clear of its threshold; %d rounds not needed\n", repeat, most-repeat)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
@@ -67,11 +69,11 @@ culprit's dependency is slow) and where Little's law's size falls in it.`,
 
 // sizeFrom prints the sizing curve of the results folder dir.
 func sizeFrom(w io.Writer, dir string) error {
-	exp, err := analysis.Load(dir)
+	exp, err := rundir.Load(dir)
 	if err != nil {
 		return usageError(err)
 	}
-	s := analysis.Evaluate(exp, exp.Expectations)
+	s := verdict.Evaluate(exp, exp.Expectations)
 	sc := s.Sizing
 	if sc == nil || len(sc.Points) == 0 {
 		return usageError(fmt.Errorf("%s: no sizing sweep (its spec's expectations.sizing must name a mode swept by one numeric field)", dir))
@@ -82,8 +84,8 @@ func sizeFrom(w io.Writer, dir string) error {
 	fmt.Fprintf(tw, "  size\t/%s rejected (%s)\t/%s rejected (%s)\t/%s p99 rise (%s)\t/%s errors (%s)\tregion\n",
 		ex.Culprit, ex.Healthy, ex.Culprit, ex.Busy, ex.Victim, ex.Slow, ex.Victim, ex.Slow)
 	for _, p := range sc.Points {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s T\t%s\t%s\n", p.Value, analysis.FormatEstimate(p.HealthyRejected),
-			analysis.FormatEstimate(p.BusyRejected), analysis.FormatEstimate(p.SlowVictimP99RiseT), analysis.FormatEstimate(p.SlowVictimErrorRate), p.Region(ex))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s T\t%s\t%s\n", p.Value, measure.FormatEstimate(p.HealthyRejected),
+			measure.FormatEstimate(p.BusyRejected), measure.FormatEstimate(p.SlowVictimP99RiseT), measure.FormatEstimate(p.SlowVictimErrorRate), p.Region(ex))
 	}
 	tw.Flush()
 	lo, hi := float64(sc.GoodLo), float64(sc.GoodHi)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
 // sizingShort is the bulkhead-sizing preset under the light load of the
@@ -51,8 +51,8 @@ func TestBulkheadSizingPreset(t *testing.T) {
 		t.Fatalf("a sweep that never reaches the good region: exit %d, want %d; output:\n%s", code, ExitFailed, out)
 	}
 	s = readSummary(t, dir)
-	for v, want := range map[string]analysis.Outcome{"SIZING-TOO-SMALL": analysis.NotSupported, "SIZING-TOO-LARGE": analysis.NotSupported,
-		"SIZING-LITTLE": analysis.NotSupported} {
+	for v, want := range map[string]verdict.Outcome{"SIZING-TOO-SMALL": verdict.NotSupported, "SIZING-TOO-LARGE": verdict.NotSupported,
+		"SIZING-LITTLE": verdict.NotSupported} {
 		if o := outcomeOf(s, v); o != want {
 			t.Errorf("%s: %s, want %s", v, o, want)
 		}

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -104,7 +106,7 @@ func allInvalidReasons(t *testing.T, dir string) string {
 	if err != nil {
 		return ""
 	}
-	var s analysis.Summary
+	var s verdict.Summary
 	if json.Unmarshal(b, &s) != nil {
 		return ""
 	}
@@ -128,21 +130,21 @@ func readReport(t *testing.T, dir string) string {
 }
 
 // rejudge evaluates a results folder's runs again with its expectations as
-// set changes them (roles that break a claim) and returns verdict's outcome.
-func rejudge(t *testing.T, dir, verdict string, set func(*analysis.Expectations)) analysis.Outcome {
+// set changes them (roles that break a claim) and returns claim's outcome.
+func rejudge(t *testing.T, dir, claim string, set func(*rundata.Expectations)) verdict.Outcome {
 	t.Helper()
-	exp, err := analysis.Load(dir)
+	exp, err := rundir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ex := exp.Expectations
 	set(&ex)
-	return outcomeOf(analysis.Evaluate(exp, ex), verdict)
+	return outcomeOf(verdict.Evaluate(exp, ex), claim)
 }
 
-func readSummary(t *testing.T, dir string) analysis.Summary {
+func readSummary(t *testing.T, dir string) verdict.Summary {
 	t.Helper()
-	var s analysis.Summary
+	var s verdict.Summary
 	b, err := os.ReadFile(filepath.Join(dir, rundata.SummaryFile))
 	if err == nil {
 		err = json.Unmarshal(b, &s)
@@ -153,7 +155,7 @@ func readSummary(t *testing.T, dir string) analysis.Summary {
 	return s
 }
 
-func outcomeOf(s analysis.Summary, name string) analysis.Outcome {
+func outcomeOf(s verdict.Summary, name string) verdict.Outcome {
 	for _, v := range s.Verdicts {
 		if v.Name == name {
 			return v.Outcome
@@ -194,7 +196,7 @@ func TestStarvedServiceIsInvalid(t *testing.T) {
 	if code != ExitInvalid || !strings.Contains(allInvalidReasons(t, dir), "canary p99") {
 		t.Fatalf("exit %d, want %d with the canary among the reasons (%s); output:\n%s", code, ExitInvalid, allInvalidReasons(t, dir), out)
 	}
-	if s := readSummary(t, dir); outcomeOf(s, "P2") != analysis.Invalid || s.Runs[0].Noise.CanaryP99Ms < 25 {
+	if s := readSummary(t, dir); outcomeOf(s, "P2") != verdict.Invalid || s.Runs[0].Noise.CanaryP99Ms < 25 {
 		t.Errorf("P2 = %s, canary p99 %v ms; want INVALID above the 25 ms limit", outcomeOf(s, "P2"), s.Runs[0].Noise.CanaryP99Ms)
 	}
 }
@@ -215,8 +217,8 @@ expectations: {check: [P2, FAILFAST]}`)
 		t.Fatalf("exit %d, want %d naming FAILFAST only; output:\n%s", code, ExitFailed, out)
 	}
 	s := readSummary(t, dir)
-	if outcomeOf(s, "P2") != analysis.Supported || outcomeOf(s, analysis.FailFast) != analysis.NotSupported {
-		t.Fatalf("P2 %s, FAILFAST %s; want SUPPORTED and NOT SUPPORTED", outcomeOf(s, "P2"), outcomeOf(s, analysis.FailFast))
+	if outcomeOf(s, "P2") != verdict.Supported || outcomeOf(s, claims.FailFast) != verdict.NotSupported {
+		t.Fatalf("P2 %s, FAILFAST %s; want SUPPORTED and NOT SUPPORTED", outcomeOf(s, "P2"), outcomeOf(s, claims.FailFast))
 	}
 
 	windows := filepath.Join(dir, rundata.RunsDir, "slow-bulkhead-r1", rundata.WindowsFile)
@@ -263,8 +265,8 @@ expectations: {check: [FAILFAST]}`, addr, depA, depB, proxyA, proxyB))
 	if code != ExitInvalid || !strings.Contains(out, "matched no classification rule: 503 ×") {
 		t.Fatalf("exit %d, want %d naming the unclassified 503s; output:\n%s", code, ExitInvalid, out)
 	}
-	if s := readSummary(t, dir); outcomeOf(s, analysis.FailFast) != analysis.Inconclusive {
-		t.Errorf("FAILFAST = %s, want INCONCLUSIVE", outcomeOf(s, analysis.FailFast))
+	if s := readSummary(t, dir); outcomeOf(s, claims.FailFast) != verdict.Inconclusive {
+		t.Errorf("FAILFAST = %s, want INCONCLUSIVE", outcomeOf(s, claims.FailFast))
 	}
 }
 
@@ -278,9 +280,9 @@ func startDep(t *testing.T, name string) string {
 	return "http://" + serveOn(t, dep.Serve)
 }
 
-// measure is the mean of the first measure of verdict whose name starts
+// measureOf is the mean of the first measure of verdict whose name starts
 // with measure; NaN when there is none.
-func measure(s analysis.Summary, verdict, measure string) float64 {
+func measureOf(s verdict.Summary, verdict, measure string) float64 {
 	for _, v := range s.Verdicts {
 		for _, m := range v.Measures {
 			if v.Name == verdict && strings.HasPrefix(m.Name, measure) {

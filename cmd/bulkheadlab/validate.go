@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
 // newValidateCmd builds the `validate` command.
@@ -90,7 +91,7 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	if s.Audit != nil {
 		fmt.Fprintf(w, "  check (audit --check): every critical endpoint (%s) ISOLATED from each dependency it does not call\n", orNone(s.Audit.Critical))
 	} else {
-		fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(spec.AllPredictions())))
+		fmt.Fprintf(w, "  check: %s (decidable by this matrix: %s)\n", orNone(s.Expectations.Check), orNone(s.Decidable(claims.Names())))
 	}
 	if s.External != nil {
 		for i := range s.Modes {

@@ -32,7 +32,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 )
 
@@ -236,12 +237,12 @@ type row struct {
 	runs       int
 	valid      int
 	outcomes   map[string]string
-	measures   map[string]analysis.Estimate // "VERDICT: measure"
+	measures   map[string]measure.Estimate // "VERDICT: measure"
 	thresholds map[string]string
 }
 
 func readRow(dir string, lag time.Duration) (row, error) {
-	r := row{lag: lag, outcomes: map[string]string{}, measures: map[string]analysis.Estimate{}, thresholds: map[string]string{}}
+	r := row{lag: lag, outcomes: map[string]string{}, measures: map[string]measure.Estimate{}, thresholds: map[string]string{}}
 	matches, _ := filepath.Glob(filepath.Join(dir, "*", "*", "summary.json"))
 	if len(matches) != 1 {
 		return r, fmt.Errorf("lag %v: want one summary.json under %s, found %d", lag, dir, len(matches))
@@ -250,7 +251,7 @@ func readRow(dir string, lag time.Duration) (row, error) {
 	if err != nil {
 		return r, err
 	}
-	var s analysis.Summary
+	var s verdict.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return r, fmt.Errorf("%s: %w", matches[0], err)
 	}
@@ -262,7 +263,7 @@ func readRow(dir string, lag time.Duration) (row, error) {
 		r.lagP99 = math.Max(r.lagP99, float64(run.Noise.LagP99Ms))
 	}
 	for _, v := range s.Verdicts {
-		if v.Outcome == analysis.Skipped {
+		if v.Outcome == verdict.Skipped {
 			continue
 		}
 		r.outcomes[v.Name] = string(v.Outcome)
@@ -333,7 +334,7 @@ func print(w io.Writer, o options, rows []row) {
 				fmt.Fprint(w, " — |")
 				continue
 			}
-			fmt.Fprintf(w, " %s |", analysis.FormatEstimate(e))
+			fmt.Fprintf(w, " %s |", measure.FormatEstimate(e))
 		}
 		fmt.Fprintln(w)
 	}

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
 // runVariants runs the experiment once per round for each variant (the
@@ -45,7 +45,7 @@ func runVariants(ctx context.Context, o options, specFile, out string, w io.Writ
 			if err != nil {
 				return err
 			}
-			var s analysis.Summary
+			var s verdict.Summary
 			if err := json.Unmarshal(b, &s); err != nil {
 				return err
 			}

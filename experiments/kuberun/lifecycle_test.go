@@ -15,7 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/kuberun"
 	"github.com/bulkheadlab/bulkheadlab/experiments/runner"
 	"github.com/bulkheadlab/bulkheadlab/internal/kube"
@@ -124,16 +125,16 @@ func TestExperimentOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := analysis.WriteReport(dir.Path, analysis.Options{NoImages: true})
+	sum, err := render.WriteReport(dir.Path, render.Options{NoImages: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range sum.Verdicts {
 		if v.Name == "P1" || v.Name == "P2" {
-			if v.Outcome == analysis.Invalid || v.Outcome == analysis.Inconclusive {
+			if v.Outcome == verdict.Invalid || v.Outcome == verdict.Inconclusive {
 				t.Skipf("%s %s: the machine could not hold the load (%s)", v.Name, v.Outcome, v.Reason)
 			}
-			if v.Outcome != analysis.Supported {
+			if v.Outcome != verdict.Supported {
 				t.Errorf("%s: %s (%s)", v.Name, v.Outcome, v.Reason)
 			}
 		}

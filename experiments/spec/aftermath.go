@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
 // Hold span of RECOVERY (the analysis' RecoveryHoldT, RecoveryHoldWindows
@@ -86,30 +86,28 @@ func (s *Spec) declaresLimits() bool {
 	return true
 }
 
-// aftermathUndecidable says why the matrix cannot decide pred, one of the
-// verdicts on what a fault leaves behind; ok is false for another verdict.
-func (s *Spec) aftermathUndecidable(pred string) (why string, ok bool) {
-	switch pred {
-	case "RECOVERY":
+// unseen says why the service does not show what a claim must see (its
+// needs' Sight), "" when it does.
+func (s *Spec) unseen(pred string, sight claims.Sight) string {
+	switch sight {
+	case claims.SeesRecovery:
 		if need, have := s.RecoveryNeeds(), s.Phases.Recovery.Resolve(s.Service.Timeout.Resolve(0)); have < need {
-			return fmt.Sprintf("RECOVERY needs a recovery phase of at least %v (recovery_max_t × T, a breaker's delay, and a hold span of %v after it); phases.recovery is %v",
-				need, s.RecoveryHold(), have), true
+			return fmt.Sprintf("%s needs a recovery phase of at least %v (recovery_max_t × T, a breaker's delay, and a hold span of %v after it); phases.recovery is %v",
+				pred, need, s.RecoveryHold(), have)
 		}
-	case "NO-LEAK":
+	case claims.SeesPermits:
 		if !s.observesPermits() && s.Load.Probe == nil {
-			return "NO-LEAK sees a permit lost without a service error only through the service's pool metrics (external.metrics in_use or available) or probe bursts (load.probe)", true
+			return pred + " sees a permit lost without a service error only through the service's pool metrics (external.metrics in_use or available) or probe bursts (load.probe)"
 		}
-	case "LIMIT-HOLDS":
+	case claims.SeesLimits:
 		// A limit inferred from the proxies is judged only in the fault
 		// phase it was seen in, which a slow fault leaves out: it cannot
 		// decide the claim on its own.
 		if !s.declaresLimits() && s.Load.Probe == nil {
-			return "LIMIT-HOLDS needs a limit that exists to hold the proxies' peaks to: declared pools (external.pools), exported limits (external.metrics.limit, or external.metrics.conns for connection pools), or probe bursts (load.probe)", true
+			return pred + " needs a limit that exists to hold the proxies' peaks to: declared pools (external.pools), exported limits (external.metrics.limit, or external.metrics.conns for connection pools), or probe bursts (load.probe)"
 		}
-	default:
-		return "", false
 	}
-	return "", true
+	return ""
 }
 
 // aftermathWarnings say which of the verdicts on what a fault leaves
@@ -120,7 +118,7 @@ func (s *Spec) aftermathWarnings() []string {
 		return nil // an audit's result is its map, not these verdicts
 	}
 	var out []string
-	for _, p := range rundata.AftermathPredictions {
+	for _, p := range claims.Of(claims.Aftermath) {
 		if why := s.Undecidable(p); why != "" {
 			out = append(out, why)
 		}

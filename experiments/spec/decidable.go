@@ -5,66 +5,28 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
-// needs is what the matrix must hold for a prediction to be decided: the
-// conditions (by their role in the expectations) and the modes it
-// compares.
-func (s *Spec) needs(pred string) (conds []string, modes []string) {
-	e := s.Expectations
-	both := []string{e.SharedMode, e.BulkheadMode}
-	switch pred {
-	case "P1":
-		return []string{e.Slow}, []string{e.SharedMode}
-	case "P2", "FAILFAST":
-		return []string{e.Slow}, []string{e.BulkheadMode}
-	case "P3":
-		return []string{e.Busy}, both
-	case "P4":
-		return []string{e.Slow, e.Failing}, both
-	case "EXHAUSTED":
-		return []string{e.Slow}, both
-	case "CPU-NOT-ISOLATED":
-		if e.CPU == nil {
-			return nil, nil
-		}
-		c := e.CPU.WithDefaults(e.Healthy)
-		return []string{c.Condition, c.Control}, []string{c.Mode}
-	}
-	return nil, nil
-}
-
-// Undecidable returns why the matrix cannot decide prediction pred (a name
-// of rundata.Predictions), or "" when it can: the conditions and modes it
-// compares must be in the matrix, and the exhausted resource must be
-// observable (an external service's pools are only through
-// external.metrics).
+// Undecidable returns why the matrix cannot decide claim pred (a name of
+// package claims), or "" when it can or there is no such claim: by the
+// claim's needs (claims.Needs), the expectations must name its runs, the
+// service must show what it reads (Spec.unseen), and the conditions and
+// modes it compares must be in the matrix.
 func (s *Spec) Undecidable(pred string) string {
-	if claim, ok := policyClaimOf[pred]; ok && !s.namesPolicyClaim(claim) {
-		return fmt.Sprintf("%s is judged only when expectations.policy.%s names its runs", pred, claim)
+	c, ok := claims.Lookup(pred)
+	if !ok {
+		return ""
 	}
-	if slices.Contains(rundata.SizingPredictions, pred) && s.Expectations.Sizing == nil {
-		return fmt.Sprintf("%s is judged only when expectations.sizing names a swept mode", pred)
-	}
-	if slices.Contains(rundata.ConnsPredictions, pred) {
-		switch cr := s.Expectations.Conns; {
-		case cr == nil:
-			return fmt.Sprintf("%s is judged only when expectations.conns names its runs", pred)
-		case pred == "CONNS-SIZED" && cr.Sized == "":
-			return "CONNS-SIZED is judged only when expectations.conns names its sized and over modes"
+	for _, sec := range c.Needs.Sections {
+		if !s.Expectations.Names(sec) {
+			return fmt.Sprintf("%s is judged only when %s", pred, sec)
 		}
 	}
-	if slices.Contains(rundata.CPUPredictions, pred) && s.Expectations.CPU == nil {
-		return fmt.Sprintf("%s is judged only when expectations.cpu names its condition", pred)
-	}
-	if why, ok := s.fleetUndecidable(pred); ok {
+	if why := s.unseen(pred, c.Needs.Sees); why != "" {
 		return why
 	}
-	if why, ok := s.aftermathUndecidable(pred); ok {
-		return why
-	}
-	conds, modes := s.needs(pred)
+	conds, modes := s.Expectations.Cells(c)
 	var missing []string
 	for _, c := range conds {
 		if !slices.ContainsFunc(s.Conditions, func(x Condition) bool { return x.Name == c }) {
@@ -80,43 +42,11 @@ func (s *Spec) Undecidable(pred string) string {
 		return fmt.Sprintf("%s compares %s × %s, and the matrix has no %s", pred,
 			strings.Join(conds, "+"), strings.Join(modes, "+"), strings.Join(missing, ", no "))
 	}
-	// EXHAUSTED of a service without metrics reads the limits inferred from
-	// the proxies in the slow condition (a run where no cap showed is
-	// INCONCLUSIVE, named).
 	return ""
 }
 
-// policyClaimOf maps a policy prediction to its claim in
-// expectations.policy (whose validation checks the runs it names).
-var policyClaimOf = map[string]string{
-	"BREAKER-LATE": "breaker", "BREAKER-ISOLATED": "breaker",
-	"ADAPTIVE-ISOLATES": "adaptive", "ADAPTIVE-COST": "adaptive",
-	"RETRY-AMPLIFIES": "retry", "RETRY-HURTS": "retry", "RETRY-CONTAINED": "retry",
-}
-
-// namesPolicyClaim reports whether expectations.policy sets claim's roles.
-func (s *Spec) namesPolicyClaim(claim string) bool {
-	pc := s.Expectations.Policy
-	switch {
-	case pc == nil:
-		return false
-	case claim == "breaker":
-		return pc.Breaker != nil
-	case claim == "adaptive":
-		return pc.Adaptive != nil
-	case claim == "retry":
-		return pc.Retry != nil
-	}
-	return false
-}
-
-// AllPredictions are the base and the policy predictions, in report order.
-func AllPredictions() []string {
-	return slices.Concat(rundata.Predictions, rundata.AftermathPredictions, rundata.PolicyPredictions, rundata.SizingPredictions, rundata.ConnsPredictions, rundata.CPUPredictions, rundata.FleetPredictions)
-}
-
-// Decidable returns the predictions of names that the matrix can decide,
-// in order.
+// Decidable returns the claims of names that the matrix can decide, in
+// order.
 func (s *Spec) Decidable(names []string) []string {
 	var out []string
 	for _, n := range names {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
 const extBase = `name: ext
@@ -148,5 +149,71 @@ conditions: [slow, failing, busy]
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err %v, want %q; spec:\n%s", err, want, in)
 		}
+	}
+}
+
+// TestPreviewReadsTheRegistry: what validate says a matrix can decide is
+// the claims' registry read against the spec: for every preset and the
+// built-in default, a claim whose sections the expectations do not fill in
+// is undecidable for that reason and no other is, and the undecidable and
+// the decidable claims together are exactly the registered ones.
+func TestPreviewReadsTheRegistry(t *testing.T) {
+	specs := map[string]*Spec{}
+	for _, name := range PresetNames() {
+		s, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs[name] = s
+	}
+	s, err := Parse("x.yaml", []byte("name: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs["built-in default"] = s
+	for name, s := range specs {
+		e := s.Expectations
+		for _, c := range claims.All() {
+			why := s.Undecidable(c.Name)
+			unnamed := strings.HasPrefix(why, c.Name+" is judged only when expectations.")
+			if unnamed == e.NamesAll(c) {
+				t.Errorf("%s: %s: sections named %v, yet undecidable because %q", name, c.Name, e.NamesAll(c), why)
+			}
+		}
+		if s.Audit != nil {
+			continue // an audit's result is its map
+		}
+		decidable := s.Decidable(claims.Names())
+		for _, n := range decidable {
+			if e.Undecidable[n] != "" {
+				t.Errorf("%s: %s is decidable and undecidable (%s)", name, n, e.Undecidable[n])
+			}
+		}
+		if got, want := len(decidable)+len(e.Undecidable), len(claims.Names()); got != want {
+			t.Errorf("%s: %d claims decidable or not, want the %d registered", name, got, want)
+		}
+	}
+}
+
+// TestContainedNeedsItsModes: RETRY-CONTAINED, judged only on the modes
+// expectations.policy.retry.contained names, is undecidable without them,
+// and a check list naming it is an error.
+func TestContainedNeedsItsModes(t *testing.T) {
+	src, err := PresetSource("retry-storm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(src), ", contained: [shared-retry-budget, shared-retry-after]", "", 1)
+	_, err = Parse("retry.yaml", []byte(y))
+	want := "expectations.check[2]: RETRY-CONTAINED is judged only when expectations.policy.retry.contained names the modes it judges"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+	s, err := Parse("retry.yaml", []byte(strings.Replace(y, ", RETRY-CONTAINED]", "]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Decidable([]string{claims.RetryAmplifies, claims.RetryHurts, claims.RetryContained}); !reflect.DeepEqual(got, []string{claims.RetryAmplifies, claims.RetryHurts}) {
+		t.Errorf("decidable %v, want RETRY-AMPLIFIES and RETRY-HURTS", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -162,7 +163,7 @@ func (s *Spec) applyDefaults() {
 	}
 	s.Expectations.Undecidable = nil
 	if s.Audit == nil {
-		for _, pred := range AllPredictions() {
+		for _, pred := range claims.Names() {
 			if why := s.Undecidable(pred); why != "" {
 				if s.Expectations.Undecidable == nil {
 					s.Expectations.Undecidable = map[string]string{}

@@ -132,20 +132,3 @@ func (s *Spec) validateFleet(p *problems) {
 		p.add(path+"modes", "the fleet claims need the built-in service (the harness starts its instances)")
 	}
 }
-
-// fleetUndecidable is Undecidable for the fleet predictions: ok is false
-// for any other prediction. The roles' modes and condition are checked by
-// validateFleet.
-func (s *Spec) fleetUndecidable(pred string) (why string, ok bool) {
-	if !slices.Contains(rundata.FleetPredictions, pred) {
-		return "", false
-	}
-	f := s.Expectations.Fleet
-	switch {
-	case f == nil:
-		return fmt.Sprintf("%s is judged only when expectations.fleet names the fleets compared", pred), true
-	case pred == "FLEET-BUDGET" && f.Budget == "":
-		return "FLEET-BUDGET is judged only when expectations.fleet.budget names the remedy's mode", true
-	}
-	return "", true
-}

@@ -589,5 +589,5 @@ func (s *Spec) validateSizing(p *problems) {
 }
 
 // MinAutoRepeats is the fewest rounds `repeats: auto` runs: the repeats a
-// verdict's confidence interval needs (analysis.MinRepeatsForCI).
+// verdict's confidence interval needs (measure.MinRepeatsForCI).
 const MinAutoRepeats = 3

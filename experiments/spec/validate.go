@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -450,11 +451,11 @@ func (s *Spec) validateExpectations(p *problems) {
 	for i, c := range e.Check {
 		if j := slices.Index(e.Check, c); j < i {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%q is checked already (check[%d]): list each prediction once", c, j)
-		} else if !slices.Contains(AllPredictions(), c) {
-			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(AllPredictions(), ", "), c)
+		} else if !slices.Contains(claims.Names(), c) {
+			p.add(fmt.Sprintf("expectations.check[%d]", i), "must be one of %s, got %q", strings.Join(claims.Names(), ", "), c)
 		} else if why := s.Undecidable(c); why != "" {
 			p.add(fmt.Sprintf("expectations.check[%d]", i), "%s: it could never pass; remove it from the list or add what it compares (decidable here: %s)",
-				why, orNone(s.Decidable(AllPredictions())))
+				why, orNone(s.Decidable(claims.Names())))
 		}
 	}
 }

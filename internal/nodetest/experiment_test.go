@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis"
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/nodetest"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -129,7 +129,7 @@ func TestShopExperimentOnRealPods(t *testing.T) {
 	if !strings.Contains(out.String(), ".shop.svc:8080") {
 		t.Errorf("the output names no proxy Service by name:\n%s", out.String())
 	}
-	var sum analysis.Summary
+	var sum verdict.Summary
 	b, err := os.ReadFile(filepath.Join(dir, rundata.SummaryFile))
 	if err == nil {
 		err = json.Unmarshal(b, &sum)
@@ -138,7 +138,7 @@ func TestShopExperimentOnRealPods(t *testing.T) {
 		t.Fatalf("summary: %v", err)
 	}
 	for _, v := range sum.Verdicts {
-		if (v.Name == "P1" || v.Name == "P2") && v.Outcome != analysis.Supported {
+		if (v.Name == "P1" || v.Name == "P2") && v.Outcome != verdict.Supported {
 			t.Errorf("%s: %s (%s)", v.Name, v.Outcome, v.Reason)
 		}
 	}

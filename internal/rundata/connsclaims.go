@@ -38,6 +38,3 @@ func (r ConnsRoles) WithDefaults() ConnsRoles {
 	}
 	return r
 }
-
-// ConnsPredictions are the names of the connection-pool verdicts.
-var ConnsPredictions = []string{"CONNS-NO-WALL", "CONNS-SIZED"}

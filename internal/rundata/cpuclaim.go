@@ -34,6 +34,3 @@ func (r CPURoles) WithDefaults(healthy string) CPURoles {
 	}
 	return r
 }
-
-// CPUPredictions are the names of the CPU verdicts.
-var CPUPredictions = []string{"CPU-NOT-ISOLATED"}

@@ -3,6 +3,8 @@ package rundata
 import (
 	"reflect"
 	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
 // Expectations are the thresholds and condition roles the verdicts use. They
@@ -39,7 +41,8 @@ type Expectations struct {
 	// (~15 ms on a shared machine) swings with scheduling noise, while the
 	// effect P2 guards against is a rise of most of T ...
 	P2MaxP99RiseT float64 `yaml:"p2_max_p99_rise_t" json:"p2_max_p99_rise_t"`
-	// P2MaxErrorRate: ... and its fault-phase error rate below this share.
+	// P2MaxErrorRate: ... and its fault-phase error rate at most this share
+	// above its baseline error rate.
 	P2MaxErrorRate float64 `yaml:"p2_max_error_rate" json:"p2_max_error_rate"`
 	// P2MinFastRejectShare: the share of the culprit's failures that must be
 	// fast rejections (bulkhead 503 with latency below P2FastRejectMaxT·T).
@@ -59,7 +62,8 @@ type Expectations struct {
 	// MaxRelativeSpread: a verdict is INCONCLUSIVE when the repeats' spread
 	// (CI width over the mean) of a deciding number exceeds this.
 	MaxRelativeSpread float64 `yaml:"max_relative_spread" json:"max_relative_spread"`
-	// Check lists the predictions `run --check` asserts, e.g. ["P1","P2"].
+	// Check lists the claims `run --check` asserts (names of package
+	// claims).
 	Check []string `yaml:"check" json:"check"`
 	// Undecidable says, per prediction the spec's matrix cannot decide,
 	// why (written by the spec's defaults, the one judgement validate shows
@@ -101,20 +105,6 @@ func (r SizingRoles) WithDefaults() SizingRoles {
 	return r
 }
 
-// SizingPredictions are the names of the sizing verdicts.
-var SizingPredictions = []string{"SIZING-TOO-SMALL", "SIZING-TOO-LARGE", "SIZING-LITTLE"}
-
-// Predictions are the names of the verdicts a spec can check: P2 is
-// isolation, FAILFAST the culprit's quick failures (P2 of docs/design.md
-// §1 split in two), EXHAUSTED the resource that ran out first.
-var Predictions = []string{"P1", "P2", "FAILFAST", "P3", "P4", "EXHAUSTED"}
-
-// AftermathPredictions are the names of the verdicts on what a fault leaves
-// behind: RECOVERY (every endpoint back at its baseline soon after the
-// fault), NO-LEAK (no permit lost on an error path) and LIMIT-HOLDS (no more
-// calls to a dependency in flight than its limit).
-var AftermathPredictions = []string{"RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}
-
 // DefaultExpectations returns the defaults used for every zero field.
 func DefaultExpectations() Expectations {
 	return Expectations{
@@ -131,7 +121,7 @@ func DefaultExpectations() Expectations {
 		P4MaxRatio:           0.5,
 		RecoveryMaxT:         4,
 		MaxRelativeSpread:    1.0,
-		Check:                []string{"P1", "P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"},
+		Check:                []string{claims.P1, claims.P2, claims.Recovery, claims.NoLeak, claims.LimitHolds},
 	}
 }
 

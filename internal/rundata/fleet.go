@@ -49,6 +49,3 @@ func (r FleetRoles) WithDefaults() FleetRoles {
 	}
 	return r
 }
-
-// FleetPredictions are the names of the fleet verdicts a spec can check.
-var FleetPredictions = []string{"FLEET-MULTIPLIES", "FLEET-BUDGET"}

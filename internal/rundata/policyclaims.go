@@ -64,7 +64,3 @@ type BreakerRoles struct {
 type AdaptiveRoles struct {
 	Mode string `yaml:"mode" json:"mode"`
 }
-
-// PolicyPredictions are the names of the policy verdicts a spec can check.
-var PolicyPredictions = []string{"BREAKER-LATE", "BREAKER-ISOLATED", "ADAPTIVE-ISOLATES", "ADAPTIVE-COST",
-	"RETRY-AMPLIFIES", "RETRY-HURTS", "RETRY-CONTAINED"}
