@@ -52,6 +52,7 @@ type ServeFlags struct {
 	queries                 []string
 	policies                []string
 	defects                 []string
+	tenants                 tenantFlags
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
@@ -80,6 +81,7 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.GOMAXPROCS, "gomaxprocs", 0, "CPUs the service may run Go code on at once (runtime.GOMAXPROCS; 0: the runtime's default)")
 	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
 	_ = fs.MarkHidden(BurnFlag)
+	f.tenants.bind(fs)
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
 	_ = fs.MarkHidden(ServeDefectFlag)
 }
@@ -139,6 +141,9 @@ func (f *ServeFlags) Config() (Config, error) {
 	if c.Policies, err = ParsePolicies(f.policies); err != nil {
 		return Config{}, &FlagError{Flag: "--policy", Msg: err.Error()}
 	}
+	if c.Tenants, err = f.tenants.config(); err != nil {
+		return Config{}, err
+	}
 	for _, d := range f.defects {
 		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
 	}
@@ -170,13 +175,17 @@ func (f *ServeFlags) flagError(err error) error {
 	switch {
 	case field == "endpoints" && f.origin[sub] != "":
 		return &FlagError{Flag: f.origin[sub], Msg: ce.Msg}
-	case (field == "endpoints" || field == "policies" || field == "pool_groups") && sub != "":
+	case (field == "endpoints" || field == "policies" || field == "pool_groups" || keyedByName[field]) && sub != "":
 		return &FlagError{Flag: flag, Msg: sub + ": " + ce.Msg}
 	case sub != "":
 		return &FlagError{Flag: flag, Msg: "pool " + sub + ": " + ce.Msg}
 	}
 	return &FlagError{Flag: flag, Msg: ce.Msg}
 }
+
+// keyedByName are the fields keyed by a name that is not a pool's (a
+// tenant's, an endpoint's): their errors say the name, not "pool NAME".
+var keyedByName = map[string]bool{"tenant_partitions": true}
 
 func configMsg(err error) string {
 	var ce *ConfigError
@@ -222,6 +231,7 @@ func ServeArgs(c Config) []string {
 		}
 	}
 	args = append(args, PolicyArgs(c.Policies, names)...)
+	args = append(args, tenantArgs(c.Tenants)...)
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}
@@ -236,6 +246,63 @@ func ServeArgs(c Config) []string {
 	}
 	for _, d := range c.Defects {
 		args = append(args, "--"+ServeDefectFlag, string(d))
+	}
+	return args
+}
+
+// tenantFlags are the flags of the tenant stage (Config.Tenants).
+type tenantFlags struct {
+	mode, header, names, partitions string
+	other, cap                      int
+}
+
+func (f *tenantFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "tenant-mode", "", "tenant stage: shared (count per tenant), partitioned (--tenant-partitions and --tenant-other) or fair-share (--tenant-cap); unset: none")
+	fs.StringVar(&f.header, "tenant-header", "", "header that names a request's tenant (default "+DefaultTenantHeader+"; none: tenant "+DefaultTenant+")")
+	fs.StringVar(&f.names, "tenants", "", "tenants with metric labels of their own, e.g. noisy,quiet (every other is labelled "+OtherTenants+")")
+	fs.StringVar(&f.partitions, "tenant-partitions", "", "partitioned: the named tenants' partitions, e.g. noisy=4,quiet=4")
+	fs.IntVar(&f.other, "tenant-other", 0, "partitioned: the partition of every tenant not in --tenant-partitions")
+	fs.IntVar(&f.cap, "tenant-cap", 0, "fair-share: the most requests one tenant may have in the service at once")
+}
+
+// config returns the tenant stage the flags describe, nil for none.
+func (f *tenantFlags) config() (*TenantConfig, error) {
+	if f.mode == "" && f.header == "" && f.names == "" && f.partitions == "" && f.other == 0 && f.cap == 0 {
+		return nil, nil
+	}
+	tc := &TenantConfig{Mode: TenantMode(f.mode), Header: f.header, Other: f.other, Cap: f.cap}
+	if f.names != "" {
+		for _, n := range strings.Split(f.names, ",") {
+			tc.Names = append(tc.Names, strings.TrimSpace(n))
+		}
+	}
+	var err error
+	if tc.Partitions, err = ParseSizes(f.partitions); err != nil {
+		return nil, &FlagError{Flag: "--tenant-partitions", Msg: err.Error()}
+	}
+	return tc, nil
+}
+
+// tenantArgs renders tc as the tenant flags.
+func tenantArgs(tc *TenantConfig) []string {
+	if tc == nil {
+		return nil
+	}
+	args := []string{"--tenant-mode", string(tc.Mode)}
+	if tc.Header != "" {
+		args = append(args, "--tenant-header", tc.Header)
+	}
+	if len(tc.Names) > 0 {
+		args = append(args, "--tenants", strings.Join(tc.Names, ","))
+	}
+	if len(tc.Partitions) > 0 {
+		args = append(args, "--tenant-partitions", FormatSizes(tc.Partitions, sortedKeys(tc.Partitions)))
+	}
+	if tc.Other != 0 {
+		args = append(args, "--tenant-other", strconv.Itoa(tc.Other))
+	}
+	if tc.Cap != 0 {
+		args = append(args, "--tenant-cap", strconv.Itoa(tc.Cap))
 	}
 	return args
 }

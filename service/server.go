@@ -116,6 +116,11 @@ type Config struct {
 	// starved and a run against it must come out INVALID, not as evidence.
 	BurnCPU int
 
+	// Tenants, when set, is the tenant stage: which tenant a request is of
+	// (a header) and how much of the service one tenant may hold (shared,
+	// partitioned or a fair share with a cap). Nil: no tenant stage.
+	Tenants *TenantConfig
+
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
 	// kind a real service has (a permit leaked on an error path, a pool
 	// counter that is not atomic), so that the harness's detectors can be
@@ -176,8 +181,14 @@ func (c Config) Validate() error {
 			return fieldErrorf(field, "%v", err)
 		}
 	}
-	if _, err := c.Layout.Pools(c.EndpointNames()); err != nil {
+	pools, err := c.Layout.Pools(c.EndpointNames())
+	if err != nil {
 		return err
+	}
+	if c.Tenants != nil {
+		if err := c.Tenants.validate(pools); err != nil {
+			return err
+		}
 	}
 	return c.validatePolicies()
 }
@@ -212,6 +223,7 @@ type Service struct {
 	handler   http.Handler
 	metrics   serviceMetrics
 	stacks    map[string]*stack
+	tenants   *tenantStage
 	defects   defectSet
 	idPrefix  string
 	nextID    atomic.Uint64
@@ -270,6 +282,9 @@ func New(cfg Config) (*Service, error) {
 		s.registry.MustRegister(p)
 	}
 	s.buildStacks()
+	if cfg.Tenants != nil {
+		s.tenants = newTenantStage(*cfg.Tenants, s.registry)
+	}
 	mux := http.NewServeMux()
 	for _, e := range cfg.Endpoints {
 		mux.Handle("GET /"+e.Name, s.endpoint(e.Name))
@@ -344,13 +359,20 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-// endpoint serves one endpoint.
+// endpoint serves one endpoint: its admission stages, then its pool and
+// dependency call (or its policy stack).
 func (s *Service) endpoint(name string) http.Handler {
+	if st := s.stacks[name]; st != nil {
+		return s.admit(name, s.stackEndpoint(name, st))
+	}
+	return s.admit(name, s.poolEndpoint(name))
+}
+
+// poolEndpoint holds a permit of the endpoint's pool for its dependency
+// call.
+func (s *Service) poolEndpoint(name string) http.Handler {
 	pool, dep := s.layout.Pool(name), s.deps[name]
 	inflight := s.metrics.inflight.WithLabelValues(name)
-	if st := s.stacks[name]; st != nil {
-		return s.stackEndpoint(name, st)
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
 		defer inflight.Dec()

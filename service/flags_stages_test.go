@@ -1,0 +1,79 @@
+package service
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// stageConfigs are configs with the admission stages, job queue and
+// layouts that came after the pools, for the flags' round trip.
+func stageConfigs() []Config {
+	base := func() Config {
+		return Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 8, Queue: 2, MaxWait: 40 * time.Millisecond},
+			Timeout: 120 * time.Millisecond, Conns: 7, Endpoints: TwoEndpoints("http://127.0.0.1:1", "http://127.0.0.1:2")}
+	}
+	var out []Config
+	add := func(edit func(*Config)) {
+		c := base()
+		edit(&c)
+		out = append(out, c)
+	}
+	add(func(c *Config) {
+		c.Tenants = &TenantConfig{Mode: TenantPartitioned, Header: "X-Customer", Names: []string{"z", "m"},
+			Partitions: map[string]int{"noisy": 3, "quiet": 2}, Other: 1}
+	})
+	add(func(c *Config) { c.Tenants = &TenantConfig{Mode: TenantFairShare, Cap: 2} })
+	add(func(c *Config) { c.Tenants = &TenantConfig{Mode: TenantShared} })
+	return out
+}
+
+// TestServeArgsRoundTripStages: a config with the newer stages rendered as
+// flags and parsed back is the same config.
+func TestServeArgsRoundTripStages(t *testing.T) {
+	for _, want := range stageConfigs() {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse(ServeArgs(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Config()
+		if err != nil {
+			t.Fatalf("Config of %v: %v", ServeArgs(want), err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip of %v:\n got %+v\nwant %+v", ServeArgs(want), got, want)
+		}
+	}
+}
+
+// TestServeFlagsStageErrors: the newer stages' config errors name their
+// flag (and the name a keyed entry is about).
+func TestServeFlagsStageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--tenant-cap", "2"}, "--tenant-mode: must be"},
+		{[]string{"--tenant-mode", "fair-share"}, "--tenant-cap: must be between 1"},
+		{[]string{"--tenant-mode", "partitioned", "--tenant-partitions", "a=1,Q=1", "--tenant-other", "1"}, `--tenant-partitions: Q: tenant name "Q"`},
+		{[]string{"--tenant-mode", "partitioned", "--tenant-partitions", "a=1,b"}, "--tenant-partitions: entry"},
+	} {
+		var f ServeFlags
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.Bind(fs)
+		if err := fs.Parse(append([]string{"--mode", "shared", "--dep-a", "http://127.0.0.1:1", "--dep-b", "http://127.0.0.1:2"}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.Config()
+		var fe *FlagError
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.wantErr) {
+			t.Errorf("serve %v: %v, want a *FlagError starting %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
