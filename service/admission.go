@@ -91,6 +91,9 @@ func writeOverShare(w http.ResponseWriter, reason, msg string) {
 // admit puts the service's admission stages in front of endpoint name's
 // handler h.
 func (s *Service) admit(name string, h http.Handler) http.Handler {
+	if s.priority != nil {
+		h = s.priority.wrap(name, h)
+	}
 	if s.tenants != nil {
 		h = s.tenants.wrap(h)
 	}

@@ -53,6 +53,7 @@ type ServeFlags struct {
 	policies                []string
 	defects                 []string
 	tenants                 tenantFlags
+	priority                priorityFlags
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
@@ -82,6 +83,7 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
 	_ = fs.MarkHidden(BurnFlag)
 	f.tenants.bind(fs)
+	f.priority.bind(fs)
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
 	_ = fs.MarkHidden(ServeDefectFlag)
 }
@@ -144,6 +146,9 @@ func (f *ServeFlags) Config() (Config, error) {
 	if c.Tenants, err = f.tenants.config(); err != nil {
 		return Config{}, err
 	}
+	if c.Priority, err = f.priority.config(); err != nil {
+		return Config{}, err
+	}
 	for _, d := range f.defects {
 		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
 	}
@@ -158,7 +163,7 @@ var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
 	"queues": "--queues", "pool_groups": "--pool-group", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
 	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
-	"defects": "--" + ServeDefectFlag,
+	"defects": "--" + ServeDefectFlag, "priority_classes": "--priority-class",
 }
 
 // flagError maps a *ConfigError to the flag that sets its field.
@@ -185,7 +190,7 @@ func (f *ServeFlags) flagError(err error) error {
 
 // keyedByName are the fields keyed by a name that is not a pool's (a
 // tenant's, an endpoint's): their errors say the name, not "pool NAME".
-var keyedByName = map[string]bool{"tenant_partitions": true}
+var keyedByName = map[string]bool{"tenant_partitions": true, "priority_classes": true}
 
 func configMsg(err error) string {
 	var ce *ConfigError
@@ -232,6 +237,7 @@ func ServeArgs(c Config) []string {
 	}
 	args = append(args, PolicyArgs(c.Policies, names)...)
 	args = append(args, tenantArgs(c.Tenants)...)
+	args = append(args, priorityArgs(c.Priority, names)...)
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}
@@ -303,6 +309,72 @@ func tenantArgs(tc *TenantConfig) []string {
 	}
 	if tc.Cap != 0 {
 		args = append(args, "--tenant-cap", strconv.Itoa(tc.Cap))
+	}
+	return args
+}
+
+// priorityFlags are the flags of the priority stage (Config.Priority).
+type priorityFlags struct {
+	on                    bool
+	header, def, reserved string
+	classes               []string
+}
+
+func (f *priorityFlags) bind(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.on, "priority", false, "a priority stage: each request's class, and the permits reserved for critical calls (implied by every --priority-* flag)")
+	fs.StringVar(&f.header, "priority-header", "", "header that names a request's class, critical or sheddable (default "+DefaultPriorityHeader+")")
+	fs.StringVar(&f.def, "priority-default", "", "class of a request without the header (default critical)")
+	fs.StringArrayVar(&f.classes, "priority-class", nil, "an endpoint's fixed class, NAME=CLASS (repeatable): its requests' header is ignored")
+	fs.StringVar(&f.reserved, "priority-reserved", "", "permits of each pool reserved for critical calls, e.g. shared=4: sheddable ones hold at most the rest")
+}
+
+// config returns the priority stage the flags describe, nil for none.
+func (f *priorityFlags) config() (*PriorityConfig, error) {
+	if !f.on && f.header == "" && f.def == "" && f.reserved == "" && len(f.classes) == 0 {
+		return nil, nil
+	}
+	pc := &PriorityConfig{Header: f.header, Default: Class(f.def)}
+	var err error
+	if pc.Reserved, err = ParseSizes(f.reserved); err != nil {
+		return nil, &FlagError{Flag: "--priority-reserved", Msg: err.Error()}
+	}
+	for _, v := range f.classes {
+		name, class, ok := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, &FlagError{Flag: "--priority-class", Msg: fmt.Sprintf("%q is not NAME=CLASS (example: checkout=critical)", v)}
+		}
+		if pc.Classes == nil {
+			pc.Classes = map[string]Class{}
+		}
+		if _, dup := pc.Classes[name]; dup {
+			return nil, &FlagError{Flag: "--priority-class", Msg: fmt.Sprintf("endpoint %q is given twice", name)}
+		}
+		pc.Classes[name] = Class(strings.TrimSpace(class))
+	}
+	return pc, nil
+}
+
+// priorityArgs renders pc as the priority flags, the classes in the order
+// of the endpoints' names.
+func priorityArgs(pc *PriorityConfig, names []string) []string {
+	if pc == nil {
+		return nil
+	}
+	args := []string{"--priority"}
+	if pc.Header != "" {
+		args = append(args, "--priority-header", pc.Header)
+	}
+	if pc.Default != "" {
+		args = append(args, "--priority-default", string(pc.Default))
+	}
+	for _, n := range names {
+		if c, ok := pc.Classes[n]; ok {
+			args = append(args, "--priority-class", n+"="+string(c))
+		}
+	}
+	if pc.Reserved != nil {
+		args = append(args, "--priority-reserved", FormatSizes(pc.Reserved, sortedKeys(pc.Reserved)))
 	}
 	return args
 }

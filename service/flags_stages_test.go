@@ -29,6 +29,11 @@ func stageConfigs() []Config {
 	})
 	add(func(c *Config) { c.Tenants = &TenantConfig{Mode: TenantFairShare, Cap: 2} })
 	add(func(c *Config) { c.Tenants = &TenantConfig{Mode: TenantShared} })
+	add(func(c *Config) {
+		c.Priority = &PriorityConfig{Header: "X-Class", Default: ClassSheddable, Classes: map[string]Class{"b": ClassCritical, "a": ClassSheddable},
+			Reserved: map[string]int{SharedPool: 3}}
+	})
+	add(func(c *Config) { c.Priority = &PriorityConfig{} })
 	return out
 }
 
@@ -63,6 +68,10 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		{[]string{"--tenant-mode", "fair-share"}, "--tenant-cap: must be between 1"},
 		{[]string{"--tenant-mode", "partitioned", "--tenant-partitions", "a=1,Q=1", "--tenant-other", "1"}, `--tenant-partitions: Q: tenant name "Q"`},
 		{[]string{"--tenant-mode", "partitioned", "--tenant-partitions", "a=1,b"}, "--tenant-partitions: entry"},
+		{[]string{"--priority-reserved", "shared=99"}, "--priority-reserved: pool shared: must be between 0"},
+		{[]string{"--priority-class", "a=low"}, "--priority-class: a: class must be"},
+		{[]string{"--priority-class", "a"}, "--priority-class: \"a\" is not NAME=CLASS"},
+		{[]string{"--priority-default", "low"}, "--priority-default: class must be"},
 	} {
 		var f ServeFlags
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)

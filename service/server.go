@@ -120,6 +120,10 @@ type Config struct {
 	// (a header) and how much of the service one tenant may hold (shared,
 	// partitioned or a fair share with a cap). Nil: no tenant stage.
 	Tenants *TenantConfig
+	// Priority, when set, is the priority stage: each request's class
+	// (critical or sheddable) and the permits of each pool reserved for
+	// critical calls. Nil: no priority stage.
+	Priority *PriorityConfig
 
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
 	// kind a real service has (a permit leaked on an error path, a pool
@@ -190,6 +194,11 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if c.Priority != nil {
+		if err := c.Priority.validate(c.EndpointNames(), pools); err != nil {
+			return err
+		}
+	}
 	return c.validatePolicies()
 }
 
@@ -224,6 +233,7 @@ type Service struct {
 	metrics   serviceMetrics
 	stacks    map[string]*stack
 	tenants   *tenantStage
+	priority  *priorityStage
 	defects   defectSet
 	idPrefix  string
 	nextID    atomic.Uint64
@@ -284,6 +294,9 @@ func New(cfg Config) (*Service, error) {
 	s.buildStacks()
 	if cfg.Tenants != nil {
 		s.tenants = newTenantStage(*cfg.Tenants, s.registry)
+	}
+	if cfg.Priority != nil {
+		s.priority = newPriorityStage(*cfg.Priority, layout, cfg.EndpointNames(), s.registry)
 	}
 	mux := http.NewServeMux()
 	for _, e := range cfg.Endpoints {
