@@ -54,6 +54,7 @@ type ServeFlags struct {
 	defects                 []string
 	tenants                 tenantFlags
 	priority                priorityFlags
+	jobs                    jobsFlags
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
@@ -84,6 +85,7 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden(BurnFlag)
 	f.tenants.bind(fs)
 	f.priority.bind(fs)
+	f.jobs.bind(fs)
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
 	_ = fs.MarkHidden(ServeDefectFlag)
 }
@@ -149,6 +151,7 @@ func (f *ServeFlags) Config() (Config, error) {
 	if c.Priority, err = f.priority.config(); err != nil {
 		return Config{}, err
 	}
+	c.Jobs = f.jobs.config()
 	for _, d := range f.defects {
 		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
 	}
@@ -238,6 +241,7 @@ func ServeArgs(c Config) []string {
 	args = append(args, PolicyArgs(c.Policies, names)...)
 	args = append(args, tenantArgs(c.Tenants)...)
 	args = append(args, priorityArgs(c.Priority, names)...)
+	args = append(args, jobsArgs(c.Jobs)...)
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}
@@ -375,6 +379,42 @@ func priorityArgs(pc *PriorityConfig, names []string) []string {
 	}
 	if pc.Reserved != nil {
 		args = append(args, "--priority-reserved", FormatSizes(pc.Reserved, sortedKeys(pc.Reserved)))
+	}
+	return args
+}
+
+// jobsFlags are the flags of the job queue (Config.Jobs).
+type jobsFlags struct {
+	mode, dep      string
+	workers, queue int
+}
+
+func (f *jobsFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "jobs-mode", "", "a job queue (POST /jobs?n=K&dependency=NAME) whose jobs run on the request pools (shared) or on --jobs-workers of their own (own); unset: none")
+	fs.IntVar(&f.workers, "jobs-workers", 0, "the most jobs that run at once")
+	fs.IntVar(&f.queue, "jobs-queue", 0, fmt.Sprintf("the most jobs that may wait (0: %d)", DefaultJobsQueue))
+	fs.StringVar(&f.dep, "jobs-dependency", "", "the endpoint whose dependency a job calls when the POST names none (default: the first)")
+}
+
+// config returns the job queue the flags describe, nil for none.
+func (f *jobsFlags) config() *JobsConfig {
+	if f.mode == "" && f.dep == "" && f.workers == 0 && f.queue == 0 {
+		return nil
+	}
+	return &JobsConfig{Mode: JobsMode(f.mode), Workers: f.workers, Queue: f.queue, Dependency: f.dep}
+}
+
+// jobsArgs renders jc as the job queue's flags.
+func jobsArgs(jc *JobsConfig) []string {
+	if jc == nil {
+		return nil
+	}
+	args := []string{"--jobs-mode", string(jc.Mode), "--jobs-workers", strconv.Itoa(jc.Workers)}
+	if jc.Queue != 0 {
+		args = append(args, "--jobs-queue", strconv.Itoa(jc.Queue))
+	}
+	if jc.Dependency != "" {
+		args = append(args, "--jobs-dependency", jc.Dependency)
 	}
 	return args
 }

@@ -34,6 +34,8 @@ func stageConfigs() []Config {
 			Reserved: map[string]int{SharedPool: 3}}
 	})
 	add(func(c *Config) { c.Priority = &PriorityConfig{} })
+	add(func(c *Config) { c.Jobs = &JobsConfig{Mode: JobsShared, Workers: 3} })
+	add(func(c *Config) { c.Jobs = &JobsConfig{Mode: JobsOwn, Workers: 2, Queue: 50, Dependency: "b"} })
 	return out
 }
 
@@ -72,6 +74,9 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		{[]string{"--priority-class", "a=low"}, "--priority-class: a: class must be"},
 		{[]string{"--priority-class", "a"}, "--priority-class: \"a\" is not NAME=CLASS"},
 		{[]string{"--priority-default", "low"}, "--priority-default: class must be"},
+		{[]string{"--jobs-workers", "2"}, "--jobs-mode: must be"},
+		{[]string{"--jobs-mode", "own"}, "--jobs-workers: must be between 1"},
+		{[]string{"--jobs-mode", "own", "--jobs-workers", "1", "--jobs-dependency", "c"}, `--jobs-dependency: no endpoint "c"`},
 	} {
 		var f ServeFlags
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)

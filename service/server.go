@@ -124,6 +124,10 @@ type Config struct {
 	// (critical or sheddable) and the permits of each pool reserved for
 	// critical calls. Nil: no priority stage.
 	Priority *PriorityConfig
+	// Jobs, when set, is the in-process job queue (POST /jobs) and where
+	// its jobs run: on the request pools or on workers of their own. Nil:
+	// no job queue.
+	Jobs *JobsConfig
 
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
 	// kind a real service has (a permit leaked on an error path, a pool
@@ -199,6 +203,11 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if c.Jobs != nil {
+		if err := c.Jobs.validate(c.EndpointNames(), pools); err != nil {
+			return err
+		}
+	}
 	return c.validatePolicies()
 }
 
@@ -234,13 +243,15 @@ type Service struct {
 	stacks    map[string]*stack
 	tenants   *tenantStage
 	priority  *priorityStage
+	jobs      *jobRunner
 	defects   defectSet
 	idPrefix  string
 	nextID    atomic.Uint64
 }
 
 // New validates cfg and builds the service, its pools, transports and
-// metrics registry. It starts no goroutines.
+// metrics registry. It starts no goroutines (job workers start as jobs are
+// queued, and end when the queue is empty).
 func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -302,6 +313,10 @@ func New(cfg Config) (*Service, error) {
 	for _, e := range cfg.Endpoints {
 		mux.Handle("GET /"+e.Name, s.endpoint(e.Name))
 	}
+	if cfg.Jobs != nil {
+		s.jobs = newJobRunner(s, *cfg.Jobs, s.registry)
+		mux.HandleFunc("POST /jobs", s.jobs.handle)
+	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	s.handler = mux
@@ -320,9 +335,13 @@ func (s *Service) Registry() *prometheus.Registry { return s.registry }
 
 // Serve serves the service on ln until ctx ends, then shuts down
 // gracefully within ShutdownTimeout and closes the dependency transports'
-// idle connections. It returns nil after a shutdown caused by ctx.
+// idle connections. It returns nil after a shutdown caused by ctx. Its job
+// queue, if any, is stopped when it returns (see Shutdown).
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.Close()
+	if s.jobs != nil {
+		defer s.jobs.stop()
+	}
 	var burners sync.WaitGroup
 	for range s.cfg.BurnCPU {
 		burners.Go(func() { burn(ctx) })
@@ -357,9 +376,13 @@ func (s *Service) Close() {
 	}
 }
 
-// Shutdown closes the databases of the database dependencies: the service
-// cannot call them after it. Idempotent.
+// Shutdown closes the databases of the database dependencies and stops
+// the job queue (queued jobs are dropped, running ones cancelled, and later
+// POST /jobs refused): the service cannot call them after it. Idempotent.
 func (s *Service) Shutdown() {
+	if s.jobs != nil {
+		s.jobs.stop()
+	}
 	for _, d := range s.deps {
 		if d.db != nil {
 			d.db.Close()
