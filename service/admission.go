@@ -97,5 +97,8 @@ func (s *Service) admit(name string, h http.Handler) http.Handler {
 	if s.tenants != nil {
 		h = s.tenants.wrap(h)
 	}
+	if s.heapGuard != nil {
+		h = s.heapGuard.wrap(h)
+	}
 	return h
 }

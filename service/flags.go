@@ -55,13 +55,14 @@ type ServeFlags struct {
 	tenants                 tenantFlags
 	priority                priorityFlags
 	jobs                    jobsFlags
+	maxHeap                 string
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
 
 // Bind defines the service's flags on fs with this package's defaults.
 func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared or bulkhead")
+	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared, bulkhead or unbounded (no pool: nothing bounds the calls in flight)")
 	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the pools in bulkhead mode")
 	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per pool (an endpoint's, or a --pool-group's), e.g. a=10,b=10 (bulkhead mode only)")
 	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the pools in bulkhead mode")
@@ -86,6 +87,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	f.tenants.bind(fs)
 	f.priority.bind(fs)
 	f.jobs.bind(fs)
+	fs.IntVar(&f.cfg.RequestStateBytes, "request-state-bytes", 0, "bytes of state each dependency call holds until it returns (a request's memory while it awaits; 0: none)")
+	fs.StringVar(&f.maxHeap, "max-heap", "", "heap ceiling, e.g. 512MiB: at or past it every request is refused at once (503) rather than allocate more (unset: none)")
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
 	_ = fs.MarkHidden(ServeDefectFlag)
 }
@@ -152,6 +155,11 @@ func (f *ServeFlags) Config() (Config, error) {
 		return Config{}, err
 	}
 	c.Jobs = f.jobs.config()
+	if f.maxHeap != "" {
+		if c.MaxHeapBytes, err = ParseBytes(f.maxHeap); err != nil {
+			return Config{}, &FlagError{Flag: "--max-heap", Msg: err.Error()}
+		}
+	}
 	for _, d := range f.defects {
 		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
 	}
@@ -242,6 +250,12 @@ func ServeArgs(c Config) []string {
 	args = append(args, tenantArgs(c.Tenants)...)
 	args = append(args, priorityArgs(c.Priority, names)...)
 	args = append(args, jobsArgs(c.Jobs)...)
+	if c.RequestStateBytes != 0 {
+		args = append(args, "--request-state-bytes", strconv.Itoa(c.RequestStateBytes))
+	}
+	if c.MaxHeapBytes != 0 {
+		args = append(args, "--max-heap", FormatBytes(c.MaxHeapBytes))
+	}
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}

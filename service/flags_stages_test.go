@@ -36,6 +36,10 @@ func stageConfigs() []Config {
 	add(func(c *Config) { c.Priority = &PriorityConfig{} })
 	add(func(c *Config) { c.Jobs = &JobsConfig{Mode: JobsShared, Workers: 3} })
 	add(func(c *Config) { c.Jobs = &JobsConfig{Mode: JobsOwn, Workers: 2, Queue: 50, Dependency: "b"} })
+	add(func(c *Config) {
+		c.Layout.Mode, c.RequestStateBytes, c.MaxHeapBytes = ModeUnbounded, 4096, 64<<20
+	})
+	add(func(c *Config) { c.MaxHeapBytes = 1000 })
 	return out
 }
 
@@ -75,6 +79,11 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		{[]string{"--priority-class", "a"}, "--priority-class: \"a\" is not NAME=CLASS"},
 		{[]string{"--priority-default", "low"}, "--priority-default: class must be"},
 		{[]string{"--jobs-workers", "2"}, "--jobs-mode: must be"},
+		{[]string{"--max-heap", "12MB"}, `--max-heap: "12MB" is not a byte count`},
+		{[]string{"--request-state-bytes", "-1"}, "--request-state-bytes: must be between 0"},
+		{[]string{"--mode", "unbounded", "--pool-sizes", "a=1,b=1"}, "--pool-sizes: only applies to bulkhead mode"},
+		{[]string{"--mode", "unbounded", "--policy", `a={}`}, "--policy: a: a policy stack's bulkhead stage"},
+		{[]string{"--mode", "unbounded", "--priority"}, "--priority-reserved: reserves permits of pools"},
 		{[]string{"--jobs-mode", "own"}, "--jobs-workers: must be between 1"},
 		{[]string{"--jobs-mode", "own", "--jobs-workers", "1", "--jobs-dependency", "c"}, `--jobs-dependency: no endpoint "c"`},
 	} {
@@ -88,6 +97,27 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		var fe *FlagError
 		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.wantErr) {
 			t.Errorf("serve %v: %v, want a *FlagError starting %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true}, {"512KiB", 512 << 10, true}, {" 64 MiB", 64 << 20, true}, {"2GiB", 2 << 30, true},
+		{"12MB", 0, false}, {"-1", 0, false}, {"MiB", 0, false}, {"99999999999GiB", 0, false},
+	} {
+		got, err := ParseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if tt.ok {
+			if back, _ := ParseBytes(FormatBytes(got)); back != got {
+				t.Errorf("FormatBytes(%d) = %q, which parses as %d", got, FormatBytes(got), back)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -50,6 +51,13 @@ const (
 	// except that the endpoints of a pool group (LayoutConfig.Groups) share
 	// one pool named after the group.
 	ModeBulkhead Mode = "bulkhead"
+	// ModeUnbounded: no pool at all, nothing bounds the calls in flight:
+	// every request is a goroutine that awaits its dependency, as on an
+	// event-loop runtime where awaits are cheap. Each call holds its
+	// request's state (Config.RequestStateBytes) until it returns, so
+	// memory grows with arrival rate × dependency latency. PoolSize,
+	// Queue and MaxWait are not used.
+	ModeUnbounded Mode = "unbounded"
 )
 
 // The endpoint names of the default two-endpoint service; in bulkhead mode
@@ -62,14 +70,23 @@ const (
 // SharedPool is the name of the one pool of shared mode.
 const SharedPool = "shared"
 
-// ParseMode parses "shared" or "bulkhead".
+// Modes lists the layouts.
+var Modes = []Mode{ModeShared, ModeBulkhead, ModeUnbounded}
+
+// ParseMode parses a layout's name (Modes).
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeShared, ModeBulkhead:
+	if m := Mode(s); slices.Contains(Modes, m) {
 		return m, nil
 	}
-	return "", fieldErrorf("mode", "must be %q or %q, got %q", ModeShared, ModeBulkhead, s)
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = strconv.Quote(string(m))
+	}
+	return "", fieldErrorf("mode", "must be one of %s, got %q", strings.Join(names, ", "), s)
 }
+
+// pooled reports whether the layout has pools: the unbounded one has none.
+func (m Mode) pooled() bool { return m == ModeShared || m == ModeBulkhead }
 
 // LayoutConfig describes the service's pools. The zero value is invalid.
 //
@@ -136,6 +153,9 @@ func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 	if len(endpoints) == 0 {
 		return nil, fieldErrorf("endpoints", "at least one endpoint is required")
 	}
+	if !cfg.Mode.pooled() {
+		return nil, cfg.validateUnpooled(endpoints)
+	}
 	if cfg.Mode == ModeShared {
 		if len(cfg.PoolSizes) > 0 {
 			return nil, fieldErrorf("pool_sizes", "only applies to bulkhead mode")
@@ -176,6 +196,20 @@ func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 		out[i].Config = pc
 	}
 	return out, nil
+}
+
+// validateUnpooled validates a layout without pools: the pool settings
+// that are maps must be empty.
+func (cfg LayoutConfig) validateUnpooled(endpoints []string) error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"pool_sizes", len(cfg.PoolSizes)}, {"queues", len(cfg.Queues)}, {"pool_groups", len(cfg.Groups)}} {
+		if f.n > 0 {
+			return fieldErrorf(f.name, "only applies to bulkhead mode (%s has no pools)", cfg.Mode)
+		}
+	}
+	return nil
 }
 
 // bulkheads validates cfg.Groups against the endpoints and returns the
@@ -363,5 +397,6 @@ func (l *Layout) Mode() Mode { return l.mode }
 // of their first endpoint).
 func (l *Layout) Pools() []*Pool { return append([]*Pool(nil), l.pools...) }
 
-// Pool returns the pool the endpoint draws from, nil for an unknown endpoint.
+// Pool returns the pool the endpoint draws from, nil for an unknown
+// endpoint or a layout without pools.
 func (l *Layout) Pool(endpoint string) *Pool { return l.byEndpoint[endpoint] }

@@ -129,6 +129,16 @@ type Config struct {
 	// no job queue.
 	Jobs *JobsConfig
 
+	// RequestStateBytes is the state each dependency call holds from its
+	// start to its return (a request's memory while it awaits its
+	// dependency), allocated and written so that it is resident. Zero:
+	// none. At most MaxRequestStateBytes.
+	RequestStateBytes int
+	// MaxHeapBytes, when positive, is a hard ceiling on the service's heap:
+	// at or past it every request is refused at once (503,
+	// X-Bulkhead-Reject: heap) rather than allocate more. Zero: none.
+	MaxHeapBytes int64
+
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
 	// kind a real service has (a permit leaked on an error path, a pool
 	// counter that is not atomic), so that the harness's detectors can be
@@ -162,6 +172,10 @@ func (c Config) Validate() error {
 		return fieldErrorf("gomaxprocs", "must be between 0 and 1024, got %d", c.GOMAXPROCS)
 	case c.BurnCPU < 0 || c.BurnCPU > 64:
 		return fieldErrorf("burn_cpu", "must be between 0 and 64, got %d", c.BurnCPU)
+	case c.RequestStateBytes < 0 || c.RequestStateBytes > MaxRequestStateBytes:
+		return fieldErrorf("request_state_bytes", "must be between 0 and %d, got %d", MaxRequestStateBytes, c.RequestStateBytes)
+	case c.MaxHeapBytes < 0:
+		return fieldErrorf("max_heap", "must not be negative, got %d", c.MaxHeapBytes)
 	}
 	if c.ConnsLayout != "" {
 		if _, err := ParseConnsLayout(string(c.ConnsLayout)); err != nil {
@@ -243,6 +257,7 @@ type Service struct {
 	stacks    map[string]*stack
 	tenants   *tenantStage
 	priority  *priorityStage
+	heapGuard *heapGuard
 	jobs      *jobRunner
 	defects   defectSet
 	idPrefix  string
@@ -283,8 +298,10 @@ func New(cfg Config) (*Service, error) {
 	s.connPools = pools
 	connWait, decode := newConnWaitMetrics(), newDecodeMetrics()
 	s.deps = map[string]*dependency{}
+	mem := &callMemory{stateBytes: cfg.RequestStateBytes, inState: s.metrics.stateBytes}
 	for _, e := range cfg.Endpoints {
 		d := newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait, decode)
+		d.inflight, d.mem = s.metrics.depInflight.WithLabelValues(e.Name), mem
 		if e.Query != "" {
 			if d.db, err = openDB(e.URL, cfg.Conns); err != nil {
 				s.Shutdown()
@@ -305,6 +322,9 @@ func New(cfg Config) (*Service, error) {
 	s.buildStacks()
 	if cfg.Tenants != nil {
 		s.tenants = newTenantStage(*cfg.Tenants, s.registry)
+	}
+	if cfg.MaxHeapBytes > 0 {
+		s.heapGuard = newHeapGuard(cfg.MaxHeapBytes, s.registry)
 	}
 	if cfg.Priority != nil {
 		s.priority = newPriorityStage(*cfg.Priority, layout, cfg.EndpointNames(), s.registry)
@@ -418,10 +438,13 @@ func (s *Service) poolEndpoint(name string) http.Handler {
 		}
 		w.Header().Set(rundata.HeaderRequestID, id)
 
-		permit, err := pool.Acquire(r.Context())
-		if err != nil {
-			writeRejection(w, pool.Name(), err)
-			return
+		var permit Permit // none without a pool: nothing bounds the calls
+		if pool != nil {
+			var err error
+			if permit, err = pool.Acquire(r.Context()); err != nil {
+				writeRejection(w, pool.Name(), err)
+				return
+			}
 		}
 		// Held for the whole call; released on every path, panics included,
 		// unless a leak defect drops it below.
