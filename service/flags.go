@@ -56,13 +56,14 @@ type ServeFlags struct {
 	priority                priorityFlags
 	jobs                    jobsFlags
 	maxHeap                 string
+	rates                   string
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
 
 // Bind defines the service's flags on fs with this package's defaults.
 func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared, bulkhead or unbounded (no pool: nothing bounds the calls in flight)")
+	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared, bulkhead, unbounded (no pool: nothing bounds the calls in flight) or ratelimit (no pool: a rate limit per dependency, --rate)")
 	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the pools in bulkhead mode")
 	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per pool (an endpoint's, or a --pool-group's), e.g. a=10,b=10 (bulkhead mode only)")
 	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the pools in bulkhead mode")
@@ -87,6 +88,8 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	f.tenants.bind(fs)
 	f.priority.bind(fs)
 	f.jobs.bind(fs)
+	fs.Float64Var(&f.cfg.Layout.Rate, "rate", 0, "ratelimit mode: each dependency's rate limit, in calls per second (a call waits up to --max-wait for its turn)")
+	fs.StringVar(&f.rates, "rates", "", "ratelimit mode: rate limits per endpoint, e.g. a=50,b=200.5")
 	fs.IntVar(&f.cfg.RequestStateBytes, "request-state-bytes", 0, "bytes of state each dependency call holds until it returns (a request's memory while it awaits; 0: none)")
 	fs.StringVar(&f.maxHeap, "max-heap", "", "heap ceiling, e.g. 512MiB: at or past it every request is refused at once (503) rather than allocate more (unset: none)")
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
@@ -155,6 +158,9 @@ func (f *ServeFlags) Config() (Config, error) {
 		return Config{}, err
 	}
 	c.Jobs = f.jobs.config()
+	if c.Layout.Rates, err = ParseRates(f.rates); err != nil {
+		return Config{}, &FlagError{Flag: "--rates", Msg: err.Error()}
+	}
 	if f.maxHeap != "" {
 		if c.MaxHeapBytes, err = ParseBytes(f.maxHeap); err != nil {
 			return Config{}, &FlagError{Flag: "--max-heap", Msg: err.Error()}
@@ -201,7 +207,7 @@ func (f *ServeFlags) flagError(err error) error {
 
 // keyedByName are the fields keyed by a name that is not a pool's (a
 // tenant's, an endpoint's): their errors say the name, not "pool NAME".
-var keyedByName = map[string]bool{"tenant_partitions": true, "priority_classes": true}
+var keyedByName = map[string]bool{"tenant_partitions": true, "priority_classes": true, "rates": true}
 
 func configMsg(err error) string {
 	var ce *ConfigError
@@ -247,6 +253,16 @@ func ServeArgs(c Config) []string {
 		}
 	}
 	args = append(args, PolicyArgs(c.Policies, names)...)
+	if l.Rate != 0 {
+		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'g', -1, 64))
+	}
+	if len(l.Rates) > 0 {
+		parts := make([]string, 0, len(l.Rates))
+		for _, e := range sortedKeys(l.Rates) {
+			parts = append(parts, e+"="+strconv.FormatFloat(l.Rates[e], 'g', -1, 64))
+		}
+		args = append(args, "--rates", strings.Join(parts, ","))
+	}
 	args = append(args, tenantArgs(c.Tenants)...)
 	args = append(args, priorityArgs(c.Priority, names)...)
 	args = append(args, jobsArgs(c.Jobs)...)
@@ -431,6 +447,31 @@ func jobsArgs(jc *JobsConfig) []string {
 		args = append(args, "--jobs-dependency", jc.Dependency)
 	}
 	return args
+}
+
+// ParseRates parses a per-endpoint list of rates such as "a=50,b=0.5"
+// into a map; an empty string gives a nil map. Which names and rates are
+// allowed is the layout's business.
+func ParseRates(s string) (map[string]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		r, err := strconv.ParseFloat(val, 64)
+		switch _, dup := out[name]; {
+		case !ok || name == "" || val == "":
+			return nil, fmt.Errorf("entry %q is not name=rate (example: a=50,b=200)", part)
+		case err != nil:
+			return nil, fmt.Errorf("entry %q: the rate must be a number of calls per second", part)
+		case dup:
+			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
+		}
+		out[name] = r
+	}
+	return out, nil
 }
 
 // ParseSizes parses a per-pool list such as "a=10,b=10" into a map. An

@@ -40,6 +40,9 @@ func stageConfigs() []Config {
 		c.Layout.Mode, c.RequestStateBytes, c.MaxHeapBytes = ModeUnbounded, 4096, 64<<20
 	})
 	add(func(c *Config) { c.MaxHeapBytes = 1000 })
+	add(func(c *Config) {
+		c.Layout = LayoutConfig{Mode: ModeRateLimit, PoolSize: 20, Queue: 20, MaxWait: 5 * time.Millisecond, Rate: 12.5, Rates: map[string]float64{"b": 0.25}}
+	})
 	return out
 }
 
@@ -79,6 +82,11 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		{[]string{"--priority-class", "a"}, "--priority-class: \"a\" is not NAME=CLASS"},
 		{[]string{"--priority-default", "low"}, "--priority-default: class must be"},
 		{[]string{"--jobs-workers", "2"}, "--jobs-mode: must be"},
+		{[]string{"--mode", "ratelimit"}, "--rate: must be between 0.001"},
+		{[]string{"--mode", "ratelimit", "--rate", "5", "--rates", "a=0"}, "--rates: a: must be between"},
+		{[]string{"--mode", "ratelimit", "--rate", "5", "--rates", "c=1"}, `--rates: no endpoint "c"`},
+		{[]string{"--mode", "ratelimit", "--rates", "a=x"}, "--rates: entry"},
+		{[]string{"--rate", "5"}, "--rate: only applies to ratelimit mode"},
 		{[]string{"--max-heap", "12MB"}, `--max-heap: "12MB" is not a byte count`},
 		{[]string{"--request-state-bytes", "-1"}, "--request-state-bytes: must be between 0"},
 		{[]string{"--mode", "unbounded", "--pool-sizes", "a=1,b=1"}, "--pool-sizes: only applies to bulkhead mode"},

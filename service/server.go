@@ -323,6 +323,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Tenants != nil {
 		s.tenants = newTenantStage(*cfg.Tenants, s.registry)
 	}
+	if cfg.Layout.Mode == ModeRateLimit {
+		s.registry.MustRegister(newRateMetrics(layout, cfg.EndpointNames()))
+	}
 	if cfg.MaxHeapBytes > 0 {
 		s.heapGuard = newHeapGuard(cfg.MaxHeapBytes, s.registry)
 	}
@@ -427,7 +430,7 @@ func (s *Service) endpoint(name string) http.Handler {
 // poolEndpoint holds a permit of the endpoint's pool for its dependency
 // call.
 func (s *Service) poolEndpoint(name string) http.Handler {
-	pool, dep := s.layout.Pool(name), s.deps[name]
+	pool, lim, dep := s.layout.Pool(name), s.layout.limiter(name), s.deps[name]
 	inflight := s.metrics.inflight.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
@@ -438,6 +441,12 @@ func (s *Service) poolEndpoint(name string) http.Handler {
 		}
 		w.Header().Set(rundata.HeaderRequestID, id)
 
+		if lim != nil {
+			if err := lim.acquire(r.Context()); err != nil {
+				writeRateRefusal(w, name, err)
+				return
+			}
+		}
 		var permit Permit // none without a pool: nothing bounds the calls
 		if pool != nil {
 			var err error
