@@ -453,49 +453,44 @@ func jobsArgs(jc *JobsConfig) []string {
 // into a map; an empty string gives a nil map. Which names and rates are
 // allowed is the layout's business.
 func ParseRates(s string) (map[string]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := map[string]float64{}
-	for _, part := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-		r, err := strconv.ParseFloat(val, 64)
-		switch _, dup := out[name]; {
-		case !ok || name == "" || val == "":
-			return nil, fmt.Errorf("entry %q is not name=rate (example: a=50,b=200)", part)
-		case err != nil:
-			return nil, fmt.Errorf("entry %q: the rate must be a number of calls per second", part)
-		case dup:
-			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
-		}
-		out[name] = r
-	}
-	return out, nil
+	return parsePairs(s, "name=rate (example: a=50,b=200)", "the rate must be a number of calls per second", func(v string) (float64, bool) {
+		r, err := strconv.ParseFloat(v, 64)
+		return r, err == nil
+	})
 }
 
 // ParseSizes parses a per-pool list such as "a=10,b=10" into a map. An
 // empty string gives a nil map. Values must be non-negative integers; names
 // must be unique. Which names are allowed is the layout's business.
 func ParseSizes(s string) (map[string]int, error) {
+	return parsePairs(s, "name=value (example: a=10,b=10)", "value must be a non-negative integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
+}
+
+// parsePairs parses a list of name=value entries, each value read by
+// parse, into a map (nil for an empty s); form and bad describe an entry
+// and a bad value in the errors.
+func parsePairs[V any](s, form, bad string, parse func(string) (V, bool)) (map[string]V, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	out := map[string]int{}
+	out := map[string]V{}
 	for _, part := range strings.Split(s, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		if !ok || name == "" || val == "" {
-			return nil, fmt.Errorf("entry %q is not name=value (example: a=10,b=10)", part)
+			return nil, fmt.Errorf("entry %q is not %s", part, form)
 		}
-		n, err := strconv.Atoi(val)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("entry %q: value must be a non-negative integer", part)
+		v, ok := parse(val)
+		if !ok {
+			return nil, fmt.Errorf("entry %q: %s", part, bad)
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
 		}
-		out[name] = n
+		out[name] = v
 	}
 	return out, nil
 }

@@ -46,17 +46,36 @@ func stageConfigs() []Config {
 	return out
 }
 
+// parseServe parses args as the service's flags.
+func parseServe(t *testing.T, args []string) (Config, error) {
+	t.Helper()
+	var f ServeFlags
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f.Config()
+}
+
+// checkField reports err unless it is a *ConfigError on field, or nil when
+// field is "".
+func checkField(t *testing.T, what any, err error, field string) {
+	t.Helper()
+	var ce *ConfigError
+	switch {
+	case field == "" && err != nil:
+		t.Errorf("%+v: %v, want valid", what, err)
+	case field != "" && (!errors.As(err, &ce) || ce.Field != field):
+		t.Errorf("%+v: %v, want a ConfigError on %s", what, err, field)
+	}
+}
+
 // TestServeArgsRoundTripStages: a config with the newer stages rendered as
 // flags and parsed back is the same config.
 func TestServeArgsRoundTripStages(t *testing.T) {
 	for _, want := range stageConfigs() {
-		var f ServeFlags
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		f.Bind(fs)
-		if err := fs.Parse(ServeArgs(want)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := f.Config()
+		got, err := parseServe(t, ServeArgs(want))
 		if err != nil {
 			t.Fatalf("Config of %v: %v", ServeArgs(want), err)
 		}
@@ -95,13 +114,7 @@ func TestServeFlagsStageErrors(t *testing.T) {
 		{[]string{"--jobs-mode", "own"}, "--jobs-workers: must be between 1"},
 		{[]string{"--jobs-mode", "own", "--jobs-workers", "1", "--jobs-dependency", "c"}, `--jobs-dependency: no endpoint "c"`},
 	} {
-		var f ServeFlags
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		f.Bind(fs)
-		if err := fs.Parse(append([]string{"--mode", "shared", "--dep-a", "http://127.0.0.1:1", "--dep-b", "http://127.0.0.1:2"}, tt.args...)); err != nil {
-			t.Fatal(err)
-		}
-		_, err := f.Config()
+		_, err := parseServe(t, append([]string{"--mode", "shared", "--dep-a", "http://127.0.0.1:1", "--dep-b", "http://127.0.0.1:2"}, tt.args...))
 		var fe *FlagError
 		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.wantErr) {
 			t.Errorf("serve %v: %v, want a *FlagError starting %q", tt.args, err, tt.wantErr)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,15 +14,7 @@ import (
 // post sends POST url and returns its reply.
 func post(t *testing.T, c *http.Client, url string) reply {
 	t.Helper()
-	start := time.Now()
-	resp, err := c.Post(url, "", nil)
-	if err != nil {
-		t.Errorf("POST %s: %v", url, err)
-		return reply{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, string(b), time.Since(start)}
+	return send(t, c, http.MethodPost, url, nil)
 }
 
 // TestJobsStarveLiveTraffic: a drain of 40 queued jobs (each a 40 ms call

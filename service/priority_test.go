@@ -1,7 +1,6 @@
 package service
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,13 +154,6 @@ func TestPriorityConfigErrors(t *testing.T) {
 	} {
 		cfg := good
 		cfg.Priority = &tt.pc
-		err := cfg.Validate()
-		var ce *ConfigError
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%+v: %v, want valid", tt.pc, err)
-		case tt.field != "" && (!errors.As(err, &ce) || ce.Field != tt.field):
-			t.Errorf("%+v: %v, want a ConfigError on %s", tt.pc, err, tt.field)
-		}
+		checkField(t, tt.pc, cfg.Validate(), tt.field)
 	}
 }

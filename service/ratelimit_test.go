@@ -16,7 +16,8 @@ import (
 // 4 connections. A rate limit of 200/s per dependency never refuses a
 // call, so A's calls in flight rise to rate × latency (8), hold every
 // connection, and /b waits behind them; a bulkhead of 2 for each
-// dependency refuses A's calls past 2 and /b keeps its connections.
+// dependency refuses A's calls past 2 and /b keeps its connections. The
+// control: with A at its normal latency the rate limit serves /b too.
 func TestRateLimitIsNotABulkhead(t *testing.T) {
 	const (
 		aRate, bEvery = 80, 4 // /a calls per second; /b on every 4th tick
@@ -24,18 +25,23 @@ func TestRateLimitIsNotABulkhead(t *testing.T) {
 		conns         = 4
 		fast          = 100 * time.Millisecond // a /b answer this quick is served
 	)
+	normalA := startDep(t, DepConfig{Name: "A", Latency: 10 * time.Millisecond})
 	slowA := startDep(t, DepConfig{Name: "A", Latency: 100 * time.Millisecond})
 	fastB := startDep(t, DepConfig{Name: "B", Latency: time.Millisecond, Size: 2})
+	rateLimit := LayoutConfig{Mode: ModeRateLimit, Rate: 200, MaxWait: 50 * time.Millisecond}
 	for _, tt := range []struct {
 		name   string
 		layout LayoutConfig
+		depA   string
+		holds  bool // /b is served
 	}{
-		{"ratelimit", LayoutConfig{Mode: ModeRateLimit, Rate: 200, MaxWait: 50 * time.Millisecond}},
-		{"bulkhead", LayoutConfig{Mode: ModeBulkhead, PoolSizes: map[string]int{"a": 2, "b": 2}}},
+		{"ratelimit", rateLimit, slowA, false},
+		{"bulkhead", LayoutConfig{Mode: ModeBulkhead, PoolSizes: map[string]int{"a": 2, "b": 2}}, slowA, true},
+		{"ratelimit, A not slow", rateLimit, normalA, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, url := startService(t, Config{Layout: tt.layout, Timeout: 300 * time.Millisecond,
-				ConnsLayout: ConnsShared, Conns: conns, Endpoints: TwoEndpoints(slowA, fastB)})
+				ConnsLayout: ConnsShared, Conns: conns, Endpoints: TwoEndpoints(tt.depA, fastB)})
 			c := testClient(t)
 			stop, sampled := make(chan struct{}), make(chan peaks, 1)
 			go func() { sampled <- samplePeaks(t, svc, "a", stop) }()
@@ -73,26 +79,26 @@ func TestRateLimitIsNotABulkhead(t *testing.T) {
 			close(stop)
 			pk := <-sampled
 			bCalls := ticks / bEvery
-			t.Logf("%s: A 10× slower at %d/s: peak %v calls to A in flight, /a answers %v; /b %d of %d served in < %v (%d%%)",
+			t.Logf("%s: A at %d/s: peak %v calls to A in flight, /a answers %v; /b %d of %d served in < %v (%d%%)",
 				tt.name, aRate, pk.inflight, aStatus, bOK, bCalls, fast, 100*bOK/bCalls)
-			if tt.layout.Mode == ModeRateLimit {
-				if pk.inflight <= conns {
-					t.Errorf("rate limit: peak %v calls to A in flight, want them to pile up past the %d connections", pk.inflight, conns)
+			if tt.holds {
+				if bOK < bCalls*9/10 {
+					t.Errorf("/b %d of %d served quickly, want at least 90%%", bOK, bCalls)
 				}
-				if bOK > bCalls/2 {
-					t.Errorf("rate limit: /b %d of %d served quickly, want at most half (A's calls hold the connections)", bOK, bCalls)
-				}
-				m := get(t, c, url+"/metrics", nil).body
-				if !strings.Contains(m, `bulkheadlab_ratelimit_rejected_total{dependency="a"} 0`) || !strings.Contains(m, `bulkheadlab_ratelimit_rate{dependency="a"} 200`) {
-					t.Errorf("/metrics: want rate 200 and no refusal for a")
+				if tt.layout.Mode == ModeBulkhead && pk.inflight > 2 {
+					t.Errorf("bulkhead: peak %v calls to A in flight, want at most 2", pk.inflight)
 				}
 				return
 			}
-			if pk.inflight > 2 {
-				t.Errorf("bulkhead: peak %v calls to A in flight, want at most 2", pk.inflight)
+			if pk.inflight <= conns {
+				t.Errorf("rate limit: peak %v calls to A in flight, want them to pile up past the %d connections", pk.inflight, conns)
 			}
-			if bOK < bCalls*9/10 {
-				t.Errorf("bulkhead: /b %d of %d served quickly, want at least 90%%", bOK, bCalls)
+			if bOK > bCalls/2 {
+				t.Errorf("rate limit: /b %d of %d served quickly, want at most half (A's calls hold the connections)", bOK, bCalls)
+			}
+			m := get(t, c, url+"/metrics", nil).body
+			if !strings.Contains(m, `bulkheadlab_ratelimit_rejected_total{dependency="a"} 0`) || !strings.Contains(m, `bulkheadlab_ratelimit_rate{dependency="a"} 200`) {
+				t.Errorf("/metrics: want rate 200 and no refusal for a")
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -154,13 +153,6 @@ func TestTenantConfigErrors(t *testing.T) {
 	} {
 		cfg := good
 		cfg.Tenants = &tt.tc
-		err := cfg.Validate()
-		var ce *ConfigError
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%+v: %v, want valid", tt.tc, err)
-		case tt.field != "" && (!errors.As(err, &ce) || ce.Field != tt.field):
-			t.Errorf("%+v: %v, want a ConfigError on %s", tt.tc, err, tt.field)
-		}
+		checkField(t, tt.tc, cfg.Validate(), tt.field)
 	}
 }
