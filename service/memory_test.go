@@ -150,8 +150,11 @@ func TestHeapGuard(t *testing.T) {
 	})
 	admitted := held.calls.Load()
 	t.Logf("heap ceiling 1 MiB above the heap, %d KiB per call: %d calls admitted, %d refused", state>>10, admitted, refused)
-	if refused == 0 || admitted > (1<<20)/state+2 {
-		t.Errorf("%d calls admitted and %d refused, want at most %d admitted (the ceiling's worth of state)", admitted, refused, (1<<20)/state+2)
+	// A call's state is allocated after its admission, so calls admitted
+	// together may overshoot the ceiling by a few (more under the race
+	// detector); without the ceiling all 30 would be.
+	if most := (1<<20)/state + 6; refused == 0 || admitted > int64(most) {
+		t.Errorf("%d calls admitted and %d refused, want at most %d admitted (the ceiling's worth of state, and a few)", admitted, refused, most)
 	}
 	held.release()
 	wg.Wait()

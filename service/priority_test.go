@@ -79,22 +79,33 @@ func TestPriorityReservedIdle(t *testing.T) {
 			scrapeValue(t, m, `bulkheadlab_priority_reserved_idle_permit_seconds_total{pool="shared"}`)
 	}
 	const span = 300 * time.Millisecond
-	// interval integrates the idle permits over about span.
-	interval := func() (idle, avg float64) {
+	// interval integrates the idle permits over about span. The integral
+	// runs between the two scrapes' collections, which happen at unknown
+	// times within their requests: its average is checked against the
+	// shortest and the longest interval that fits.
+	interval := func(want float64) (idle float64) {
+		t.Helper()
+		q0 := time.Now()
 		_, s0 := scrape()
-		start := time.Now()
+		r0 := time.Now()
 		time.Sleep(span)
+		q1 := time.Now()
 		idle, s1 := scrape()
-		return idle, (s1 - s0) / time.Since(start).Seconds()
+		r1 := time.Now()
+		lo, hi := want*q1.Sub(r0).Seconds(), want*r1.Sub(q0).Seconds()
+		if got := s1 - s0; got < lo*0.98 || got > hi*1.02 {
+			t.Errorf("%v reserved permits idle for %v–%v: %.3f permit-seconds, want %.3f–%.3f", want, q1.Sub(r0), r1.Sub(q0), got, lo, hi)
+		}
+		return idle
 	}
-	if idle, avg := interval(); idle != 2 || avg < 1.8 || avg > 2.1 {
-		t.Errorf("no critical call: %v reserved permits idle, %.3f on average; want 2 and about 2", idle, avg)
+	if idle := interval(2); idle != 2 {
+		t.Errorf("no critical call: %v reserved permits idle, want 2", idle)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { get(t, c, url+"/b", map[string]string{"X-Class": "sheddable"}) }) // b is fixed critical
 	heldA.awaitArrivals(t, 1)
-	if idle, avg := interval(); idle != 1 || avg < 0.9 || avg > 1.1 {
-		t.Errorf("one critical call in flight: %v reserved permits idle, %.3f on average; want 1 and about 1", idle, avg)
+	if idle := interval(1); idle != 1 {
+		t.Errorf("one critical call in flight: %v reserved permits idle, want 1", idle)
 	}
 	wg.Go(func() { get(t, c, url+"/a", map[string]string{"X-Class": "critical"}) })
 	heldA.awaitArrivals(t, 1)
