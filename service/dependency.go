@@ -45,6 +45,12 @@ type dependency struct {
 	connTimeouts prometheus.Counter
 	decodeTime   prometheus.Observer
 	decodedBytes prometheus.Counter
+
+	// inflight counts the calls in flight, each holding mem's state; New
+	// sets them (a bare dependency counts into a gauge nobody exports and
+	// holds no state).
+	inflight prometheus.Gauge
+	mem      *callMemory
 }
 
 // newDependency returns the dependency name at url, whose calls draw from
@@ -61,7 +67,8 @@ func newDependency(name, url string, limit int, conns *connPool, m connWaitMetri
 	}
 	return &dependency{name: name, url: url, transport: t, client: &http.Client{Transport: t},
 		conns: conns, connWait: m.wait.WithLabelValues(name), connHold: m.hold.WithLabelValues(name), connTimeouts: m.timeouts.WithLabelValues(name),
-		decodeTime: dm.seconds.WithLabelValues(name), decodedBytes: dm.bytes.WithLabelValues(name)}
+		decodeTime: dm.seconds.WithLabelValues(name), decodedBytes: dm.bytes.WithLabelValues(name),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "unexported"}), mem: &callMemory{}}
 }
 
 // callResult is what one dependency call produced.
@@ -83,7 +90,13 @@ type callResult struct {
 // against T or the call's elapsed time. The wait
 // for a connection slot counts against ctx: a call whose deadline passes
 // while it waits is a timeout that never reached the dependency.
+//
+// The call is in the dependency's in-flight gauge, and holds its request's
+// state, from its start to its return.
 func (d *dependency) call(ctx context.Context, requestID string, maxBody int64) callResult {
+	d.inflight.Inc()
+	defer d.inflight.Dec()
+	defer d.mem.hold()()
 	start := time.Now()
 	res := d.do(ctx, requestID, maxBody)
 	res.elapsed = time.Since(start)
@@ -159,6 +172,10 @@ type serviceMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
+	// depInflight and stateBytes are the calls in flight per dependency
+	// and the request state they hold.
+	depInflight *prometheus.GaugeVec
+	stateBytes  prometheus.Gauge
 }
 
 func newServiceMetrics() serviceMetrics {
@@ -176,13 +193,22 @@ func newServiceMetrics() serviceMetrics {
 			Name: "bulkheadlab_http_inflight_requests",
 			Help: "Requests being served, by endpoint (a, b), including those waiting for a permit.",
 		}, []string{"endpoint"}),
+		depInflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bulkheadlab_dependency_inflight",
+			Help: "Dependency calls in flight (waiting for a connection, in their round trip or decoding), by dependency; by Little's law arrival rate × call duration when nothing bounds them.",
+		}, []string{"dependency"}),
+		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bulkheadlab_request_state_bytes",
+			Help: "Bytes of request state held by the dependency calls in flight (request_state_bytes each).",
+		}),
 	}
 }
 
 func (m serviceMetrics) register(r prometheus.Registerer, endpoints []string) {
-	r.MustRegister(m.requests, m.duration, m.inflight)
+	r.MustRegister(m.requests, m.duration, m.inflight, m.depInflight, m.stateBytes)
 	for _, e := range endpoints { // export zeros from the start
 		m.inflight.WithLabelValues(e)
+		m.depInflight.WithLabelValues(e)
 		m.duration.WithLabelValues(e)
 		for _, o := range []string{outcomeOK, outcomeTimeout, outcomeError, outcomeCancelled} {
 			m.requests.WithLabelValues(e, o)

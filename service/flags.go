@@ -52,13 +52,18 @@ type ServeFlags struct {
 	queries                 []string
 	policies                []string
 	defects                 []string
+	tenants                 tenantFlags
+	priority                priorityFlags
+	jobs                    jobsFlags
+	maxHeap                 string
+	rates                   string
 	// origin maps an endpoint name to the flag that gave it.
 	origin map[string]string
 }
 
 // Bind defines the service's flags on fs with this package's defaults.
 func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared or bulkhead")
+	fs.StringVar(&f.mode, "mode", string(ModeBulkhead), "pool layout: shared, bulkhead, unbounded (no pool: nothing bounds the calls in flight) or ratelimit (no pool: a rate limit per dependency, --rate)")
 	fs.IntVar(&f.cfg.Layout.PoolSize, "pool-size", DefaultPoolSize, "P: shared pool size, or the total split among the pools in bulkhead mode")
 	fs.StringVar(&f.poolSizes, "pool-sizes", "", "explicit bulkhead sizes per pool (an endpoint's, or a --pool-group's), e.g. a=10,b=10 (bulkhead mode only)")
 	fs.IntVar(&f.cfg.Layout.Queue, "queue", DefaultQueue, "Q: shared queue length, or the total split among the pools in bulkhead mode")
@@ -80,6 +85,13 @@ func (f *ServeFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.GOMAXPROCS, "gomaxprocs", 0, "CPUs the service may run Go code on at once (runtime.GOMAXPROCS; 0: the runtime's default)")
 	fs.IntVar(&f.cfg.BurnCPU, BurnFlag, 0, "TEST FAULT: keep N goroutines spinning (a starved service)")
 	_ = fs.MarkHidden(BurnFlag)
+	f.tenants.bind(fs)
+	f.priority.bind(fs)
+	f.jobs.bind(fs)
+	fs.Float64Var(&f.cfg.Layout.Rate, "rate", 0, "ratelimit mode: each dependency's rate limit, in calls per second (a call waits up to --max-wait for its turn)")
+	fs.StringVar(&f.rates, "rates", "", "ratelimit mode: rate limits per endpoint, e.g. a=50,b=200.5")
+	fs.IntVar(&f.cfg.RequestStateBytes, "request-state-bytes", 0, "bytes of state each dependency call holds until it returns (a request's memory while it awaits; 0: none)")
+	fs.StringVar(&f.maxHeap, "max-heap", "", "heap ceiling, e.g. 512MiB: at or past it every request is refused at once (503) rather than allocate more (unset: none)")
 	fs.StringArrayVar(&f.defects, ServeDefectFlag, nil, "TEST DEFECT: switch on a defect by name (repeatable): "+defectList())
 	_ = fs.MarkHidden(ServeDefectFlag)
 }
@@ -139,6 +151,21 @@ func (f *ServeFlags) Config() (Config, error) {
 	if c.Policies, err = ParsePolicies(f.policies); err != nil {
 		return Config{}, &FlagError{Flag: "--policy", Msg: err.Error()}
 	}
+	if c.Tenants, err = f.tenants.config(); err != nil {
+		return Config{}, err
+	}
+	if c.Priority, err = f.priority.config(); err != nil {
+		return Config{}, err
+	}
+	c.Jobs = f.jobs.config()
+	if c.Layout.Rates, err = ParseRates(f.rates); err != nil {
+		return Config{}, &FlagError{Flag: "--rates", Msg: err.Error()}
+	}
+	if f.maxHeap != "" {
+		if c.MaxHeapBytes, err = ParseBytes(f.maxHeap); err != nil {
+			return Config{}, &FlagError{Flag: "--max-heap", Msg: err.Error()}
+		}
+	}
 	for _, d := range f.defects {
 		c.Defects = append(c.Defects, Defect(strings.TrimSpace(d))) // Validate names an unknown one
 	}
@@ -153,7 +180,7 @@ var serveFlagOf = map[string]string{
 	"mode": "--mode", "pool_size": "--pool-size", "pool_sizes": "--pool-sizes", "queue": "--queue",
 	"queues": "--queues", "pool_groups": "--pool-group", "max_wait": "--max-wait", "timeout": "--timeout", "conns": "--conns", "conns_layout": "--conns-layout",
 	"endpoints": "--endpoint", "burn_cpu": "--" + BurnFlag, "policies": "--policy",
-	"defects": "--" + ServeDefectFlag,
+	"defects": "--" + ServeDefectFlag, "priority_classes": "--priority-class",
 }
 
 // flagError maps a *ConfigError to the flag that sets its field.
@@ -170,13 +197,17 @@ func (f *ServeFlags) flagError(err error) error {
 	switch {
 	case field == "endpoints" && f.origin[sub] != "":
 		return &FlagError{Flag: f.origin[sub], Msg: ce.Msg}
-	case (field == "endpoints" || field == "policies" || field == "pool_groups") && sub != "":
+	case (field == "endpoints" || field == "policies" || field == "pool_groups" || keyedByName[field]) && sub != "":
 		return &FlagError{Flag: flag, Msg: sub + ": " + ce.Msg}
 	case sub != "":
 		return &FlagError{Flag: flag, Msg: "pool " + sub + ": " + ce.Msg}
 	}
 	return &FlagError{Flag: flag, Msg: ce.Msg}
 }
+
+// keyedByName are the fields keyed by a name that is not a pool's (a
+// tenant's, an endpoint's): their errors say the name, not "pool NAME".
+var keyedByName = map[string]bool{"tenant_partitions": true, "priority_classes": true, "rates": true}
 
 func configMsg(err error) string {
 	var ce *ConfigError
@@ -222,6 +253,25 @@ func ServeArgs(c Config) []string {
 		}
 	}
 	args = append(args, PolicyArgs(c.Policies, names)...)
+	if l.Rate != 0 {
+		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'g', -1, 64))
+	}
+	if len(l.Rates) > 0 {
+		parts := make([]string, 0, len(l.Rates))
+		for _, e := range sortedKeys(l.Rates) {
+			parts = append(parts, e+"="+strconv.FormatFloat(l.Rates[e], 'g', -1, 64))
+		}
+		args = append(args, "--rates", strings.Join(parts, ","))
+	}
+	args = append(args, tenantArgs(c.Tenants)...)
+	args = append(args, priorityArgs(c.Priority, names)...)
+	args = append(args, jobsArgs(c.Jobs)...)
+	if c.RequestStateBytes != 0 {
+		args = append(args, "--request-state-bytes", strconv.Itoa(c.RequestStateBytes))
+	}
+	if c.MaxHeapBytes != 0 {
+		args = append(args, "--max-heap", FormatBytes(c.MaxHeapBytes))
+	}
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)
 	}
@@ -240,28 +290,207 @@ func ServeArgs(c Config) []string {
 	return args
 }
 
+// tenantFlags are the flags of the tenant stage (Config.Tenants).
+type tenantFlags struct {
+	mode, header, names, partitions string
+	other, cap                      int
+}
+
+func (f *tenantFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "tenant-mode", "", "tenant stage: shared (count per tenant), partitioned (--tenant-partitions and --tenant-other) or fair-share (--tenant-cap); unset: none")
+	fs.StringVar(&f.header, "tenant-header", "", "header that names a request's tenant (default "+DefaultTenantHeader+"; none: tenant "+DefaultTenant+")")
+	fs.StringVar(&f.names, "tenants", "", "tenants with metric labels of their own, e.g. noisy,quiet (every other is labelled "+OtherTenants+")")
+	fs.StringVar(&f.partitions, "tenant-partitions", "", "partitioned: the named tenants' partitions, e.g. noisy=4,quiet=4")
+	fs.IntVar(&f.other, "tenant-other", 0, "partitioned: the partition of every tenant not in --tenant-partitions")
+	fs.IntVar(&f.cap, "tenant-cap", 0, "fair-share: the most requests one tenant may have in the service at once")
+}
+
+// config returns the tenant stage the flags describe, nil for none.
+func (f *tenantFlags) config() (*TenantConfig, error) {
+	if f.mode == "" && f.header == "" && f.names == "" && f.partitions == "" && f.other == 0 && f.cap == 0 {
+		return nil, nil
+	}
+	tc := &TenantConfig{Mode: TenantMode(f.mode), Header: f.header, Other: f.other, Cap: f.cap}
+	if f.names != "" {
+		for _, n := range strings.Split(f.names, ",") {
+			tc.Names = append(tc.Names, strings.TrimSpace(n))
+		}
+	}
+	var err error
+	if tc.Partitions, err = ParseSizes(f.partitions); err != nil {
+		return nil, &FlagError{Flag: "--tenant-partitions", Msg: err.Error()}
+	}
+	return tc, nil
+}
+
+// tenantArgs renders tc as the tenant flags.
+func tenantArgs(tc *TenantConfig) []string {
+	if tc == nil {
+		return nil
+	}
+	args := []string{"--tenant-mode", string(tc.Mode)}
+	if tc.Header != "" {
+		args = append(args, "--tenant-header", tc.Header)
+	}
+	if len(tc.Names) > 0 {
+		args = append(args, "--tenants", strings.Join(tc.Names, ","))
+	}
+	if len(tc.Partitions) > 0 {
+		args = append(args, "--tenant-partitions", FormatSizes(tc.Partitions, sortedKeys(tc.Partitions)))
+	}
+	if tc.Other != 0 {
+		args = append(args, "--tenant-other", strconv.Itoa(tc.Other))
+	}
+	if tc.Cap != 0 {
+		args = append(args, "--tenant-cap", strconv.Itoa(tc.Cap))
+	}
+	return args
+}
+
+// priorityFlags are the flags of the priority stage (Config.Priority).
+type priorityFlags struct {
+	on                    bool
+	header, def, reserved string
+	classes               []string
+}
+
+func (f *priorityFlags) bind(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.on, "priority", false, "a priority stage: each request's class, and the permits reserved for critical calls (implied by every --priority-* flag)")
+	fs.StringVar(&f.header, "priority-header", "", "header that names a request's class, critical or sheddable (default "+DefaultPriorityHeader+")")
+	fs.StringVar(&f.def, "priority-default", "", "class of a request without the header (default critical)")
+	fs.StringArrayVar(&f.classes, "priority-class", nil, "an endpoint's fixed class, NAME=CLASS (repeatable): its requests' header is ignored")
+	fs.StringVar(&f.reserved, "priority-reserved", "", "permits of each pool reserved for critical calls, e.g. shared=4: sheddable ones hold at most the rest")
+}
+
+// config returns the priority stage the flags describe, nil for none.
+func (f *priorityFlags) config() (*PriorityConfig, error) {
+	if !f.on && f.header == "" && f.def == "" && f.reserved == "" && len(f.classes) == 0 {
+		return nil, nil
+	}
+	pc := &PriorityConfig{Header: f.header, Default: Class(f.def)}
+	var err error
+	if pc.Reserved, err = ParseSizes(f.reserved); err != nil {
+		return nil, &FlagError{Flag: "--priority-reserved", Msg: err.Error()}
+	}
+	for _, v := range f.classes {
+		name, class, ok := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, &FlagError{Flag: "--priority-class", Msg: fmt.Sprintf("%q is not NAME=CLASS (example: checkout=critical)", v)}
+		}
+		if pc.Classes == nil {
+			pc.Classes = map[string]Class{}
+		}
+		if _, dup := pc.Classes[name]; dup {
+			return nil, &FlagError{Flag: "--priority-class", Msg: fmt.Sprintf("endpoint %q is given twice", name)}
+		}
+		pc.Classes[name] = Class(strings.TrimSpace(class))
+	}
+	return pc, nil
+}
+
+// priorityArgs renders pc as the priority flags, the classes in the order
+// of the endpoints' names.
+func priorityArgs(pc *PriorityConfig, names []string) []string {
+	if pc == nil {
+		return nil
+	}
+	args := []string{"--priority"}
+	if pc.Header != "" {
+		args = append(args, "--priority-header", pc.Header)
+	}
+	if pc.Default != "" {
+		args = append(args, "--priority-default", string(pc.Default))
+	}
+	for _, n := range names {
+		if c, ok := pc.Classes[n]; ok {
+			args = append(args, "--priority-class", n+"="+string(c))
+		}
+	}
+	if pc.Reserved != nil {
+		args = append(args, "--priority-reserved", FormatSizes(pc.Reserved, sortedKeys(pc.Reserved)))
+	}
+	return args
+}
+
+// jobsFlags are the flags of the job queue (Config.Jobs).
+type jobsFlags struct {
+	mode, dep      string
+	workers, queue int
+}
+
+func (f *jobsFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "jobs-mode", "", "a job queue (POST /jobs?n=K&dependency=NAME) whose jobs run on the request pools (shared) or on --jobs-workers of their own (own); unset: none")
+	fs.IntVar(&f.workers, "jobs-workers", 0, "the most jobs that run at once")
+	fs.IntVar(&f.queue, "jobs-queue", 0, fmt.Sprintf("the most jobs that may wait (0: %d)", DefaultJobsQueue))
+	fs.StringVar(&f.dep, "jobs-dependency", "", "the endpoint whose dependency a job calls when the POST names none (default: the first)")
+}
+
+// config returns the job queue the flags describe, nil for none.
+func (f *jobsFlags) config() *JobsConfig {
+	if f.mode == "" && f.dep == "" && f.workers == 0 && f.queue == 0 {
+		return nil
+	}
+	return &JobsConfig{Mode: JobsMode(f.mode), Workers: f.workers, Queue: f.queue, Dependency: f.dep}
+}
+
+// jobsArgs renders jc as the job queue's flags.
+func jobsArgs(jc *JobsConfig) []string {
+	if jc == nil {
+		return nil
+	}
+	args := []string{"--jobs-mode", string(jc.Mode), "--jobs-workers", strconv.Itoa(jc.Workers)}
+	if jc.Queue != 0 {
+		args = append(args, "--jobs-queue", strconv.Itoa(jc.Queue))
+	}
+	if jc.Dependency != "" {
+		args = append(args, "--jobs-dependency", jc.Dependency)
+	}
+	return args
+}
+
+// ParseRates parses a per-endpoint list of rates such as "a=50,b=0.5"
+// into a map; an empty string gives a nil map. Which names and rates are
+// allowed is the layout's business.
+func ParseRates(s string) (map[string]float64, error) {
+	return parsePairs(s, "name=rate (example: a=50,b=200)", "the rate must be a number of calls per second", func(v string) (float64, bool) {
+		r, err := strconv.ParseFloat(v, 64)
+		return r, err == nil
+	})
+}
+
 // ParseSizes parses a per-pool list such as "a=10,b=10" into a map. An
 // empty string gives a nil map. Values must be non-negative integers; names
 // must be unique. Which names are allowed is the layout's business.
 func ParseSizes(s string) (map[string]int, error) {
+	return parsePairs(s, "name=value (example: a=10,b=10)", "value must be a non-negative integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
+}
+
+// parsePairs parses a list of name=value entries, each value read by
+// parse, into a map (nil for an empty s); form and bad describe an entry
+// and a bad value in the errors.
+func parsePairs[V any](s, form, bad string, parse func(string) (V, bool)) (map[string]V, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	out := map[string]int{}
+	out := map[string]V{}
 	for _, part := range strings.Split(s, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		if !ok || name == "" || val == "" {
-			return nil, fmt.Errorf("entry %q is not name=value (example: a=10,b=10)", part)
+			return nil, fmt.Errorf("entry %q is not %s", part, form)
 		}
-		n, err := strconv.Atoi(val)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("entry %q: value must be a non-negative integer", part)
+		v, ok := parse(val)
+		if !ok {
+			return nil, fmt.Errorf("entry %q: %s", part, bad)
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("entry %q: %s given twice", part, name)
 		}
-		out[name] = n
+		out[name] = v
 	}
 	return out, nil
 }

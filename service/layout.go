@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -50,6 +51,21 @@ const (
 	// except that the endpoints of a pool group (LayoutConfig.Groups) share
 	// one pool named after the group.
 	ModeBulkhead Mode = "bulkhead"
+	// ModeUnbounded: no pool at all, nothing bounds the calls in flight:
+	// every request is a goroutine that awaits its dependency, as on an
+	// event-loop runtime where awaits are cheap. Each call holds its
+	// request's state (Config.RequestStateBytes) until it returns, so
+	// memory grows with arrival rate × dependency latency. PoolSize,
+	// Queue and MaxWait are not used.
+	ModeUnbounded Mode = "unbounded"
+	// ModeRateLimit: no pool; each dependency has a smooth rate limiter of
+	// its own (failsafe-go's ratelimiter: one call every 1/rate seconds)
+	// instead of a bulkhead. A call over the rate waits up to MaxWait for
+	// its turn and is refused at once when it would wait longer. It bounds
+	// calls per second, not calls in flight: a dependency that becomes
+	// slower at the same rate has more calls in flight, and nothing stops
+	// them.
+	ModeRateLimit Mode = "ratelimit"
 )
 
 // The endpoint names of the default two-endpoint service; in bulkhead mode
@@ -62,14 +78,24 @@ const (
 // SharedPool is the name of the one pool of shared mode.
 const SharedPool = "shared"
 
-// ParseMode parses "shared" or "bulkhead".
+// Modes lists the layouts.
+var Modes = []Mode{ModeShared, ModeBulkhead, ModeUnbounded, ModeRateLimit}
+
+// ParseMode parses a layout's name (Modes).
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeShared, ModeBulkhead:
+	if m := Mode(s); slices.Contains(Modes, m) {
 		return m, nil
 	}
-	return "", fieldErrorf("mode", "must be %q or %q, got %q", ModeShared, ModeBulkhead, s)
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = strconv.Quote(string(m))
+	}
+	return "", fieldErrorf("mode", "must be one of %s, got %q", strings.Join(names, ", "), s)
 }
+
+// pooled reports whether the layout has pools: unbounded and ratelimit have
+// none.
+func (m Mode) pooled() bool { return m == ModeShared || m == ModeBulkhead }
 
 // LayoutConfig describes the service's pools. The zero value is invalid.
 //
@@ -106,6 +132,13 @@ type LayoutConfig struct {
 	// group. Errors name pool_groups.<name> or pool_groups.<name>[i].
 	Groups map[string][]string
 
+	// Rate, in ratelimit mode, is each dependency's rate limit in calls per
+	// second; Rates sets it per endpoint (keyed by endpoint name; an
+	// endpoint not listed has Rate, which must then be set). MaxWait is how
+	// long a call may wait for its turn (zero: refused at once).
+	Rate  float64
+	Rates map[string]float64
+
 	// BrokenSharedBulkhead is a deliberate TEST FAULT, never for real use:
 	// in bulkhead mode it still creates the layout's pools (so the service
 	// looks like a bulkhead from outside) but routes every endpoint to the
@@ -135,6 +168,12 @@ func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 	}
 	if len(endpoints) == 0 {
 		return nil, fieldErrorf("endpoints", "at least one endpoint is required")
+	}
+	if cfg.Mode != ModeRateLimit && (cfg.Rate != 0 || len(cfg.Rates) > 0) {
+		return nil, fieldErrorf(map[bool]string{true: "rate", false: "rates"}[cfg.Rate != 0], "only applies to ratelimit mode")
+	}
+	if !cfg.Mode.pooled() {
+		return nil, cfg.validateUnpooled(endpoints)
 	}
 	if cfg.Mode == ModeShared {
 		if len(cfg.PoolSizes) > 0 {
@@ -174,6 +213,64 @@ func (cfg LayoutConfig) Pools(endpoints []string) ([]PoolSpec, error) {
 			return nil, prefixField(err, layoutField(out[i].Name))
 		}
 		out[i].Config = pc
+	}
+	return out, nil
+}
+
+// validateUnpooled validates a layout without pools: the pool settings
+// that are maps must be empty.
+func (cfg LayoutConfig) validateUnpooled(endpoints []string) error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"pool_sizes", len(cfg.PoolSizes)}, {"queues", len(cfg.Queues)}, {"pool_groups", len(cfg.Groups)}} {
+		if f.n > 0 {
+			return fieldErrorf(f.name, "only applies to bulkhead mode (%s has no pools)", cfg.Mode)
+		}
+	}
+	if cfg.MaxWait < 0 {
+		return fieldErrorf("max_wait", "must not be negative, got %v", cfg.MaxWait)
+	}
+	if cfg.Mode == ModeRateLimit {
+		_, err := cfg.rates(endpoints)
+		return err
+	}
+	return nil
+}
+
+// Rate limits are between one call in 1000 s and a million a second (an
+// interval of at least 1 µs).
+const (
+	MinRate = 0.001
+	MaxRate = 1e6
+)
+
+// rates returns each endpoint's rate limit in ratelimit mode.
+func (cfg LayoutConfig) rates(endpoints []string) (map[string]float64, error) {
+	valid := func(field string, r float64) error {
+		if !(r >= MinRate && r <= MaxRate) {
+			return fieldErrorf(field, "must be between %g and %g calls per second, got %g", MinRate, MaxRate, r)
+		}
+		return nil
+	}
+	for _, e := range sortedKeys(cfg.Rates) {
+		if !slices.Contains(endpoints, e) {
+			return nil, fieldErrorf("rates", "no endpoint %q (endpoints: %s)", e, strings.Join(endpoints, ", "))
+		}
+		if err := valid("rates."+e, cfg.Rates[e]); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]float64{}
+	for _, e := range endpoints {
+		r, ok := cfg.Rates[e]
+		if !ok {
+			if err := valid("rate", cfg.Rate); err != nil {
+				return nil, err
+			}
+			r = cfg.Rate
+		}
+		out[e] = r
 	}
 	return out, nil
 }
@@ -251,6 +348,7 @@ type Layout struct {
 	mode       Mode
 	pools      []*Pool
 	byEndpoint map[string]*Pool
+	limiters   map[string]*rateLimit // ratelimit mode
 }
 
 // NewLayout validates cfg and builds its pools for the given endpoints
@@ -261,6 +359,13 @@ func NewLayout(cfg LayoutConfig, endpoints []string) (*Layout, error) {
 		return nil, err
 	}
 	l := &Layout{mode: cfg.Mode, byEndpoint: map[string]*Pool{}}
+	if cfg.Mode == ModeRateLimit {
+		rates, _ := cfg.rates(endpoints) // Pools validated them
+		l.limiters = map[string]*rateLimit{}
+		for _, e := range endpoints {
+			l.limiters[e] = newRateLimit(rates[e], cfg.MaxWait)
+		}
+	}
 	for _, ps := range specs {
 		p, err := NewPool(ps.Name, ps.Config)
 		if err != nil {
@@ -363,5 +468,6 @@ func (l *Layout) Mode() Mode { return l.mode }
 // of their first endpoint).
 func (l *Layout) Pools() []*Pool { return append([]*Pool(nil), l.pools...) }
 
-// Pool returns the pool the endpoint draws from, nil for an unknown endpoint.
+// Pool returns the pool the endpoint draws from, nil for an unknown
+// endpoint or a layout without pools.
 func (l *Layout) Pool(endpoint string) *Pool { return l.byEndpoint[endpoint] }

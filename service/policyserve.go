@@ -27,6 +27,9 @@ func (c Config) validatePolicies() error {
 		if !names[k] {
 			return fieldErrorf("policies."+k, "no endpoint %q (endpoints: %s)", k, strings.Join(c.EndpointNames(), ", "))
 		}
+		if !c.Layout.Mode.pooled() {
+			return fieldErrorf("policies."+k, "a policy stack's bulkhead stage is the layout's pool, and %s has none", c.Layout.Mode)
+		}
 		if err := c.Policies[k].Validate(c.Timeout, c.Layout.Mode); err != nil {
 			return prefixField(err, func(f string) string { return "policies." + k + "." + f })
 		}

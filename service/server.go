@@ -116,6 +116,29 @@ type Config struct {
 	// starved and a run against it must come out INVALID, not as evidence.
 	BurnCPU int
 
+	// Tenants, when set, is the tenant stage: which tenant a request is of
+	// (a header) and how much of the service one tenant may hold (shared,
+	// partitioned or a fair share with a cap). Nil: no tenant stage.
+	Tenants *TenantConfig
+	// Priority, when set, is the priority stage: each request's class
+	// (critical or sheddable) and the permits of each pool reserved for
+	// critical calls. Nil: no priority stage.
+	Priority *PriorityConfig
+	// Jobs, when set, is the in-process job queue (POST /jobs) and where
+	// its jobs run: on the request pools or on workers of their own. Nil:
+	// no job queue.
+	Jobs *JobsConfig
+
+	// RequestStateBytes is the state each dependency call holds from its
+	// start to its return (a request's memory while it awaits its
+	// dependency), allocated and written so that it is resident. Zero:
+	// none. At most MaxRequestStateBytes.
+	RequestStateBytes int
+	// MaxHeapBytes, when positive, is a hard ceiling on the service's heap:
+	// at or past it every request is refused at once (503,
+	// X-Bulkhead-Reject: heap) rather than allocate more. Zero: none.
+	MaxHeapBytes int64
+
 	// Defects are deliberate TEST DEFECTS, never for real use: bugs of the
 	// kind a real service has (a permit leaked on an error path, a pool
 	// counter that is not atomic), so that the harness's detectors can be
@@ -149,6 +172,10 @@ func (c Config) Validate() error {
 		return fieldErrorf("gomaxprocs", "must be between 0 and 1024, got %d", c.GOMAXPROCS)
 	case c.BurnCPU < 0 || c.BurnCPU > 64:
 		return fieldErrorf("burn_cpu", "must be between 0 and 64, got %d", c.BurnCPU)
+	case c.RequestStateBytes < 0 || c.RequestStateBytes > MaxRequestStateBytes:
+		return fieldErrorf("request_state_bytes", "must be between 0 and %d, got %d", MaxRequestStateBytes, c.RequestStateBytes)
+	case c.MaxHeapBytes < 0:
+		return fieldErrorf("max_heap", "must not be negative, got %d", c.MaxHeapBytes)
 	}
 	if c.ConnsLayout != "" {
 		if _, err := ParseConnsLayout(string(c.ConnsLayout)); err != nil {
@@ -176,8 +203,24 @@ func (c Config) Validate() error {
 			return fieldErrorf(field, "%v", err)
 		}
 	}
-	if _, err := c.Layout.Pools(c.EndpointNames()); err != nil {
+	pools, err := c.Layout.Pools(c.EndpointNames())
+	if err != nil {
 		return err
+	}
+	if c.Tenants != nil {
+		if err := c.Tenants.validate(pools); err != nil {
+			return err
+		}
+	}
+	if c.Priority != nil {
+		if err := c.Priority.validate(c.EndpointNames(), pools); err != nil {
+			return err
+		}
+	}
+	if c.Jobs != nil {
+		if err := c.Jobs.validate(c.EndpointNames(), pools); err != nil {
+			return err
+		}
 	}
 	return c.validatePolicies()
 }
@@ -212,13 +255,18 @@ type Service struct {
 	handler   http.Handler
 	metrics   serviceMetrics
 	stacks    map[string]*stack
+	tenants   *tenantStage
+	priority  *priorityStage
+	heapGuard *heapGuard
+	jobs      *jobRunner
 	defects   defectSet
 	idPrefix  string
 	nextID    atomic.Uint64
 }
 
 // New validates cfg and builds the service, its pools, transports and
-// metrics registry. It starts no goroutines.
+// metrics registry. It starts no goroutines (job workers start as jobs are
+// queued, and end when the queue is empty).
 func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -250,8 +298,10 @@ func New(cfg Config) (*Service, error) {
 	s.connPools = pools
 	connWait, decode := newConnWaitMetrics(), newDecodeMetrics()
 	s.deps = map[string]*dependency{}
+	mem := &callMemory{stateBytes: cfg.RequestStateBytes, inState: s.metrics.stateBytes}
 	for _, e := range cfg.Endpoints {
 		d := newDependency(e.Name, e.URL, cfg.Conns, connsOf[e.Name], connWait, decode)
+		d.inflight, d.mem = s.metrics.depInflight.WithLabelValues(e.Name), mem
 		if e.Query != "" {
 			if d.db, err = openDB(e.URL, cfg.Conns); err != nil {
 				s.Shutdown()
@@ -270,9 +320,25 @@ func New(cfg Config) (*Service, error) {
 		s.registry.MustRegister(p)
 	}
 	s.buildStacks()
+	if cfg.Tenants != nil {
+		s.tenants = newTenantStage(*cfg.Tenants, s.registry)
+	}
+	if cfg.Layout.Mode == ModeRateLimit {
+		s.registry.MustRegister(newRateMetrics(layout, cfg.EndpointNames()))
+	}
+	if cfg.MaxHeapBytes > 0 {
+		s.heapGuard = newHeapGuard(cfg.MaxHeapBytes, s.registry)
+	}
+	if cfg.Priority != nil {
+		s.priority = newPriorityStage(*cfg.Priority, layout, cfg.EndpointNames(), s.registry)
+	}
 	mux := http.NewServeMux()
 	for _, e := range cfg.Endpoints {
 		mux.Handle("GET /"+e.Name, s.endpoint(e.Name))
+	}
+	if cfg.Jobs != nil {
+		s.jobs = newJobRunner(s, *cfg.Jobs, s.registry)
+		mux.HandleFunc("POST /jobs", s.jobs.handle)
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
@@ -292,9 +358,13 @@ func (s *Service) Registry() *prometheus.Registry { return s.registry }
 
 // Serve serves the service on ln until ctx ends, then shuts down
 // gracefully within ShutdownTimeout and closes the dependency transports'
-// idle connections. It returns nil after a shutdown caused by ctx.
+// idle connections. It returns nil after a shutdown caused by ctx. Its job
+// queue, if any, is stopped when it returns (see Shutdown).
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.Close()
+	if s.jobs != nil {
+		defer s.jobs.stop()
+	}
 	var burners sync.WaitGroup
 	for range s.cfg.BurnCPU {
 		burners.Go(func() { burn(ctx) })
@@ -329,9 +399,13 @@ func (s *Service) Close() {
 	}
 }
 
-// Shutdown closes the databases of the database dependencies: the service
-// cannot call them after it. Idempotent.
+// Shutdown closes the databases of the database dependencies and stops
+// the job queue (queued jobs are dropped, running ones cancelled, and later
+// POST /jobs refused): the service cannot call them after it. Idempotent.
 func (s *Service) Shutdown() {
+	if s.jobs != nil {
+		s.jobs.stop()
+	}
 	for _, d := range s.deps {
 		if d.db != nil {
 			d.db.Close()
@@ -344,13 +418,20 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-// endpoint serves one endpoint.
+// endpoint serves one endpoint: its admission stages, then its pool and
+// dependency call (or its policy stack).
 func (s *Service) endpoint(name string) http.Handler {
-	pool, dep := s.layout.Pool(name), s.deps[name]
-	inflight := s.metrics.inflight.WithLabelValues(name)
 	if st := s.stacks[name]; st != nil {
-		return s.stackEndpoint(name, st)
+		return s.admit(name, s.stackEndpoint(name, st))
 	}
+	return s.admit(name, s.poolEndpoint(name))
+}
+
+// poolEndpoint holds a permit of the endpoint's pool for its dependency
+// call.
+func (s *Service) poolEndpoint(name string) http.Handler {
+	pool, lim, dep := s.layout.Pool(name), s.layout.limiter(name), s.deps[name]
+	inflight := s.metrics.inflight.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Inc()
 		defer inflight.Dec()
@@ -360,10 +441,19 @@ func (s *Service) endpoint(name string) http.Handler {
 		}
 		w.Header().Set(rundata.HeaderRequestID, id)
 
-		permit, err := pool.Acquire(r.Context())
-		if err != nil {
-			writeRejection(w, pool.Name(), err)
-			return
+		if lim != nil {
+			if err := lim.acquire(r.Context()); err != nil {
+				writeRateRefusal(w, name, err)
+				return
+			}
+		}
+		var permit Permit // none without a pool: nothing bounds the calls
+		if pool != nil {
+			var err error
+			if permit, err = pool.Acquire(r.Context()); err != nil {
+				writeRejection(w, pool.Name(), err)
+				return
+			}
 		}
 		// Held for the whole call; released on every path, panics included,
 		// unless a leak defect drops it below.

@@ -54,14 +54,20 @@ type reply struct {
 
 func get(t *testing.T, c *http.Client, url string, hdr map[string]string) reply {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	return send(t, c, http.MethodGet, url, hdr)
+}
+
+// send makes a request without a body and returns its reply.
+func send(t *testing.T, c *http.Client, method, url string, hdr map[string]string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Errorf("GET %s: %v", url, err)
+		t.Errorf("%s %s: %v", method, url, err)
 		return reply{}
 	}
 	defer resp.Body.Close()
