@@ -1,7 +1,8 @@
 // Package rundata is the run-data contract between the runner, which writes
 // a results folder, and the analysis, which reads it (docs/design.md §4 "Run data"):
 // the folder layout and file names, the records of each file, the result
-// classes, metric sample keys, and the expectations the verdicts use. It is
+// classes, the validity rules a run can break (Broken: numbers and ids,
+// never words), metric sample keys, and the expectations the verdicts use. It is
 // a leaf: it imports nothing of the project, so both sides can depend on it
 // without depending on each other. Fields may be added to a record; none may
 // change meaning.
