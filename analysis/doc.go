@@ -17,6 +17,11 @@
 //	         heatmap); the only package that draws
 //
 // render imports verdict, measure and rundir; verdict imports measure and
-// rundir; measure imports rundir. None of them imports a component of the
-// system under test: what crosses a process lives in internal/rundata.
+// rundir; measure imports rundir. Below them all, render/words is a leaf
+// (it imports internal/rundata alone) that says the run data's records in
+// English (a broken validity rule's sentence, name and numbers) and holds
+// the number formats: any of them may import it, and so may the runner's
+// progress, which says a run's broken rules as the report does. None of
+// them imports a component of the system under test: what crosses a
+// process lives in internal/rundata.
 package analysis

@@ -1,9 +1,10 @@
 package loadgen
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // testAgg builds an aggregator for endpoints at the given rates.
@@ -69,7 +70,7 @@ func TestAggregatorOutOfOrderAndLag(t *testing.T) {
 		t.Errorf("intended latency max = %v, want 51ms", got)
 	}
 	ps := a.phaseStats(int64(2*time.Second), []int64{20}, Config{})
-	if len(ps) != 2 || !ps[0].Valid || ps[1].Valid || !strings.Contains(strings.Join(ps[1].Reasons, ";"), "lag") {
+	if len(ps) != 2 || !ps[0].Valid || ps[1].Valid || !hasRule(ps[1].Broken, rundata.RuleLag) {
 		t.Errorf("phase stats = %+v", ps)
 	}
 }
@@ -93,7 +94,7 @@ func TestAggregatorPartialAndDropped(t *testing.T) {
 	}
 	ps := a.phaseStats(int64(2*time.Second), []int64{150}, Config{})[0]
 	if ps.Dropped != 50 || ps.Valid || ps.Sent != 149 {
-		t.Errorf("phase = dropped %d sent %d valid %v reasons %v", ps.Dropped, ps.Sent, ps.Valid, ps.Reasons)
+		t.Errorf("phase = dropped %d sent %d valid %v reasons %v", ps.Dropped, ps.Sent, ps.Valid, ps.Broken)
 	}
 }
 
@@ -115,7 +116,7 @@ func TestAggregatorHarnessErrors(t *testing.T) {
 		a.flush(int64(10 * time.Second))
 		ps := a.phaseStats(int64(10*time.Second), []int64{1000}, Config{})[0]
 		if ps.Valid != tt.valid || ps.HarnessErrors != int64(tt.harness) {
-			t.Errorf("%d harness errors in 1000: valid %v reasons %v", tt.harness, ps.Valid, ps.Reasons)
+			t.Errorf("%d harness errors in 1000: valid %v reasons %v", tt.harness, ps.Valid, ps.Broken)
 		}
 	}
 }
@@ -182,8 +183,8 @@ func TestAggregatorOverranBaseline(t *testing.T) {
 		a.flush(3 * sec)
 		ps := a.phaseStats(3*sec, []int64{s.countBefore(3 * sec)}, cfg)[0]
 		if ps.Valid != tt.valid || ps.Overran.Total() != tt.overran || ps.Counts.Total() != tt.count {
-			t.Errorf("%s: valid %v (want %v), overran %d (want %d), counted %d (want %d); reasons %q",
-				tt.name, ps.Valid, tt.valid, ps.Overran.Total(), tt.overran, ps.Counts.Total(), tt.count, ps.Reasons)
+			t.Errorf("%s: valid %v (want %v), overran %d (want %d), counted %d (want %d); broken %+v",
+				tt.name, ps.Valid, tt.valid, ps.Overran.Total(), tt.overran, ps.Counts.Total(), tt.count, ps.Broken)
 		}
 	}
 }

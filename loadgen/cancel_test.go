@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // TestChosen: the choice of the requests given up on is reproducible, a
@@ -172,8 +174,8 @@ func TestRunGiveUp(t *testing.T) {
 		if ps.Cancelled != wantC || ps.Counts[ClassClientTimeout] != wantC || ps.Counts[ClassOK] != wantOK || ps.HarnessErrors != 0 {
 			t.Errorf("%s: cancelled %d counts %v harness %d, want %d cancelled as client_timeout and %d ok", ps.Phase, ps.Cancelled, ps.Counts, ps.HarnessErrors, wantC, wantOK)
 		}
-		if strings.Contains(strings.Join(ps.Reasons, ";"), "unhealthy") {
-			t.Errorf("%s: %v: the requests given up on made it unhealthy", ps.Phase, ps.Reasons)
+		if hasRule(ps.Broken, rundata.RuleHealth) {
+			t.Errorf("%s: %v: the requests given up on made it unhealthy", ps.Phase, ps.Broken)
 		}
 	}
 	if winCancelled != n {

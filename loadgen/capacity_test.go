@@ -45,7 +45,7 @@ func TestCapacity(t *testing.T) {
 		for _, ps := range rep.Phases {
 			if ps.Phase == "measure" {
 				t.Logf("total %6.0f/s  %s: achieved %8.1f/s  lag p99 %-12v max %-12v latency p50 %-10v p99 %-10v valid %v %v",
-					total, ps.Endpoint, ps.AchievedRate, ps.LagP99, ps.LagMax, ps.Latency.P50, ps.Latency.P99, ps.Valid, ps.Reasons)
+					total, ps.Endpoint, ps.AchievedRate, ps.LagP99, ps.LagMax, ps.Latency.P50, ps.Latency.P99, ps.Valid, ps.Broken)
 			}
 		}
 		if rep.Valid {

@@ -81,14 +81,14 @@ func TestRunPausedPhase(t *testing.T) {
 				t.Errorf("%s: expected %d total %d paused %v, want %d results", key, ps.Expected, ps.Counts.Total(), ps.Paused, want)
 			}
 			if !ps.Valid {
-				t.Logf("%s invalid (machine noise?): %v", key, ps.Reasons)
+				t.Logf("%s invalid (machine noise?): %v", key, ps.Broken)
 			}
 			valid = valid && ps.Valid
 			continue
 		}
-		if !ps.Paused || !ps.Excluded || !ps.Valid || len(ps.Reasons) != 0 || ps.Expected != 0 || ps.Sent != 0 || ps.Counts.Total() != 0 || ps.TargetRate != 0 {
-			t.Errorf("%s: paused %v excluded %v valid %v reasons %v expected %d sent %d total %d target %v, want a paused record with nothing due",
-				key, ps.Paused, ps.Excluded, ps.Valid, ps.Reasons, ps.Expected, ps.Sent, ps.Counts.Total(), ps.TargetRate)
+		if !ps.Paused || !ps.Excluded || !ps.Valid || len(ps.Broken) != 0 || ps.Expected != 0 || ps.Sent != 0 || ps.Counts.Total() != 0 || ps.TargetRate != 0 {
+			t.Errorf("%s: paused %v excluded %v valid %v broken %v expected %d sent %d total %d target %v, want a paused record with nothing due",
+				key, ps.Paused, ps.Excluded, ps.Valid, ps.Broken, ps.Expected, ps.Sent, ps.Counts.Total(), ps.TargetRate)
 		}
 	}
 	if rep.Valid != valid {

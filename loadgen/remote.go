@@ -188,10 +188,7 @@ func (r *remoteRun) finish(ctx context.Context, results []ShardResult, runErr er
 		}
 	}
 	judgeShards(rep, r.p, len(results) == r.n)
-	rep.Valid = !rep.Interrupted
-	for _, ps := range rep.Phases {
-		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
-	}
+	judgeRun(rep)
 	errs := []error{r.err, r.agg.err, r.merge.err}
 	for _, l := range r.logs {
 		errs = append(errs, l.Flush())
@@ -222,31 +219,38 @@ func ClockLimit(lag, window time.Duration) time.Duration { return max(lag, windo
 // lagging, or missing.
 func judgeShards(rep *Report, p *plan, complete bool) {
 	lim := p.lag
-	var reasons []string
+	var bs []rundata.Broken
 	if !complete {
-		reasons = append(reasons, "not every shard reported")
+		bs = append(bs, rundata.Broken{Rule: rundata.RuleShardsMissing})
 	}
 	for _, st := range rep.Shards {
+		at := func(rule rundata.Rule, measured, limit float64, unit rundata.Unit) rundata.Broken {
+			shard := st.Index
+			return rundata.Broken{Rule: rule, Shard: &shard, Measured: measured, Limit: limit, Unit: unit}
+		}
 		switch {
 		case st.Error != "":
-			reasons = append(reasons, fmt.Sprintf("shard %d failed: %s", st.Index, st.Error))
+			b := at(rundata.RuleShardFailed, 0, 0, rundata.UnitCount)
+			b.Error = st.Error
+			bs = append(bs, b)
 		case st.Interrupted:
-			reasons = append(reasons, fmt.Sprintf("shard %d stopped before the end", st.Index))
+			bs = append(bs, at(rundata.RuleShardStopped, 0, 0, rundata.UnitCount))
 		}
 		if st.Late > lim {
-			reasons = append(reasons, fmt.Sprintf("shard %d started %v after t0 (limit %v, the lag threshold)", st.Index, st.Late, lim))
+			bs = append(bs, at(rundata.RuleShardLate, float64(st.Late), float64(lim), rundata.UnitNanos))
 		}
 		if clock := ClockLimit(p.lag, p.window); st.OffsetError > clock {
-			reasons = append(reasons, fmt.Sprintf("shard %d's clock is known only within ±%v of the runner's (limit %v)", st.Index, st.OffsetError, clock))
+			bs = append(bs, at(rundata.RuleShardClock, float64(st.OffsetError), float64(clock), rundata.UnitNanos))
 		}
 		for _, ph := range st.LateShare {
-			if ph.Share > 0.01 && !slices.Contains(p.cfg.ExcludeFromValidity, ph.Phase) {
-				reasons = append(reasons, fmt.Sprintf("shard %d: schedule lag p99 is not under the %v threshold in %s (%.1f %% of its requests late)",
-					st.Index, lim, ph.Phase, 100*ph.Share))
+			if ph.Share > maxLateShare && !slices.Contains(p.cfg.ExcludeFromValidity, ph.Phase) {
+				b := at(rundata.RuleShardLag, 100*ph.Share, 100*maxLateShare, rundata.UnitPercent)
+				b.Threshold, b.LatePhase = lim, ph.Phase
+				bs = append(bs, b)
 			}
 		}
 	}
-	if len(reasons) == 0 {
+	if len(bs) == 0 {
 		return
 	}
 	for i := range rep.Phases {
@@ -255,9 +259,16 @@ func judgeShards(rep *Report, p *plan, complete bool) {
 			continue
 		}
 		ps.Valid = false
-		ps.Reasons = append(ps.Reasons, reasons...)
+		for _, b := range bs {
+			b.Endpoint, b.Phase = ps.Endpoint, ps.Phase
+			ps.Broken = append(ps.Broken, b)
+		}
 	}
 }
+
+// maxLateShare is the largest share of a shard's requests in a judged
+// phase whose schedule lag may reach the threshold.
+const maxLateShare = 0.01
 
 // merger orders the shards' samples by completion for the aggregator: a
 // sample goes on once every shard's watermark has passed it (or its shard

@@ -103,10 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Start: t0, End: time.Now(), Windows: agg.windows,
 		Phases: agg.phaseStats(stop, sent, cfg), Interrupted: interrupted, Bursts: burstStats}
-	rep.Valid = !rep.Interrupted
-	for _, ps := range rep.Phases {
-		rep.Valid = rep.Valid && (ps.Valid || ps.Excluded)
-	}
+	judgeRun(rep)
 	errs := append(fwdErrs, agg.err, burstErr)
 	for _, l := range logs {
 		errs = append(errs, l.Flush())

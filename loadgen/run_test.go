@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -48,7 +49,7 @@ func TestRunExactCounts(t *testing.T) {
 			t.Errorf("%s: ok=%d total=%d expected=%d, want %d", key, got, ps.Counts.Total(), ps.Expected, want[key])
 		}
 		if !ps.Valid {
-			t.Logf("%s invalid (machine noise?): %v", key, ps.Reasons)
+			t.Logf("%s invalid (machine noise?): %v", key, ps.Broken)
 		}
 	}
 	if len(rep.Phases) != 4 {
@@ -215,10 +216,9 @@ func TestRunStarvedIsInvalid(t *testing.T) {
 	if rep.Valid || ps.Valid {
 		t.Fatalf("starved run judged valid: %+v", ps)
 	}
-	text := strings.Join(ps.Reasons, "; ")
-	for _, want := range []string{"achieved rate", "schedule lag p99", "never sent"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("reasons %q lack %q", text, want)
+	for _, want := range []rundata.Rule{rundata.RuleRate, rundata.RuleLag, rundata.RuleUnsent} {
+		if !hasRule(ps.Broken, want) {
+			t.Errorf("broken %+v lack %s", ps.Broken, want)
 		}
 	}
 }
@@ -279,7 +279,7 @@ func TestRunPerPhaseRates(t *testing.T) {
 				key, ps.Counts[ClassOK], ps.Counts.Total(), ps.Expected, ps.TargetRate, ps.Dropped, w.n, w.rate)
 		}
 		if !ps.Valid {
-			t.Errorf("%s invalid: sent %d of %d, lag p99 %v: %v", key, ps.Sent, ps.Expected, ps.LagP99, ps.Reasons)
+			t.Errorf("%s invalid: sent %d of %d, lag p99 %v: %v", key, ps.Sent, ps.Expected, ps.LagP99, ps.Broken)
 		}
 	}
 	if !rep.Valid {
@@ -348,20 +348,36 @@ func TestRunValidityRules(t *testing.T) {
 	if rep.Valid {
 		t.Error("report valid despite a slow canary and a dead target")
 	}
-	reasons := map[string]string{}
+	broken := map[string][]rundata.Broken{}
 	for _, ps := range rep.Phases {
-		reasons[ps.Endpoint+"/"+ps.Phase] = strings.Join(ps.Reasons, "; ")
+		broken[ps.Endpoint+"/"+ps.Phase] = ps.Broken
 	}
-	for key, want := range map[string]string{
-		"canary/baseline":  "canary p99",
-		"canary/fault":     "canary p99",
-		"dead/baseline":    "baseline unhealthy: 100 % transport_error on /dead",
-		"limited/baseline": "baseline unhealthy: 100 % other on /limited",
-		"fine/baseline":    "",
-		"dead/fault":       "", // health applies to the baseline only
+	// want is the rule each phase breaks alone ("" none) and, for health,
+	// the one class all its results had.
+	for key, want := range map[string]struct {
+		rule  rundata.Rule
+		class rundata.Class
+	}{
+		"canary/baseline":  {rule: rundata.RuleCanary},
+		"canary/fault":     {rule: rundata.RuleCanary},
+		"dead/baseline":    {rundata.RuleHealth, rundata.ClassTransportError},
+		"limited/baseline": {rundata.RuleHealth, rundata.ClassOther},
+		"fine/baseline":    {},
+		"dead/fault":       {}, // health applies to the baseline only
 	} {
-		if got := reasons[key]; (want == "") != (got == "") || !strings.Contains(got, want) {
-			t.Errorf("%s: reasons %q, want %q", key, got, want)
+		bs := broken[key]
+		if want.rule == "" {
+			if len(bs) > 0 {
+				t.Errorf("%s: broken %+v, want none", key, bs)
+			}
+			continue
+		}
+		if len(bs) != 1 || bs[0].Rule != want.rule || bs[0].Endpoint+"/"+bs[0].Phase != key {
+			t.Errorf("%s: broken %+v, want %s alone", key, bs, want.rule)
+			continue
+		}
+		if b := bs[0]; want.rule == rundata.RuleHealth && (len(b.Classes) != 1 || b.Classes[0] != rundata.ClassShare{Class: want.class, Share: 100} || b.Measured != 0) {
+			t.Errorf("%s: broken %+v, want 100 %% %s and no success", key, b, want.class)
 		}
 	}
 	for _, ps := range rep.Phases {
@@ -387,7 +403,7 @@ func TestInjectedLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := rep.Phases[0]
-	t.Logf("sent %d/%d, lag p99 %v max %v, valid %t %v", ps.Sent, ps.Expected, ps.LagP99, ps.LagMax, ps.Valid, ps.Reasons)
+	t.Logf("sent %d/%d, lag p99 %v max %v, valid %t %v", ps.Sent, ps.Expected, ps.LagP99, ps.LagMax, ps.Valid, ps.Broken)
 	if ps.LagP99 < 20*time.Millisecond || ps.LagP99 > 80*time.Millisecond || ps.Valid {
 		t.Errorf("lag p99 %v, valid %t; want about 30 ms and INVALID", ps.LagP99, ps.Valid)
 	}

@@ -202,7 +202,7 @@ func TestAggregatorPerPhaseRates(t *testing.T) {
 	for i, p := range ps {
 		if p.Expected != wantPh[i].n || p.Sent != wantPh[i].n || p.Counts.Total() != wantPh[i].n || p.TargetRate != wantPh[i].rate || !p.Valid {
 			t.Errorf("phase %s: expected %d sent %d total %d target %v valid %v %v, want %+v",
-				p.Phase, p.Expected, p.Sent, p.Counts.Total(), p.TargetRate, p.Valid, p.Reasons, wantPh[i])
+				p.Phase, p.Expected, p.Sent, p.Counts.Total(), p.TargetRate, p.Valid, p.Broken, wantPh[i])
 		}
 		if want := float64(p.Expected) / p.End.Sub(p.Start).Seconds(); p.AchievedRate != want {
 			t.Errorf("phase %s: achieved %v, want %v", p.Phase, p.AchievedRate, want)

@@ -3,7 +3,6 @@ package loadgen
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -147,10 +146,10 @@ func TestJudgeShards(t *testing.T) {
 			Shards: []ShardStats{{Index: 0}, {Index: 1, LateShare: tc.late}}}
 		judgeShards(rep, p, true)
 		if rep.Phases[1].Valid != tc.valid || !rep.Phases[0].Valid {
-			t.Errorf("late %+v: baseline valid %v (want %v), warmup valid %v; reasons %v", tc.late, rep.Phases[1].Valid, tc.valid, rep.Phases[0].Valid, rep.Phases[1].Reasons)
+			t.Errorf("late %+v: baseline valid %v (want %v), warmup valid %v; reasons %v", tc.late, rep.Phases[1].Valid, tc.valid, rep.Phases[0].Valid, rep.Phases[1].Broken)
 		}
-		if !tc.valid && !strings.Contains(strings.Join(rep.Phases[1].Reasons, ";"), "shard 1: schedule lag") {
-			t.Errorf("reasons %v do not name shard 1", rep.Phases[1].Reasons)
+		if !tc.valid && !shardBroke(rep.Phases[1].Broken, rundata.RuleShardLag, 1) {
+			t.Errorf("broken %+v do not name shard 1's lag", rep.Phases[1].Broken)
 		}
 	}
 }
@@ -167,10 +166,10 @@ func TestJudgeShardsClock(t *testing.T) {
 		rep := &Report{Phases: []PhaseStats{{Phase: "baseline", Valid: true}}, Shards: []ShardStats{{Index: 3, OffsetError: tc.err}}}
 		judgeShards(rep, p, true)
 		if rep.Phases[0].Valid != tc.valid {
-			t.Errorf("offset error %v: valid %v, want %v (%v)", tc.err, rep.Phases[0].Valid, tc.valid, rep.Phases[0].Reasons)
+			t.Errorf("offset error %v: valid %v, want %v (%v)", tc.err, rep.Phases[0].Valid, tc.valid, rep.Phases[0].Broken)
 		}
-		if !tc.valid && !strings.Contains(strings.Join(rep.Phases[0].Reasons, ";"), "shard 3's clock") {
-			t.Errorf("reasons %v", rep.Phases[0].Reasons)
+		if !tc.valid && !shardBroke(rep.Phases[0].Broken, rundata.RuleShardClock, 3) {
+			t.Errorf("broken %+v do not name shard 3's clock", rep.Phases[0].Broken)
 		}
 	}
 }

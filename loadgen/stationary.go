@@ -1,9 +1,10 @@
 package loadgen
 
 import (
-	"fmt"
 	"slices"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Stationarity is the validity rule that a phase (the baseline) is already
@@ -20,8 +21,9 @@ type Stationarity struct {
 	MaxP50Ratio    float64
 	MinP50Diff     time.Duration
 	MaxSuccessDrop float64
-	// Advice is appended to the reason, e.g. "raise phases.warmup (2s)".
-	Advice string
+	// Warmup is the warm-up before the phase, recorded in a break so that
+	// its words can advise raising it.
+	Warmup time.Duration
 }
 
 // Default thresholds of Stationarity.
@@ -31,9 +33,10 @@ const (
 	DefaultMaxSuccessDrop = 0.02
 )
 
-// notStationary returns why endpoint's windows of one phase are not
-// steady, or "" (also when there are fewer than 4 windows with results).
-func notStationary(ws []Window, st Stationarity) string {
+// notStationary returns the record of endpoint's windows of one phase not
+// being steady, and whether they are not (never with fewer than 4 windows
+// with results).
+func notStationary(ws []Window, st Stationarity) (rundata.Broken, bool) {
 	var p50s [2][]time.Duration
 	var ok, tot [2]int64
 	var used []Window
@@ -43,7 +46,7 @@ func notStationary(ws []Window, st Stationarity) string {
 		}
 	}
 	if len(used) < 4 {
-		return ""
+		return rundata.Broken{}, false
 	}
 	for i, w := range used {
 		h := 0
@@ -56,20 +59,16 @@ func notStationary(ws []Window, st Stationarity) string {
 	}
 	m0, m1 := median(p50s[0]), median(p50s[1])
 	s0, s1 := float64(ok[0])/float64(tot[0]), float64(ok[1])/float64(tot[1])
-	var why string
+	b := rundata.Broken{Rule: rundata.RuleStationary, Endpoint: used[0].Endpoint, Phase: used[0].Phase, Warmup: st.Warmup}
 	switch {
 	case st.MaxP50Ratio > 0 && float64(m0) > st.MaxP50Ratio*float64(m1) && m0-m1 > st.MinP50Diff:
-		why = fmt.Sprintf("p50 %v in its first half vs %v in its second", m0.Round(10*time.Microsecond), m1.Round(10*time.Microsecond))
+		b.Measured, b.Limit, b.Unit = float64(m0), float64(m1), rundata.UnitNanos
 	case st.MaxSuccessDrop > 0 && s1-s0 > st.MaxSuccessDrop:
-		why = fmt.Sprintf("success %.3g %% in its first half vs %.3g %% in its second", 100*s0, 100*s1)
+		b.Measured, b.Limit, b.Unit = 100*s0, 100*s1, rundata.UnitPercent
 	default:
-		return ""
+		return rundata.Broken{}, false
 	}
-	r := fmt.Sprintf("warm-up too short (%s not stationary): /%s %s", used[0].Phase, used[0].Endpoint, why)
-	if st.Advice != "" {
-		r += "; " + st.Advice
-	}
-	return r
+	return b, true
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -72,17 +73,17 @@ func (l PoolLeak) String() string {
 	switch l.Source {
 	case LeakFromProbe:
 		return fmt.Sprintf("calls to %s capped at %s before the fault, %s after → %s lost", deps,
-			FmtHuman(float64(l.Before)), FmtHuman(float64(l.After)), permits(l.Leaked))
+			words.FmtHuman(float64(l.Before)), words.FmtHuman(float64(l.After)), permits(l.Leaked))
 	case LeakFromRejections:
 		return fmt.Sprintf("calls to %s: %s in flight while their callers were rejected, limit %d (inferred in the fault phase) → %s lost",
-			deps, FmtHuman(float64(l.InFlight)), l.Limit, permits(l.Leaked))
+			deps, words.FmtHuman(float64(l.InFlight)), l.Limit, permits(l.Leaked))
 	}
 	verdict := "none leaked"
 	if l.Leaked > 0 {
 		verdict = permits(l.Leaked) + " leaked"
 	}
 	return fmt.Sprintf("pool %s: %s in use, %s calls to %s in flight for %s s after the fault → %s", l.Pool,
-		FmtHuman(float64(l.InUse)), FmtHuman(float64(l.InFlight)), deps, FmtHuman(float64(l.SpanS)), verdict)
+		words.FmtHuman(float64(l.InUse)), words.FmtHuman(float64(l.InFlight)), deps, words.FmtHuman(float64(l.SpanS)), verdict)
 }
 
 // permits is "1 permit", "10 permits".

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -71,7 +72,7 @@ func (c LimitCheck) String() string {
 		return fmt.Sprintf("at most %d %s, limit %d (%s): holds", c.Peak, what, c.Limit, c.Source)
 	}
 	s := fmt.Sprintf("%d %s (%s, %s s), limit %d (%s): the limit does not hold", c.Peak, what,
-		c.PeakPhase, FmtHuman(float64(c.PeakS)), c.Limit, c.Source)
+		c.PeakPhase, words.FmtHuman(float64(c.PeakS)), c.Limit, c.Source)
 	if c.Doubt != "" {
 		s += " — " + c.Doubt
 	}

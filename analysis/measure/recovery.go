@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -67,14 +68,14 @@ type EndpointRecovery struct {
 // errors".
 func (e EndpointRecovery) String() string {
 	if e.Recovered {
-		return fmt.Sprintf("/%s recovered after %s T", e.Endpoint, FmtHuman(float64(e.TimeT)))
+		return fmt.Sprintf("/%s recovered after %s T", e.Endpoint, words.FmtHuman(float64(e.TimeT)))
 	}
 	late := ""
 	if !math.IsNaN(float64(e.TimeT)) {
-		late = fmt.Sprintf(" within the bound (back after %s T)", FmtHuman(float64(e.TimeT)))
+		late = fmt.Sprintf(" within the bound (back after %s T)", words.FmtHuman(float64(e.TimeT)))
 	}
 	return fmt.Sprintf("/%s did not recover%s: at the end p99 %s ms (%+.2f T over baseline), %s %% errors", e.Endpoint, late,
-		FmtHuman(float64(e.LastP99Ms)), float64(e.LastP99RiseT), FmtHuman(100*float64(e.LastErrorRate)))
+		words.FmtHuman(float64(e.LastP99Ms)), float64(e.LastP99RiseT), words.FmtHuman(100*float64(e.LastErrorRate)))
 }
 
 // aftermath adds what the fault left behind: how the endpoints came back,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -42,12 +43,12 @@ type RunSummary struct {
 	// "endpoint/phase: reason".
 	Invalid []string `json:"invalid,omitempty"`
 	// Broken are the validity rules the run broke, one entry per rule with
-	// its worst value (RuleBreaks of Invalid).
+	// its worst value (RuleBreaks of its records).
 	Broken []RuleBreak `json:"broken_rules,omitempty"`
 	// Retried lists the earlier, INVALID attempts of the run that were run
 	// again, with their reasons.
-	Retried  []rundata.Attempt `json:"retried,omitempty"`
-	Problems []string          `json:"problems,omitempty"`
+	Retried  []Attempt `json:"retried,omitempty"`
+	Problems []string  `json:"problems,omitempty"`
 	// Damaged lists, "file:line: what", why the data of a run that completed
 	// cannot be trusted.
 	Damaged []string `json:"damaged,omitempty"`
@@ -261,40 +262,26 @@ type PoolStats struct {
 
 var Undefined = Num(math.NaN())
 
-// roundAttempts copies attempts with their reasons rounded (RoundReason).
-func roundAttempts(as []rundata.Attempt) []rundata.Attempt {
-	if as == nil {
-		return nil
-	}
-	out := make([]rundata.Attempt, len(as))
-	for i, a := range as {
-		a.Reasons = RoundReasons(a.Reasons)
-		out[i] = a
-	}
-	return out
-}
-
 // Summarize computes a run's numbers under the expectations ex.
 func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	r := &Run{data}
 	s := RunSummary{
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
-		Retried: roundAttempts(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
+		Retried: attemptsOf(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
 		Shards: shardsRun(r.Meta.Shards),
 	}
+	var broken []rundata.Broken
 	for _, v := range r.Meta.Validity {
 		if !v.Valid {
-			for _, reason := range v.Reasons {
-				s.Invalid = append(s.Invalid, v.Endpoint+"/"+v.Phase+": "+reason)
-			}
+			broken = append(broken, v.Broken...)
 		}
 	}
-	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(s.Invalid) == 0 {
+	s.Invalid, s.Broken = words.Reasons(broken), RuleBreaks(broken)
+	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(broken) == 0 {
 		s.Invalid = []string{"the load generator did not keep the open model"}
+		s.Broken = []RuleBreak{{Rule: RuleOther, Measured: Undefined, Limit: Undefined}}
 	}
-	s.Broken = RuleBreaks(s.Invalid)
-	s.Invalid = RoundReasons(s.Invalid)
 	s.Noise = r.NoiseFloor()
 	phase := r.mainPhase()
 	for _, ep := range r.Endpoints() {

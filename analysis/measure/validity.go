@@ -1,33 +1,34 @@
 package measure
 
 import (
-	"math"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// Validity rules: the parts of the load generator's validity rule a run can
-// break, as a reader names them. Every INVALID reason belongs to one.
-const (
-	RuleLag         = "schedule lag"
-	RuleCanary      = "canary"
-	RuleRate        = "send rate"
-	RuleHarness     = "load-generator errors"
-	RuleUnsent      = "unsent requests"
-	RuleInterrupted = "interrupted"
-	RuleHealth      = "baseline health"
-	RuleStationary  = "warm-up"
-	RuleOther       = "other"
+// The names of the validity rules as RuleBreak.Rule holds them (their
+// words are words.Name's): the parts of the load generator's validity rule
+// a run can break, and RuleOther for a run INVALID without a record of
+// any.
+var (
+	RuleLag         = words.Name(rundata.RuleLag)
+	RuleCanary      = words.Name(rundata.RuleCanary)
+	RuleRate        = words.Name(rundata.RuleRate)
+	RuleHarness     = words.Name(rundata.RuleHarness)
+	RuleUnsent      = words.Name(rundata.RuleUnsent)
+	RuleInterrupted = words.Name(rundata.RuleInterrupted)
+	RuleHealth      = words.Name(rundata.RuleHealth)
+	RuleStationary  = words.Name(rundata.RuleStationary)
+	RuleShards      = words.Shards
+	RuleOther       = words.Other
 )
 
-// ValidityRules lists the rules in the order a report shows them.
-var ValidityRules = []string{RuleLag, RuleCanary, RuleRate, RuleHarness, RuleUnsent, RuleHealth, RuleStationary, RuleInterrupted, RuleOther}
+// ValidityRules lists the rules' names in the order a report shows them.
+var ValidityRules = words.Names()
 
 // RuleBreak is one validity rule a run broke: where, and its worst measured
-// value against the limit (NaN, null in JSON, where the reason names none).
+// value against the limit (NaN, null in JSON, where the rule shows none).
 type RuleBreak struct {
 	Rule string `json:"rule"`
 	// Where are the endpoints and phases that broke it, "a/baseline".
@@ -39,207 +40,82 @@ type RuleBreak struct {
 	// Higher is set when Measured breaks the rule by being above Limit
 	// (schedule lag), unset when by being below (success).
 	Higher bool `json:"higher,omitempty"`
+	// TransportErrors is, for the health rule, the largest share (%) of
+	// transport errors (no HTTP answer: refused, reset, closed) of a phase
+	// that broke it.
+	TransportErrors Num `json:"transport_errors,omitempty"`
+}
+
+// Numbers are b's numbers as words.Numbers.
+func (b RuleBreak) Numbers() words.Numbers {
+	return words.Numbers{Measured: float64(b.Measured), Limit: float64(b.Limit), Unit: b.Unit, Higher: b.Higher}
 }
 
 // Against renders the break as its measured value against the limit,
-// "7.8 ms > 5 ms", or the rule's name when the reason carries no number.
+// "7.8 ms > 5 ms", or the rule's name when it shows no number.
 func (b RuleBreak) Against() string {
-	if math.IsNaN(float64(b.Measured)) {
-		return b.Rule
+	if s := b.Numbers().String(); s != "" {
+		return s
 	}
-	op := "<"
-	if b.Higher {
-		op = ">"
-	}
-	if math.IsNaN(float64(b.Limit)) {
-		return FmtHuman(float64(b.Measured)) + unitSuffix(b.Unit)
-	}
-	return FmtHuman(float64(b.Measured)) + unitSuffix(b.Unit) + " " + op + " " + FmtHuman(float64(b.Limit)) + unitSuffix(b.Unit)
-}
-
-func unitSuffix(u string) string {
-	switch u {
-	case "":
-		return ""
-	case "/s":
-		return "/s"
-	}
-	return " " + u
+	return b.Rule
 }
 
 // Worse reports whether b is a worse break of its rule than than: further
 // past the limit, relative to it.
-func (b RuleBreak) Worse(than RuleBreak) bool {
-	a, o := float64(b.Measured), float64(than.Measured)
-	switch {
-	case math.IsNaN(o):
-		return !math.IsNaN(a)
-	case math.IsNaN(a):
-		return false
+func (b RuleBreak) Worse(than RuleBreak) bool { return b.Numbers().Worse(than.Numbers()) }
+
+// RuleBreaks reads the validity records of a run: per rule, its worst
+// break and every place that broke it (words.Groups), in ValidityRules
+// order.
+func RuleBreaks(bs []rundata.Broken) []RuleBreak {
+	var out []RuleBreak
+	for _, g := range words.Groups(bs) {
+		out = append(out, RuleBreak{Rule: g.Name, Where: g.Where, Measured: Num(g.Worst.Measured), Limit: Num(g.Worst.Limit),
+			Unit: g.Worst.Unit, Higher: g.Worst.Higher})
 	}
-	// Compare by how far past the limit, relative to it, where both have one.
-	if l1, l2 := float64(b.Limit), float64(than.Limit); l1 > 0 && l2 > 0 {
-		a, o = a/l1, o/l2
+	for i := range out {
+		if out[i].Rule == RuleHealth {
+			out[i].TransportErrors = Num(transportShare(bs))
+		}
 	}
-	if b.Higher {
-		return a > o
-	}
-	return a < o
+	return out
 }
 
-var (
-	reWhere  = regexp.MustCompile(`^([^\s/:]+/[^\s/:]+): (.*)$`)
-	reLag    = regexp.MustCompile(`^schedule lag p99 (\S+(?: [mµun]?s)?) is not under the (\S+(?: [mµun]?s)?) threshold`)
-	reCanary = regexp.MustCompile(`^canary p99 (\S+(?: [mµun]?s)?) exceeds (\S+(?: [mµun]?s)?)`)
-	reRate   = regexp.MustCompile(`^achieved rate ([\d.]+)/s.*?target ([\d.]+)/s`)
-	reHarn   = regexp.MustCompile(`^\d+ load-generator errors \(([\d.]+)% of \d+, limit ([\d.]+)%\)`)
-	reUnsent = regexp.MustCompile(`^(\d+) scheduled requests were never sent`)
-	reHealth = regexp.MustCompile(`unhealthy: .*\(success ([\d.e+-]+) %, needs ≥ ([\d.e+-]+) %`)
-	// reDuration matches a Go duration as time.Duration.String writes it,
-	// optionally with a space before its last unit ("6.41 ms").
-	reDuration = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:h|ms|m|s|µs|us|ns)(?:\d+(?:\.\d+)?(?:ms|m|s|µs|us|ns))*\b|\b\d+(?:\.\d+)? (?:ms|µs|ns|s)\b`)
-)
-
-// ClassifyReason reads one INVALID reason ("a/baseline: schedule lag p99
-// 6.410239ms is not under the 5ms threshold (max 13.71916ms)") as the rule
-// it breaks, where, and its numbers. A reason it does not know is RuleOther
-// with its text's numbers left out.
-func ClassifyReason(reason string) RuleBreak {
-	b := RuleBreak{Rule: RuleOther, Measured: Undefined, Limit: Undefined}
-	text := reason
-	if m := reWhere.FindStringSubmatch(reason); m != nil {
-		b.Where, text = []string{m[1]}, m[2]
-	}
-	ms := func(s string) Num {
-		d, err := time.ParseDuration(strings.ReplaceAll(s, " ", ""))
-		if err != nil {
-			return Undefined
-		}
-		return Num(Millis(d))
-	}
-	f := func(s string) Num {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return Undefined
-		}
-		return Num(v)
-	}
-	switch {
-	case reLag.MatchString(text):
-		m := reLag.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Unit, b.Higher = RuleLag, ms(m[1]), ms(m[2]), "ms", true
-	case reCanary.MatchString(text):
-		m := reCanary.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Unit, b.Higher = RuleCanary, ms(m[1]), ms(m[2]), "ms", true
-	case reRate.MatchString(text):
-		m := reRate.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Unit = RuleRate, f(m[1]), f(m[2]), "/s"
-		b.Higher = b.Measured > b.Limit
-	case reHarn.MatchString(text):
-		m := reHarn.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Unit, b.Higher = RuleHarness, f(m[1]), f(m[2]), "%", true
-	case reUnsent.MatchString(text):
-		m := reUnsent.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Higher = RuleUnsent, f(m[1]), 0, true
-	case strings.HasPrefix(text, "interrupted after"):
-		b.Rule = RuleInterrupted
-	case strings.HasPrefix(text, "warm-up too short"):
-		b.Rule = RuleStationary
-	case reHealth.MatchString(text):
-		m := reHealth.FindStringSubmatch(text)
-		b.Rule, b.Measured, b.Limit, b.Unit = RuleHealth, f(m[1]), f(m[2]), "%"
-	case strings.Contains(text, "unhealthy:"):
-		b.Rule = RuleHealth
-	}
-	return b
-}
-
-// RuleBreaks classifies reasons and keeps, per rule, the worst break and
-// every place that broke it, in ValidityRules order.
-func RuleBreaks(reasons []string) []RuleBreak {
-	by := map[string]*RuleBreak{}
-	for _, r := range reasons {
-		b := ClassifyReason(r)
-		cur := by[b.Rule]
-		if cur == nil {
-			by[b.Rule] = &b
+// transportShare is the largest share (%) of transport errors of a
+// health break among bs; 0 if none has any.
+func transportShare(bs []rundata.Broken) float64 {
+	var out float64
+	for _, b := range bs {
+		if b.Rule != rundata.RuleHealth {
 			continue
 		}
-		where := append(cur.Where, b.Where...)
-		if b.Worse(*cur) {
-			*cur = b
-		}
-		cur.Where = where
-	}
-	out := make([]RuleBreak, 0, len(by))
-	for _, b := range by {
-		b.Where = dedupe(b.Where)
-		out = append(out, *b)
-	}
-	sort.Slice(out, func(i, j int) bool { return ruleRank(out[i].Rule) < ruleRank(out[j].Rule) })
-	return out
-}
-
-func ruleRank(rule string) int {
-	for i, r := range ValidityRules {
-		if r == rule {
-			return i
-		}
-	}
-	return len(ValidityRules)
-}
-
-func dedupe(v []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range v {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+		for _, c := range b.Classes {
+			if c.Class == rundata.ClassTransportError {
+				out = max(out, c.Share)
+			}
 		}
 	}
 	return out
 }
 
-// RoundReason rewrites the durations of a reason to three significant
-// digits in a unit a person reads, "6.410239ms" as "6.41 ms", so that a
-// reason says only what its numbers can tell.
-func RoundReason(reason string) string {
-	return reDuration.ReplaceAllStringFunc(reason, func(s string) string {
-		d, err := time.ParseDuration(strings.ReplaceAll(s, " ", ""))
-		if err != nil {
-			return s
-		}
-		return FmtDuration(d)
-	})
+// Attempt is an earlier, INVALID attempt of a run as a summary states it.
+type Attempt struct {
+	Started time.Time `json:"started"`
+	// Folder is where its data were kept, under runs/ (e.g.
+	// "slow-shared-r1.invalid-1").
+	Folder string `json:"folder,omitempty"`
+	// Reasons are the sentences of the rules it broke (words.Reason).
+	Reasons []string `json:"reasons"`
+	// Broken are the rules it broke, one entry per rule with its worst
+	// value (RuleBreaks).
+	Broken []RuleBreak `json:"broken_rules,omitempty"`
 }
 
-// RoundReasons is RoundReason of every reason, in a new slice.
-func RoundReasons(reasons []string) []string {
-	if reasons == nil {
-		return nil
-	}
-	out := make([]string, len(reasons))
-	for i, r := range reasons {
-		out[i] = RoundReason(r)
+// attemptsOf reads the records of a run's earlier attempts.
+func attemptsOf(as []rundata.Attempt) []Attempt {
+	var out []Attempt
+	for _, a := range as {
+		out = append(out, Attempt{Started: a.Started, Folder: a.Folder, Reasons: words.Reasons(a.Broken), Broken: RuleBreaks(a.Broken)})
 	}
 	return out
-}
-
-// FmtDuration writes d to three significant digits in s, ms, µs or ns:
-// "6.41 ms", "1.2 s", "250 ms".
-func FmtDuration(d time.Duration) string {
-	a := d
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a >= time.Second:
-		return FmtHuman(d.Seconds()) + " s"
-	case a >= time.Millisecond:
-		return FmtHuman(float64(d)/1e6) + " ms"
-	case a >= time.Microsecond:
-		return FmtHuman(float64(d)/1e3) + " µs"
-	}
-	return strconv.FormatInt(int64(d), 10) + " ns"
 }

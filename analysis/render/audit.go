@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -132,9 +133,9 @@ func riseText(n measure.Num) string {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "—"
 	case v > 0:
-		return "+" + measure.Fmt3(v) + "T"
+		return "+" + words.Fmt3(v) + "T"
 	}
-	return measure.Fmt3(v) + "T"
+	return words.Fmt3(v) + "T"
 }
 
 // errText is an error rate as a compact percentage: "31%", "—" undefined.
@@ -143,7 +144,7 @@ func errText(n measure.Num) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
 	}
-	return measure.FmtHuman(100*v) + "%"
+	return words.FmtHuman(100*v) + "%"
 }
 
 // cellNumbers is whether a cell has any number to show.
@@ -206,17 +207,17 @@ func auditThresholds(m *verdict.AuditMap) []string {
 	lines := []string{
 		fmt.Sprintf("T = %s ms.", measure.FmtNum(m.TimeoutMs)),
 		fmt.Sprintf("A cell is degraded when the endpoint's fault-phase p99 rose at least %s T over its baseline, or its fault-phase error rate reached %s, beyond what the control run shows of the same endpoint.",
-			measure.FmtHuman(cfg.DegradedP99RiseT), measure.FmtHuman(100*cfg.DegradedErrorRate)+" %"),
+			words.FmtHuman(cfg.DegradedP99RiseT), words.FmtHuman(100*cfg.DegradedErrorRate)+" %"),
 	}
 	var faults []string
 	for _, f := range cfg.Faults {
 		switch f {
 		case rundata.AuditSlow:
-			faults = append(faults, fmt.Sprintf("slow (a delay of %s T)", measure.FmtHuman(cfg.SlowT)))
+			faults = append(faults, fmt.Sprintf("slow (a delay of %s T)", words.FmtHuman(cfg.SlowT)))
 		case rundata.AuditLadder:
 			var steps []string
 			for _, l := range cfg.Ladder {
-				steps = append(steps, measure.FmtHuman(l)+" T")
+				steps = append(steps, words.FmtHuman(l)+" T")
 			}
 			faults = append(faults, "ladder ("+orDash(strings.Join(steps, ", "))+")")
 		default:
@@ -234,7 +235,7 @@ func auditThresholds(m *verdict.AuditMap) []string {
 	}
 	lines = append(lines, "Critical endpoints (must stay ISOLATED from every dependency they do not call): "+crit+".")
 	lines = append(lines, fmt.Sprintf("Calibration: %d requests to each endpoint alone at %s/s; a call graph edge is at least %s calls per request.",
-		cfg.Calibration.Requests, measure.FmtHuman(cfg.Calibration.Rate), measure.FmtHuman(rundata.MinCallsPerRequest)))
+		cfg.Calibration.Requests, words.FmtHuman(cfg.Calibration.Rate), words.FmtHuman(rundata.MinCallsPerRequest)))
 	if len(cfg.Abort) == 0 {
 		lines = append(lines, "Stop conditions: none.")
 	} else {
@@ -257,7 +258,7 @@ func abortRuleText(r rundata.AbortRule) string {
 	}
 	var parts []string
 	if r.ErrorRate > 0 {
-		parts = append(parts, fmt.Sprintf("%s error rate ≥ %s %%", ep, measure.FmtHuman(100*r.ErrorRate)))
+		parts = append(parts, fmt.Sprintf("%s error rate ≥ %s %%", ep, words.FmtHuman(100*r.ErrorRate)))
 	}
 	if r.P99 > 0 {
 		parts = append(parts, fmt.Sprintf("%s p99 ≥ %s", ep, r.P99))
@@ -361,7 +362,7 @@ func auditGraph(m *verdict.AuditMap) []graphRow {
 			var parts []string
 			for _, d := range meas {
 				if n, ok := perReq[e][d]; ok {
-					parts = append(parts, fmt.Sprintf("%s (%s/req)", d, measure.Fmt3(n)))
+					parts = append(parts, fmt.Sprintf("%s (%s/req)", d, words.Fmt3(n)))
 				} else {
 					parts = append(parts, d)
 				}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
@@ -32,7 +33,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 		if m.Op == "" {
 			return "(info)"
 		}
-		return m.Op + " " + measure.Fmt3(float64(*m.Threshold)) + " → " + m.Result
+		return m.Op + " " + words.Fmt3(float64(*m.Threshold)) + " → " + m.Result
 	},
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>bulkheadlab report: {{.Experiment}}</title>

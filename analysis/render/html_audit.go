@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
@@ -112,7 +113,7 @@ func newAuditPage(m *verdict.AuditMap) auditPage {
 
 var auditTmpl = template.Must(template.New("audit").Funcs(template.FuncMap{
 	"num":     measure.FmtNum,
-	"human":   measure.FmtHuman,
+	"human":   words.FmtHuman,
 	"pct":     pct,
 	"rise":    riseText,
 	"label":   endpointLabel,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
@@ -94,7 +95,7 @@ func verdictText(v verdict.Verdict) string {
 	for _, m := range v.Measures {
 		fmt.Fprintf(&b, "%s = %s %s", m.Name, measure.FormatEstimate(m.Value), m.Unit)
 		if m.Op != "" {
-			fmt.Fprintf(&b, " (needs %s %s: %s)", m.Op, measure.Fmt3(float64(*m.Threshold)), m.Result)
+			fmt.Fprintf(&b, " (needs %s %s: %s)", m.Op, words.Fmt3(float64(*m.Threshold)), m.Result)
 		}
 		b.WriteString("\n")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
@@ -136,11 +137,7 @@ func shortWhy(r measure.RunSummary) string {
 		parts = append(parts, "incomplete")
 	}
 	for _, b := range r.Broken {
-		if a := b.Against(); a != b.Rule {
-			parts = append(parts, b.Rule+" "+a)
-		} else {
-			parts = append(parts, b.Rule)
-		}
+		parts = append(parts, words.Short(b.Rule, b.Numbers()))
 	}
 	if n := len(r.Retried); n > 0 {
 		parts = append(parts, fmt.Sprintf("run again after %d INVALID attempt%s", n, plural(n)))
@@ -164,7 +161,7 @@ func keyNumber(v verdict.Verdict) string {
 	}
 	for _, m := range v.Measures {
 		if m.Op != "" {
-			return fmt.Sprintf("%s = %s %s (%s %s)", m.Name, measure.FormatEstimate(m.Value), m.Unit, m.Op, measure.Fmt3(float64(*m.Threshold)))
+			return fmt.Sprintf("%s = %s %s (%s %s)", m.Name, measure.FormatEstimate(m.Value), m.Unit, m.Op, words.Fmt3(float64(*m.Threshold)))
 		}
 	}
 	return "—"

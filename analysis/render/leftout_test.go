@@ -20,8 +20,8 @@ import (
 // busyMachine copies the default experiment's reference results and
 // rewrites half of its runs as a busy 2-core machine leaves them: 10 runs
 // INVALID for schedule lag in several phases, 2 for a slow canary, and 3
-// runs that were run again after INVALID attempts. The reasons are in the
-// load generator's own words and precision.
+// runs that were run again after INVALID attempts. The records carry the
+// load generator's own precision.
 func busyMachine(t *testing.T) string {
 	t.Helper()
 	dst := copyResults(t, filepath.Join("..", "..", "results", "reference"))
@@ -35,20 +35,21 @@ func busyMachine(t *testing.T) string {
 				v := &m.Validity[j]
 				if i >= len(lag) {
 					if v.Endpoint == rundata.CanaryEndpoint && v.Phase != rundata.PhaseWarmup {
-						v.Valid, v.Reasons = false, []string{fmt.Sprintf("canary p99 %v exceeds 25ms (a request that does no work was slow: the service or the machine was starved)",
-							time.Duration(25_000_000+(i-9+j)*1_234_567))}
+						v.Valid, v.Broken = false, []rundata.Broken{{Rule: rundata.RuleCanary, Endpoint: v.Endpoint, Phase: v.Phase,
+							Measured: float64(25_000_000 + (i-9+j)*1_234_567), Limit: 25e6, Unit: rundata.UnitNanos}}
 					}
 					continue
 				}
 				if v.Endpoint != rundata.CanaryEndpoint && (j+i)%2 == 0 {
 					p99 := time.Duration(5_000_000 + (i*13+j*7)%28*100_003)
 					v.Valid, v.LagP99 = false, p99
-					v.Reasons = []string{fmt.Sprintf("schedule lag p99 %v is not under the 5ms threshold (max %v)", p99, 2*p99+time.Duration(j)*1_000_003)}
+					v.Broken = []rundata.Broken{{Rule: rundata.RuleLag, Endpoint: v.Endpoint, Phase: v.Phase, Measured: float64(p99), Limit: 5e6,
+						Max: float64(2*p99 + time.Duration(j)*1_000_003), Unit: rundata.UnitNanos}}
 				}
 			}
 			if i%4 == 0 {
-				m.Attempts = []rundata.Attempt{{Folder: id + ".invalid-1", Reasons: []string{
-					fmt.Sprintf("a/baseline: schedule lag p99 %v is not under the 5ms threshold (max 13.71916ms)", time.Duration(6_410_239+i))}}}
+				m.Attempts = []rundata.Attempt{{Folder: id + ".invalid-1", Broken: []rundata.Broken{{Rule: rundata.RuleLag, Endpoint: "a",
+					Phase: rundata.PhaseBaseline, Measured: float64(6_410_239 + i), Limit: 5e6, Max: 13_719_160, Unit: rundata.UnitNanos}}}}
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -15,7 +16,7 @@ import (
 func measureLine(m verdict.Measure) string {
 	thr := "(info)"
 	if m.Op != "" {
-		thr = m.Op + " " + measure.Fmt3(float64(*m.Threshold)) + " → " + m.Result
+		thr = m.Op + " " + words.Fmt3(float64(*m.Threshold)) + " → " + m.Result
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s |", m.Name, measure.FormatEstimate(m.Value), m.Unit, thr)
 }
@@ -239,7 +240,7 @@ func pct(n measure.Num) string {
 	if math.IsNaN(float64(n)) {
 		return "—"
 	}
-	return measure.FmtHuman(100*float64(n)) + " %"
+	return words.FmtHuman(100*float64(n)) + " %"
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 )
 
@@ -141,7 +142,7 @@ func writeAuditGraphMD(b *bytes.Buffer, m *verdict.AuditMap) {
 	p("## Call graph: measured and declared\n")
 	if g := m.CallGraph; g != nil {
 		p("Measured by the calibration: %d requests to each endpoint alone at %s/s, the calls each dependency's proxy saw per request. The map's Calls follow the measured graph.\n",
-			g.Requests, measure.FmtHuman(g.Rate))
+			g.Requests, words.FmtHuman(g.Rate))
 	} else {
 		p("No calibration: the map's Calls follow the declared graph.\n")
 	}

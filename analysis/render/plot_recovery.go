@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 
 	"gonum.org/v1/plot"
@@ -75,7 +76,7 @@ func addRecoveryMarks(panels []*plot.Plot, r *measure.Run, ex rundata.Expectatio
 		m.Note = "did not recover"
 		for _, e := range rec.Endpoints {
 			if e.Judged && !e.Recovered {
-				m.Note += fmt.Sprintf(": /%s %s %% errors, p99 %s ms", e.Endpoint, measure.FmtHuman(100*float64(e.LastErrorRate)), measure.FmtHuman(float64(e.LastP99Ms)))
+				m.Note += fmt.Sprintf(": /%s %s %% errors, p99 %s ms", e.Endpoint, words.FmtHuman(100*float64(e.LastErrorRate)), words.FmtHuman(float64(e.LastP99Ms)))
 				break
 			}
 		}
@@ -84,7 +85,7 @@ func addRecoveryMarks(panels []*plot.Plot, r *measure.Run, ex rundata.Expectatio
 	default:
 		back := fe.Add(time.Duration(float64(rec.TimeT) * float64(r.Meta.Timeout)))
 		m.Back = back.Sub(origin).Seconds()
-		m.Note = fmt.Sprintf("back at baseline after %s T", measure.FmtHuman(float64(rec.TimeT)))
+		m.Note = fmt.Sprintf("back at baseline after %s T", words.FmtHuman(float64(rec.TimeT)))
 	}
 	for i, p := range panels {
 		mi := m

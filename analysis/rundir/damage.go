@@ -13,7 +13,8 @@ const maxDamageLines = 20
 // checkRun validates the data of a run that says it completed, before they
 // are used: records of endpoints and phases the run had, counts that add up
 // and are not negative, quantiles in order, no duplicate window or phase,
-// and times within the run. winLines and metLines are the file lines of
+// times within the run, and validity records of the contract
+// (checkValidity). winLines and metLines are the file lines of
 // r.Windows and r.Metrics (in file order). It returns "file:line: what"
 // for each finding.
 func checkRun(r *Run, winLines, metLines []int) []string {
@@ -99,6 +100,7 @@ func checkRun(r *Run, winLines, metLines []int) []string {
 			bad(rundata.PhasesFile, 0, "record %d (%s): %s", i, key, msg)
 		}
 	}
+	checkValidity(m, r.Phases, bad)
 	for i, s := range r.Metrics {
 		if !m.Started.IsZero() && !m.Ended.IsZero() && (s.Time.Before(m.Started.Add(-time.Minute)) || s.Time.After(m.Ended.Add(time.Minute))) {
 			line := 0

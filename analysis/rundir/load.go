@@ -304,6 +304,11 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeJSON(b, v)
+}
+
+// decodeJSON decodes b into v; a syntax error is a *lineError.
+func decodeJSON(b []byte, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {

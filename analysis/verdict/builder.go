@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -137,9 +138,9 @@ func (b *builder) decide() Verdict {
 	for _, m := range v.Measures {
 		switch m.Result {
 		case "fail":
-			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, measure.Fmt3(m.Value.Mean), m.Unit, m.Op, measure.Fmt3(float64(*m.Threshold))))
+			failed = append(failed, fmt.Sprintf("%s = %s %s, needs %s %s", m.Name, words.Fmt3(m.Value.Mean), m.Unit, m.Op, words.Fmt3(float64(*m.Threshold))))
 		case "uncertain":
-			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, measure.Fmt3(m.Value.Lo), measure.Fmt3(m.Value.Hi), measure.Fmt3(float64(*m.Threshold))))
+			unsure = append(unsure, fmt.Sprintf("%s CI [%s, %s] straddles %s", m.Name, words.Fmt3(m.Value.Lo), words.Fmt3(m.Value.Hi), words.Fmt3(float64(*m.Threshold))))
 		case "undefined":
 			unsure = append(unsure, m.Name+" could not be measured")
 		}

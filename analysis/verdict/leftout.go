@@ -3,13 +3,12 @@ package verdict
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -69,6 +68,7 @@ var ruleText = map[string]string{
 	measure.RuleHealth:      "an endpoint unhealthy in the baseline",
 	measure.RuleStationary:  "warm-up too short",
 	measure.RuleInterrupted: "interrupted",
+	measure.RuleShards:      "a load-generator shard failed, lagged or was missing",
 	measure.RuleOther:       "off the open model",
 	RuleDamaged:             "damaged data",
 	RuleIncomplete:          "incomplete",
@@ -124,7 +124,7 @@ func leftOut(runs []measure.RunSummary, ex rundata.Expectations) *LeftOut {
 			lo.RetriedRuns++
 			lo.Attempts += len(r.Retried)
 			for _, a := range r.Retried {
-				for _, b := range measure.RuleBreaks(a.Reasons) {
+				for _, b := range a.Broken {
 					byAttempt[b.Rule]++
 				}
 			}
@@ -204,8 +204,6 @@ type causes struct {
 	failed, interrupted int
 }
 
-var reTransport = regexp.MustCompile(`([\d.e+-]+) % ` + rundata.ClassTransportError.String())
-
 // causesOf reads the causes from the runs no verdict uses.
 func causesOf(runs []measure.RunSummary) causes {
 	c := causes{}
@@ -231,7 +229,7 @@ func causesOf(runs []measure.RunSummary) causes {
 		if !slices.ContainsFunc(r.Broken, func(b measure.RuleBreak) bool { return b.Rule == measure.RuleHealth }) {
 			continue
 		}
-		if share := transportShare(r.Invalid); share >= TargetDownShare && !(busy >= IdleMachine) {
+		if share := transportShare(r.Broken); share >= TargetDownShare && !(busy >= IdleMachine) {
 			c.down++
 			c.downShare = max(c.downShare, share)
 		} else {
@@ -241,21 +239,15 @@ func causesOf(runs []measure.RunSummary) causes {
 	return c
 }
 
-// transportShare is the largest share of transport errors, in %, that a
-// health reason among reasons names; 0 if none does.
-func transportShare(reasons []string) float64 {
-	var out float64
-	for _, reason := range reasons {
-		if measure.ClassifyReason(reason).Rule != measure.RuleHealth {
-			continue
-		}
-		if m := reTransport.FindStringSubmatch(reason); m != nil {
-			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
-				out = max(out, v)
-			}
+// transportShare is the share of transport errors, in %, of the health
+// rule's break among bs; 0 if none.
+func transportShare(bs []measure.RuleBreak) float64 {
+	for _, b := range bs {
+		if b.Rule == measure.RuleHealth {
+			return float64(b.TransportErrors)
 		}
 	}
-	return out
+	return 0
 }
 
 // machineIdle reports whether every run that broke a machine rule had an
@@ -279,7 +271,7 @@ func advice(rules []RuleCount, c causes) string {
 	var do []string
 	if has[measure.RuleHealth] && c.down > 0 {
 		do = append(do, fmt.Sprintf("the target did not answer in %s (up to %s %% transport errors: refused, reset or closed connections, which no machine load causes), so the baseline health rule (validity.baseline_min_success) broke: check that the service runs and answers at its target URLs (its log), then run again",
-			Runs(c.down), measure.FmtHuman(c.downShare)))
+			Runs(c.down), words.FmtHuman(c.downShare)))
 	}
 	if has[measure.RuleHealth] && (c.unhealthy > 0 || c.down == 0) {
 		do = append(do, "check that every endpoint answers before the fault")
@@ -287,9 +279,9 @@ func advice(rules []RuleCount, c causes) string {
 	switch {
 	case idle:
 		do = append(do, fmt.Sprintf("the machine was idle (at most %s %% CPU busy), so a quieter machine will not help: see each run's reasons (--verbose) for what held the load generator or the service up (connections, file descriptors, the target)",
-			measure.FmtHuman(100*c.busiest)))
+			words.FmtHuman(100*c.busiest)))
 	case machine && c.machineRuns > 0 && !math.IsNaN(c.busiest):
-		do = append(do, fmt.Sprintf("run on a quieter machine (nothing else loading its CPU; it was up to %s %% busy)", measure.FmtHuman(100*c.busiest)))
+		do = append(do, fmt.Sprintf("run on a quieter machine (nothing else loading its CPU; it was up to %s %% busy)", words.FmtHuman(100*c.busiest)))
 	case machine:
 		do = append(do, "run on a quieter machine (nothing else loading its CPU)")
 	}
@@ -384,25 +376,18 @@ func worstText(w *WorstBreak) string {
 		name = w.Rule
 	}
 	b := w.RuleBreak
-	s := name + " " + measure.FmtHuman(float64(b.Measured)) + unitText(b.Unit)
+	s := name + " " + words.WithUnit(float64(b.Measured), b.Unit)
 	if !math.IsNaN(float64(b.Limit)) {
-		s += " against " + measure.FmtHuman(float64(b.Limit)) + unitText(b.Unit)
+		s += " against " + words.WithUnit(float64(b.Limit), b.Unit)
 	}
 	s += " (" + w.Run
 	if !math.IsNaN(float64(w.MachineBusy)) {
-		s += ", machine CPU " + measure.FmtHuman(100*float64(w.MachineBusy)) + " % busy"
+		s += ", machine CPU " + words.FmtHuman(100*float64(w.MachineBusy)) + " % busy"
 		if st := float64(w.MachineSteal); !math.IsNaN(st) && st > 0 {
-			s += ", " + measure.FmtHuman(100*st) + " % of it stolen by the hypervisor"
+			s += ", " + words.FmtHuman(100*st) + " % of it stolen by the hypervisor"
 		}
 	}
 	return s + ")"
-}
-
-func unitText(u string) string {
-	if u == "" || u == "/s" {
-		return u
-	}
-	return " " + u
 }
 
 // cellLeftOut says, for the runs of a cell none of which a verdict can use,

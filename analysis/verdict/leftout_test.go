@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -13,13 +14,14 @@ import (
 // "a quieter machine" or "relax" the health limit), a quieter machine only
 // when the machine was busy, and a failed run is fixed, not "finished".
 func TestLeftOutAdviceNamesTheCause(t *testing.T) {
-	const (
-		refused = "a/baseline: baseline unhealthy: 100 % transport_error on /a (success 0 %, needs ≥ 99 %; no answer 100 %, needs ≤ 1 %)"
-		slow    = "a/baseline: baseline unhealthy: 100 % client_timeout on /a (success 0 %, needs ≥ 99 %; no answer 100 %, needs ≤ 1 %)"
-		lag     = "a/fault: schedule lag p99 43.3ms is not under the 25ms threshold (max 43.3ms)"
-	)
-	run := func(status string, busy float64, reasons ...string) measure.RunSummary {
-		return measure.RunSummary{ID: "slow-shared-r1", Status: status, Invalid: reasons, Broken: measure.RuleBreaks(reasons),
+	health := func(c rundata.Class) rundata.Broken {
+		return rundata.Broken{Rule: rundata.RuleHealth, Endpoint: "a", Phase: rundata.PhaseBaseline, Limit: 99, Unit: rundata.UnitPercent,
+			Count: 500, Unanswered: 100, MaxUnanswered: 1, Classes: []rundata.ClassShare{{Class: c, Share: 100}}}
+	}
+	refused, slow := health(rundata.ClassTransportError), health(rundata.ClassClientTimeout)
+	lag := rundata.Broken{Rule: rundata.RuleLag, Endpoint: "a", Phase: rundata.PhaseFault, Measured: 43.3e6, Limit: 25e6, Max: 43.3e6, Unit: rundata.UnitNanos}
+	run := func(status string, busy float64, broken ...rundata.Broken) measure.RunSummary {
+		return measure.RunSummary{ID: "slow-shared-r1", Status: status, Invalid: words.Reasons(broken), Broken: measure.RuleBreaks(broken),
 			Noise: measure.NoiseFloor{MachineBusy: measure.Num(busy)}}
 	}
 	nan := float64(measure.Undefined)

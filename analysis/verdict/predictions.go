@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -43,7 +44,7 @@ func p1(b *builder, s *Summary) Verdict {
 	if ctl := FindCell(cells, ex.Healthy, ex.SharedMode); ctl != nil && len(ctl.UsedRuns) > 0 {
 		control = measure.ControlOf(ctl.UsedRuns)
 		b.notes = append(b.notes, fmt.Sprintf("control %s/%s: /%s's worst span p99 %s× its baseline, error rate %s",
-			ex.Healthy, ex.SharedMode, ex.Victim, measure.FmtHuman(control.P99Ratio), measure.FmtHuman(control.ErrorRate)))
+			ex.Healthy, ex.SharedMode, ex.Victim, words.FmtHuman(control.P99Ratio), words.FmtHuman(control.ErrorRate)))
 	} else {
 		b.notes = append(b.notes, "no control cell ("+ex.Healthy+"/"+ex.SharedMode+"): judged against the baseline alone")
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 )
 
 // The regression check end to end: the ci-regression preset as a real
@@ -83,7 +85,7 @@ func invalidReasons(dir string) string {
 		for _, v := range m.Validity {
 			if !v.Valid {
 				fmt.Fprintf(&b, "%s /%s %s: %s (rate %.1f/%.0f, lag p99 %s, harness errors %d)\n", e.ID, v.Endpoint, v.Phase,
-					strings.Join(v.Reasons, "; "), v.AchievedRate, v.TargetRate, v.LagP99, v.HarnessErrors)
+					strings.Join(words.Reasons(v.Broken), "; "), v.AchievedRate, v.TargetRate, v.LagP99, v.HarnessErrors)
 			}
 		}
 	}

@@ -205,7 +205,7 @@ func fillMeta(meta *rundata.RunMeta, rep *loadgen.Report) {
 			continue
 		}
 		meta.Validity = append(meta.Validity, rundata.PhaseValidity{
-			Endpoint: p.Endpoint, Phase: p.Phase, Valid: p.Valid, Reasons: p.Reasons,
+			Endpoint: p.Endpoint, Phase: p.Phase, Valid: p.Valid, Broken: p.Broken,
 			TargetRate: p.TargetRate, AchievedRate: p.AchievedRate, LagP99: p.LagP99,
 			HarnessErrors: p.HarnessErrors,
 		})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -177,7 +178,7 @@ func TestDeadTargetIsNotRetried(t *testing.T) {
 	readJSON(t, filepath.Join(dir.RunDir("slow-shared-r1"), rundata.MetaFile), &meta)
 	if meta.Valid || len(meta.Attempts) > 0 {
 		for _, a := range meta.Attempts {
-			t.Logf("earlier attempt: %v", a.Reasons)
+			t.Logf("earlier attempt: %v", words.Reasons(a.Broken))
 		}
 		t.Errorf("run valid %t after %d earlier attempts, want INVALID at the first attempt", meta.Valid, len(meta.Attempts))
 	}
@@ -190,10 +191,13 @@ func TestDeadTargetIsNotRetried(t *testing.T) {
 // broke the health rule with transport errors in at least half of its
 // results, whatever else broke; by other rules alone it is not.
 func TestTargetDown(t *testing.T) {
-	health := "a/baseline unhealthy: 100 % transport_error on /a (success 0 %, needs ≥ 90 %; no answer 100 %, needs ≤ 10 %)"
-	lag := "schedule lag p99 30ms is not under the 25ms threshold (max 40ms)"
-	phase := func(valid bool, transport, ok int64, reasons ...string) rundata.PhaseStats {
-		ps := rundata.PhaseStats{Endpoint: "a", Phase: "baseline", Valid: valid, Reasons: reasons}
+	// The counts decide, not the record's numbers: the records say only
+	// which rules broke.
+	health := rundata.Broken{Rule: rundata.RuleHealth, Endpoint: "a", Phase: "baseline", Limit: 90, Unit: rundata.UnitPercent, Count: 100,
+		Unanswered: 100, MaxUnanswered: 10, Classes: []rundata.ClassShare{{Class: rundata.ClassTransportError, Share: 100}}}
+	lag := rundata.Broken{Rule: rundata.RuleLag, Endpoint: "a", Phase: "baseline", Measured: 30e6, Limit: 25e6, Max: 40e6, Unit: rundata.UnitNanos}
+	phase := func(valid bool, transport, ok int64, broken ...rundata.Broken) rundata.PhaseStats {
+		ps := rundata.PhaseStats{Endpoint: "a", Phase: "baseline", Valid: valid, Broken: broken}
 		ps.Counts[rundata.ClassTransportError], ps.Counts[rundata.ClassOK] = transport, ok
 		return ps
 	}

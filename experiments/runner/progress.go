@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/textwrap"
@@ -208,13 +208,10 @@ func (p *TextProgress) RunEnded(run plan.Run, meta rundata.RunMeta, err error) {
 	fmt.Fprint(p.W, textwrap.Indent(line, width, "      "))
 	if meta.Status == rundata.StatusComplete && !meta.Valid {
 		var reasons []string
-		for _, b := range measure.RuleBreaks(attemptOf(meta).Reasons) {
-			r := b.Against()
-			if r != b.Rule {
-				r = b.Rule + " " + r
-			}
-			if n := len(b.Where); n > 0 {
-				r += " (" + strings.Join(b.Where[:min(n, 3)], ", ")
+		for _, g := range words.Groups(attemptOf(meta).Broken) {
+			r := words.Short(g.Name, g.Worst)
+			if n := len(g.Where); n > 0 {
+				r += " (" + strings.Join(g.Where[:min(n, 3)], ", ")
 				if n > 3 {
 					r += fmt.Sprintf(" and %d more", n-3)
 				}
@@ -305,5 +302,5 @@ func (p *TextProgress) endpointsLine(phase, label string) string {
 	return b.String()
 }
 
-// fmtMs writes d in milliseconds as the report does (measure.Fmt3).
-func fmtMs(d time.Duration) string { return measure.Fmt3(measure.Millis(d)) + " ms" }
+// fmtMs writes d in milliseconds as the report does (words.Fmt3).
+func fmtMs(d time.Duration) string { return words.Fmt3(float64(d)/float64(time.Millisecond)) + " ms" }

@@ -56,3 +56,28 @@ func TestTextProgressRunLine(t *testing.T) {
 		t.Errorf("progress shows the last window's p99: %q", buf.String())
 	}
 }
+
+// TestTextProgressInvalidLine: an INVALID run's line names each rule it
+// broke once, with its worst value against the limit and where (the
+// report's words), from the records.
+func TestTextProgressInvalidLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &TextProgress{W: &buf, Width: 200}
+	run := plan.Run{ID: "slow-shared-r1", Retries: 1}
+	lag := func(ep, phase string, p99 float64) rundata.Broken {
+		return rundata.Broken{Rule: rundata.RuleLag, Endpoint: ep, Phase: phase, Measured: p99, Limit: 5e6, Max: 2 * p99, Unit: rundata.UnitNanos}
+	}
+	meta := rundata.RunMeta{Status: rundata.StatusComplete, Validity: []rundata.PhaseValidity{
+		{Endpoint: "a", Phase: "baseline", Broken: []rundata.Broken{lag("a", "baseline", 6410239)}},
+		{Endpoint: "b", Phase: "fault", Broken: []rundata.Broken{lag("b", "fault", 7812345)}},
+		{Endpoint: "_canary", Phase: "fault", Broken: []rundata.Broken{{Rule: rundata.RuleCanary, Endpoint: "_canary", Phase: "fault",
+			Measured: 31.26e6, Limit: 25e6, Unit: rundata.UnitNanos}}},
+		{Endpoint: "a", Phase: "fault", Valid: true},
+	}}
+	p.RunStarted(run, 1, 24, 1)
+	p.RunEnded(run, meta, nil)
+	want := "INVALID (it runs again at the end of this round): schedule lag 7.81 ms > 5 ms (a/baseline, b/fault); canary 31.3 ms > 25 ms (_canary/fault)"
+	if got := strings.Join(strings.Fields(buf.String()), " "); !strings.Contains(got, want) {
+		t.Errorf("progress = %q, want it to say %q", got, want)
+	}
+}

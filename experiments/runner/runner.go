@@ -208,14 +208,12 @@ func (r *Runner) retry(ctx context.Context, dir *ResultsDir, invalid *[]invalidR
 	return failed
 }
 
-// attemptOf records an INVALID attempt: why it was invalid.
+// attemptOf records an INVALID attempt: the rules it broke.
 func attemptOf(meta rundata.RunMeta) rundata.Attempt {
 	a := rundata.Attempt{Started: meta.Started}
 	for _, v := range meta.Validity {
 		if !v.Valid {
-			for _, reason := range v.Reasons {
-				a.Reasons = append(a.Reasons, v.Endpoint+"/"+v.Phase+": "+reason)
-			}
+			a.Broken = append(a.Broken, v.Broken...)
 		}
 	}
 	return a

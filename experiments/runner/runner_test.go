@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -120,7 +121,7 @@ func runInProcessOnce(t *testing.T) (shape, invalid []string) {
 		if !meta.Valid {
 			var why []string
 			for _, v := range meta.Validity {
-				why = append(why, v.Reasons...)
+				why = append(why, words.Reasons(v.Broken)...)
 			}
 			invalid = append(invalid, e.ID+": "+strings.Join(why, ", "))
 		}

@@ -27,15 +27,15 @@ func inWords(err error) string {
 			log = "; log: " + se.Log
 		}
 	}
-	if w := words(err); w != "" {
+	if w := setupWords(err); w != "" {
 		return w + " (" + raw + ")" + log
 	}
 	return raw + log
 }
 
-// words is the plain sentence for the errors a broken setup gives, "" for
-// others.
-func words(err error) string {
+// setupWords is the plain sentence for the errors a broken setup gives,
+// "" for others.
+func setupWords(err error) string {
 	var ee *exec.Error
 	var pe *fs.PathError
 	var dns *net.DNSError

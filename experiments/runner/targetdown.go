@@ -2,7 +2,6 @@ package runner
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
@@ -14,7 +13,7 @@ import (
 const TargetDownShare = 0.5
 
 // targetDown reports whether rep, INVALID, is so because the target did
-// not answer: a phase broke the health rule ("… unhealthy: …") with
+// not answer: a phase broke the health rule (rundata.RuleHealth) with
 // transport errors in at least TargetDownShare of its results. A busy
 // machine delays requests, it does not refuse or reset connections: running
 // such a run again only meets the same dead target, whatever other rule
@@ -22,7 +21,7 @@ const TargetDownShare = 0.5
 // alone may be the machine's, and is worth another attempt.
 func targetDown(rep *loadgen.Report) bool {
 	for _, ps := range rep.Phases {
-		if ps.Valid || ps.Excluded || !slices.ContainsFunc(ps.Reasons, isHealthReason) {
+		if ps.Valid || ps.Excluded || !slices.ContainsFunc(ps.Broken, isHealth) {
 			continue
 		}
 		if tot := ps.Counts.Total(); tot > 0 && float64(ps.Counts[rundata.ClassTransportError]) >= TargetDownShare*float64(tot) {
@@ -32,5 +31,5 @@ func targetDown(rep *loadgen.Report) bool {
 	return false
 }
 
-// isHealthReason reports whether an INVALID reason is the health rule's.
-func isHealthReason(reason string) bool { return strings.Contains(reason, " unhealthy: ") }
+// isHealth reports whether b is a break of the health rule.
+func isHealth(b rundata.Broken) bool { return b.Rule == rundata.RuleHealth }

@@ -290,7 +290,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	if r := *v.BaselineMaxP50Ratio; r > 0 {
 		pr.Load.Health.Stationary = &loadgen.Stationarity{MaxP50Ratio: r, MinP50Diff: loadgen.DefaultMinP50Diff,
 			MaxSuccessDrop: loadgen.DefaultMaxSuccessDrop,
-			Advice:         fmt.Sprintf("raise phases.warmup (now %s) so that the service is warm before the baseline", s.Phases.Warmup.D)}
+			Warmup:         s.Phases.Warmup.D}
 	}
 	if c := s.canary(es); c != nil {
 		c.Targets = fleetTargets(instances, "/healthz")

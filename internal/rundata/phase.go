@@ -55,11 +55,14 @@ type PhaseStats struct {
 	// It is set as well for a paused phase (Paused).
 	Excluded bool `json:"excluded,omitempty"`
 	// Paused is set when the endpoint's rate in the phase is 0: nothing was
-	// due (Expected and TargetRate are 0), nothing is judged (Valid with no
-	// reasons) and the phase does not count towards the run's validity.
+	// due (Expected and TargetRate are 0), nothing is judged (Valid with
+	// nothing Broken) and the phase does not count towards the run's
+	// validity.
 	// Sent is 0 unless a request of the phase before was sent late, past
 	// the boundary.
-	Paused  bool     `json:"paused,omitempty"`
-	Valid   bool     `json:"valid"`
-	Reasons []string `json:"reasons,omitempty"`
+	Paused bool `json:"paused,omitempty"`
+	// Valid is set when the phase broke no validity rule; Broken are the
+	// rules it broke.
+	Valid  bool     `json:"valid"`
+	Broken []Broken `json:"broken,omitempty"`
 }

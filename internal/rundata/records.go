@@ -105,8 +105,9 @@ type Attempt struct {
 	// Folder is where its data were kept, under runs/ (e.g.
 	// "slow-shared-r1.invalid-1").
 	Folder string `json:"folder,omitempty"`
-	// Reasons are the validity checks it failed, "endpoint/phase: reason".
-	Reasons []string `json:"reasons"`
+	// Broken are the validity rules it broke, each naming its endpoint
+	// and phase.
+	Broken []Broken `json:"broken"`
 }
 
 // EndpointInfo describes one loaded endpoint.
@@ -188,7 +189,7 @@ type PhaseValidity struct {
 	Endpoint     string        `json:"endpoint"`
 	Phase        string        `json:"phase"`
 	Valid        bool          `json:"valid"`
-	Reasons      []string      `json:"reasons,omitempty"`
+	Broken       []Broken      `json:"broken,omitempty"`
 	TargetRate   float64       `json:"target_rate"`
 	AchievedRate float64       `json:"achieved_rate"`
 	LagP99       time.Duration `json:"lag_p99_ns"`

@@ -47,7 +47,7 @@ func TestShardCapacity(t *testing.T) {
 			for _, ps := range rep.Phases {
 				if ps.Phase == "measure" {
 					t.Logf("%3.0f shards, total %6.0f/s  %s: achieved %8.1f/s  lag p99 %-12v valid %v %v",
-						n, total, ps.Endpoint, ps.AchievedRate, ps.LagP99, ps.Valid, ps.Reasons)
+						n, total, ps.Endpoint, ps.AchievedRate, ps.LagP99, ps.Valid, ps.Broken)
 				}
 			}
 			if rep.Valid {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
@@ -94,7 +96,7 @@ func TestFleetMergesExactly(t *testing.T) {
 				ps.Endpoint, ps.Phase, ps.Expected, ps.Counts.Total(), ps.Counts[loadgen.ClassOK], ps.Sent, one.Expected, one.Sent)
 		}
 		if !ps.Valid {
-			t.Errorf("%s/%s invalid: %v", ps.Endpoint, ps.Phase, ps.Reasons)
+			t.Errorf("%s/%s invalid: %v", ps.Endpoint, ps.Phase, ps.Broken)
 		}
 	}
 	for _, w := range rep.Windows {
@@ -142,7 +144,7 @@ func TestFleetSkewedClock(t *testing.T) {
 		t.Errorf("shard 1's offset %v, want about an hour", off)
 	}
 	if !rep.Valid {
-		t.Errorf("invalid: %v", rep.Phases[0].Reasons)
+		t.Errorf("invalid: %v", rep.Phases[0].Broken)
 	}
 }
 
@@ -164,8 +166,8 @@ func TestFleetLateShardInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Valid || !reasonsHave(rep, "shard 2 started") {
-		t.Errorf("valid %v, reasons %v: want INVALID naming shard 2", rep.Valid, rep.Phases[0].Reasons)
+	if rep.Valid || !broke(rep, func(b rundata.Broken) bool { return b.Rule == rundata.RuleShardLate && *b.Shard == 2 }) {
+		t.Errorf("valid %v, broken %+v: want INVALID naming shard 2 late", rep.Valid, rep.Phases[0].Broken)
 	}
 }
 
@@ -193,8 +195,10 @@ func TestFleetStalledShardInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Valid || !reasonsHave(rep, "shard 1 failed: it sent nothing for 300ms") {
-		t.Errorf("valid %v, reasons %v: want INVALID naming shard 1", rep.Valid, rep.Phases[0].Reasons)
+	if rep.Valid || !broke(rep, func(b rundata.Broken) bool {
+		return b.Rule == rundata.RuleShardFailed && *b.Shard == 1 && strings.Contains(b.Error, "it sent nothing for 300ms")
+	}) {
+		t.Errorf("valid %v, broken %+v: want INVALID naming shard 1 failed", rep.Valid, rep.Phases[0].Broken)
 	}
 	if rep.Shards[0].Error != "" || rep.Shards[0].Samples == 0 {
 		t.Errorf("shard 0: %+v", rep.Shards[0])
@@ -234,12 +238,11 @@ func TestAgentRefusesRemoteTargets(t *testing.T) {
 	}
 }
 
-func reasonsHave(rep *loadgen.Report, s string) bool {
+// broke reports whether a phase of rep broke a rule as is describes.
+func broke(rep *loadgen.Report, is func(rundata.Broken) bool) bool {
 	for _, ps := range rep.Phases {
-		for _, r := range ps.Reasons {
-			if strings.Contains(r, s) {
-				return true
-			}
+		if slices.ContainsFunc(ps.Broken, is) {
+			return true
 		}
 	}
 	return false
