@@ -17,6 +17,9 @@ type faultSet struct {
 	// prepared is what the faults' types built for them (preparer), by
 	// index (nil if no type built anything).
 	prepared []any
+	// delays are the delays of the latency faults and the service time of
+	// the capacity fault (delayer), by index.
+	delays []Delay
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
@@ -29,20 +32,23 @@ func newFaultSet(fs []Fault) *faultSet {
 	if len(fs) == 0 {
 		return emptySet
 	}
-	s := &faultSet{faults: make([]Fault, len(fs)), roles: make([]role, len(fs)), answers: make([]answerer, len(fs))}
+	s := &faultSet{faults: make([]Fault, len(fs)), roles: make([]role, len(fs)), answers: make([]answerer, len(fs)), delays: make([]Delay, len(fs))}
 	for i, f := range fs {
 		t := lookupType(f.Type)
-		s.faults[i] = t.normalized(f)
+		s.faults[i] = f.normalized()
 		s.roles[i] = t.role()
-		s.answers[i], _ = t.(answerer)
-		if pr, ok := t.(preparer); ok {
+		s.answers[i], _ = t.faultType.(answerer)
+		if dl, ok := t.faultType.(delayer); ok {
+			s.delays[i] = dl.delayOf(&s.faults[i])
+		}
+		if pr, ok := t.faultType.(preparer); ok {
 			if s.prepared == nil {
 				s.prepared = make([]any, len(fs))
 			}
 			s.prepared[i] = pr.prepare(&s.faults[i])
 		}
 		if s.roles[i] == roleCapacity && s.capacity == nil {
-			s.capacity = newCapacityServer(s.faults[i])
+			s.capacity = newCapacityServer(&s.faults[i])
 		}
 	}
 	return s
@@ -154,11 +160,11 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 		}
 		switch s.roles[i] {
 		case roleDelay:
-			d.Delay += sampleDelay(f, &r)
+			d.Delay += sampleDelay(&s.delays[i], &r)
 			d.Latencies++
 		case roleCapacity:
-			if f.Latency != 0 || f.Jitter != 0 {
-				d.Delay += sampleDelay(f, &r)
+			if dl := &s.delays[i]; dl.Latency != 0 || dl.Jitter != 0 {
+				d.Delay += sampleDelay(dl, &r)
 			}
 			d.Capacity = true
 		default:

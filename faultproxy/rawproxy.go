@@ -48,7 +48,7 @@ func (p *Proxy) serveRawCapacity(c *rconn, set *faultSet, d Decision, e LedgerEn
 	if res != admitted {
 		w.end()
 		p.recordID(c.req.requestID, d, e)
-		return res == admitFull && c.writeFault(&overloaded) // else the connection is cut
+		return res == admitFull && c.writeReply(&overloaded) // else the connection is cut
 	}
 	defer set.capacity.release()
 	ok := true
@@ -114,8 +114,8 @@ func (h *head) hasBody() bool { return h.chunked || h.contentLength > 0 }
 // request after an answer that did not read the request's body.
 func (h *head) keepAfter() bool { return !h.close && !h.hasBody() }
 
-// writeFault answers with the error fault f.
-func (c *rconn) writeFault(f *Fault) bool {
+// writeReply answers with an error fault's reply f.
+func (c *rconn) writeReply(f *Reply) bool {
 	bw := c.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(strconv.Itoa(f.Status))

@@ -430,9 +430,15 @@ func (s *Spec) phases() []loadgen.Phase {
 // proxyFault is f as the fault proxy's control API takes it. Durations must
 // be resolved.
 func (f Fault) proxyFault() faultproxy.Fault {
-	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
-		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers,
-		Capacity: f.Capacity, Queue: f.Queue, Size: int(f.Size)}
+	pf, _ := f.toProxy()
+	return pf
+}
+
+// toProxy is proxyFault, with the error of a parameter of another type.
+func (f Fault) toProxy() (faultproxy.Fault, error) {
+	return faultproxy.NewFault(f.Type, f.Percent, map[string]any{"latency": f.Latency.D, "jitter": f.Jitter.D,
+		"distribution": f.Distribution, "max": f.Max.D, "status": f.Status, "body": f.Body, "headers": f.Headers,
+		"capacity": f.Capacity, "queue": f.Queue, "size": int(f.Size)})
 }
 
 // RemoteTargets lists the hosts of an external spec that are not loopback;

@@ -361,7 +361,10 @@ func validateFault(p *problems, path string, f Fault) {
 		p.add(path+".status", "must be an HTTP status 200–599, got 0 (leave it out for %d)", DefaultFailStatus)
 		return
 	}
-	err := f.proxyFault().Validate()
+	pf, err := f.toProxy()
+	if err == nil {
+		err = pf.Validate()
+	}
 	var fe *faultproxy.FieldError
 	switch {
 	case errors.As(err, &fe):
