@@ -19,7 +19,7 @@ const DefaultErrorStatus = http.StatusServiceUnavailable
 // Reply is the parameters of an error fault: the answer it gives.
 type Reply struct {
 	// Status is the HTTP status, 200–599; zero means DefaultErrorStatus.
-	Status int `fault:"status" default:"503"`
+	Status int `fault:"status" default:"503" want:"an HTTP status 200–599"`
 	// Body is the answer's body.
 	Body string `fault:"body"`
 	// Headers are added to the answer.

@@ -23,7 +23,7 @@ type Delay struct {
 	// Latency), the tail scale for "pareto" and "lognormal".
 	Jitter time.Duration `fault:"jitter"`
 	// Distribution is "uniform" (default), "pareto" or "lognormal".
-	Distribution string `fault:"distribution" default:"uniform"`
+	Distribution string `fault:"distribution" default:"uniform" want:"uniform, pareto or lognormal"`
 	// Max caps a heavy-tailed delay; zero means Latency + 100·Jitter.
 	Max time.Duration `fault:"max"`
 }

@@ -23,6 +23,9 @@ type Param struct {
 	// field's Go type: a spec fills it in, and refuses the zero value
 	// written out. Tagged `default:"..."`.
 	Default any
+	// Want, if not empty, says what a value must be, for messages: "an
+	// HTTP status 200–599". Tagged `want:"..."`.
+	Want string
 
 	index int          // of the field in the parameter struct
 	typ   reflect.Type // of the field
@@ -80,7 +83,7 @@ func paramsOfStruct(t reflect.Type) []Param {
 		if !sf.IsExported() || name == "" {
 			panic(fmt.Sprintf("faultproxy: %s.%s: every field of a parameter struct is exported and tagged `fault:\"name\"`", t, sf.Name))
 		}
-		p := Param{Name: name, index: i, typ: sf.Type}
+		p := Param{Name: name, Want: sf.Tag.Get("want"), index: i, typ: sf.Type}
 		switch k := sf.Type.Kind(); {
 		case sf.Type == durationType:
 			p.Kind = KindDuration

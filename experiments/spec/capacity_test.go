@@ -130,7 +130,7 @@ func TestCapacityFaultDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(s.Conditions, func(c Condition) bool { return c.Name == "x" })
-	if f := s.Conditions[i].Faults[0]; f.Percent != 100 || f.Capacity != 3 || f.Queue != 0 {
+	if f := s.Conditions[i].Faults[0]; f.Percent != 100 || f.Params["capacity"] != 3 || f.Params["queue"] != nil {
 		t.Errorf("fault %+v, want percent 100, capacity 3, queue 0 (the proxy's default)", f)
 	}
 }

@@ -427,20 +427,6 @@ func (s *Spec) phases() []loadgen.Phase {
 	return out
 }
 
-// proxyFault is f as the fault proxy's control API takes it. Durations must
-// be resolved.
-func (f Fault) proxyFault() faultproxy.Fault {
-	pf, _ := f.toProxy()
-	return pf
-}
-
-// toProxy is proxyFault, with the error of a parameter of another type.
-func (f Fault) toProxy() (faultproxy.Fault, error) {
-	return faultproxy.NewFault(f.Type, f.Percent, map[string]any{"latency": f.Latency.D, "jitter": f.Jitter.D,
-		"distribution": f.Distribution, "max": f.Max.D, "status": f.Status, "body": f.Body, "headers": f.Headers,
-		"capacity": f.Capacity, "queue": f.Queue, "size": int(f.Size)})
-}
-
 // RemoteTargets lists the hosts of an external spec that are not loopback;
 // the runner refuses them unless the user allows remote targets.
 func (s *Spec) RemoteTargets() []string {
