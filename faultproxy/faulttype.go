@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 )
 
 // A faultType is everything there is to know of one type of fault, in
@@ -290,55 +289,6 @@ func orList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// A Hold is how a fault changes the time that a call it fires on takes,
-// as Little's law (permits in flight = arrival rate × holding time) and
-// the checks of a spec see it.
-type Hold struct {
-	// Kind is what becomes of the call.
-	Kind HoldKind
-	// Mean, Least and Most are the time the fault adds to the call (to
-	// the dependency's own, for HoldAdds): on average, at least, and at
-	// most — Unbounded for a heavy tail, a queue, or a time that depends
-	// on what is not known (the size of an answer).
-	Mean, Least, Most time.Duration
-	// Param names the parameter Least comes from, and Text says how, for
-	// messages: "latency", "3s (jitter 0s)". Empty when Least is 0.
-	Param, Text string
-}
-
-// Unbounded is a Hold's Most when there is no bound.
-const Unbounded time.Duration = -1
-
-// HoldKind is what becomes of a call a fault fires on.
-type HoldKind uint8
-
-const (
-	// HoldAdds: the call goes on as it would and takes Mean longer (a
-	// delay, a capacity fault's service time, a throttled answer).
-	HoldAdds HoldKind = iota
-	// HoldEnds: the proxy answers it at once (a payload).
-	HoldEnds
-	// HoldFails: the proxy fails it at once (an error, an abort).
-	HoldFails
-	// HoldNever: it is never answered; it ends when its caller gives up
-	// (a hang).
-	HoldNever
-)
-
-// Hold returns how f changes a call it fires on; body is the size of the
-// dependency's answers in bytes, 0 when not known. A fault of no known
-// type changes nothing (HoldAdds of 0).
-func (f Fault) Hold(body int64) Hold {
-	t := lookupType(f.Type)
-	if t == nil {
-		return Hold{}
-	}
-	if _, ok := t.paramsOf(&f); !ok {
-		return Hold{}
-	}
-	return t.hold(&f, body)
 }
 
 // OnPlane maps f, a valid fault, onto plane (PlaneTCP or PlanePostgres):
