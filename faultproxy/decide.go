@@ -20,6 +20,9 @@ type faultSet struct {
 	// delays are the delays of the latency faults and the service time of
 	// the capacity fault (delayer), by index.
 	delays []Delay
+	// shapers are the shaping faults' actions (bodyShaper), by index (nil
+	// for the others).
+	shapers []bodyShaper
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
@@ -40,6 +43,12 @@ func newFaultSet(fs []Fault) *faultSet {
 		s.answers[i], _ = t.faultType.(answerer)
 		if dl, ok := t.faultType.(delayer); ok {
 			s.delays[i] = dl.delayOf(&s.faults[i])
+		}
+		if sh, ok := t.faultType.(bodyShaper); ok {
+			if s.shapers == nil {
+				s.shapers = make([]bodyShaper, len(fs))
+			}
+			s.shapers[i] = sh
 		}
 		if pr, ok := t.faultType.(preparer); ok {
 			if s.prepared == nil {
@@ -78,10 +87,18 @@ type Decision struct {
 	// Capacity is whether the set's capacity fault fired: the request
 	// takes one of its slots before anything else happens to it.
 	Capacity bool
+	// Shaped has bit i set when fault i of the set, a shaping one, fired:
+	// a forwarded answer's body goes through it (shape.go).
+	Shaped uint64
+	// Shape names the types of the shaping faults that fired, joined
+	// with "+"; empty if none did.
+	Shape string
 }
 
 // String names the decision: "pass", "latency", "error", "latency+hang",
-// "capacity", "capacity+latency+error"...
+// "capacity", "capacity+latency+error", "latency+throttle"... A shaping
+// fault is named only when no terminal one fired (which answers instead of
+// the upstream).
 func (d Decision) String() string {
 	s := d.effects()
 	switch {
@@ -101,10 +118,14 @@ func (d Decision) effects() string {
 			return s
 		}
 		return TypeLatency + "+" + d.TerminalType
+	case d.Latencies > 0 && d.Shape != "":
+		return TypeLatency + "+" + d.Shape
 	case d.Latencies > 0:
 		return TypeLatency
 	case d.Terminal >= 0:
 		return d.TerminalType
+	case d.Shape != "":
+		return d.Shape
 	}
 	return "pass"
 }
@@ -146,7 +167,8 @@ func splitmix(x uint64) uint64 {
 
 // decide applies the combination rule (see the package doc) to request seq:
 // every fault is rolled in order; fired latencies (and a capacity fault's
-// service time) add up; the first fired terminal fault wins.
+// service time) add up; the first fired terminal fault wins; fired shaping
+// faults shape a forwarded answer.
 func (s *faultSet) decide(seed, seq uint64) Decision {
 	d := Decision{Terminal: -1}
 	if len(s.faults) == 0 {
@@ -167,6 +189,13 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 				d.Delay += sampleDelay(dl, &r)
 			}
 			d.Capacity = true
+		case roleShape:
+			d.Shaped |= 1 << i
+			if d.Shape == "" {
+				d.Shape = f.Type
+			} else {
+				d.Shape += "+" + f.Type
+			}
 		default:
 			if d.Terminal < 0 {
 				d.Terminal, d.TerminalType = i, f.Type

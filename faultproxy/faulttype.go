@@ -69,6 +69,10 @@ const (
 	// first, and its service time adds to the delay (Decision.Capacity);
 	// the type is a delayer.
 	roleCapacity
+	// roleShape: when the request is forwarded, the body of the
+	// upstream's answer goes to the client through it (Decision.Shaped,
+	// shape.go); the type is a bodyShaper.
+	roleShape
 )
 
 // answerer is a terminal fault type's action on the two data planes. Both

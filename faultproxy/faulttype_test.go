@@ -76,6 +76,10 @@ func TestFaultTypesComplete(t *testing.T) {
 		if (rt.role() == roleDelay || rt.role() == roleCapacity) != delays {
 			t.Errorf("type %s: role %d, delayer %v: a delaying type, and only one, has a delay", name, rt.role(), delays)
 		}
+		_, shapes := rt.faultType.(bodyShaper)
+		if (rt.role() == roleShape) != shapes {
+			t.Errorf("type %s: role %d, bodyShaper %v: a shaping type, and only one, shapes a body", name, rt.role(), shapes)
+		}
 		if d := tc.valid.Describe(); !strings.HasPrefix(d, name) || !strings.HasSuffix(d, " on 100 % of requests") {
 			t.Errorf("type %s: described as %q, want its name first and its percent", name, d)
 		}
@@ -146,6 +150,8 @@ func checkDecision(t *testing.T, rt *registered, f Fault) {
 		ok = d.Latencies == 1 && d.Delay > 0 && d.Terminal < 0 && !d.Capacity
 	case roleCapacity:
 		ok = d.Capacity && d.Latencies == 0 && d.Terminal < 0
+	case roleShape:
+		ok = d.Shaped == 1 && d.Shape == rt.name() && d.String() == rt.name() && d.Latencies == 0 && d.Terminal < 0 && !d.Capacity
 	}
 	if !ok {
 		t.Errorf("type %s (role %d): decision %+v", rt.name(), rt.role(), d)
