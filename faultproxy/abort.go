@@ -15,6 +15,8 @@ func (abortType) validate(f *Fault, field string) error { return nil }
 func (abortType) normalized(f Fault) Fault              { return f }
 func (abortType) describe(*Fault) string                { return "abort: connection closed, no answer" }
 
+func (abortType) example() Fault { return Fault{Type: TypeAbort, Percent: 5} }
+
 // hold: the call fails at once.
 func (abortType) hold(*Fault, int64) Hold { return Hold{Kind: HoldFails} }
 

@@ -121,6 +121,10 @@ func (capacityType) describe(fl *Fault) string {
 	return s
 }
 
+func (capacityType) example() Fault {
+	return Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 4, Queue: 100, Latency: 20 * time.Millisecond}}
+}
+
 // validateSet rejects a set with more than one capacity fault: the
 // requests a set affects share one server.
 func (capacityType) validateSet(fs []Fault) error {

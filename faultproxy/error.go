@@ -113,6 +113,10 @@ func (errorType) describe(f *Fault) string {
 	return fmt.Sprintf("error %d at once", cmp.Or(r.Status, DefaultErrorStatus))
 }
 
+func (errorType) example() Fault {
+	return Fault{Type: TypeError, Percent: 10, Params: Reply{Status: 503, Body: "injected"}}
+}
+
 func (errorType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
 	f := params[Reply](a.fault())
 	a.e.Status = f.Status

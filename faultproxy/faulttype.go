@@ -48,6 +48,9 @@ type faultType interface {
 	// describe says what f does, as a report or a preview shows it:
 	// "latency 225ms ± 10ms".
 	describe(f *Fault) string
+	// example is a valid fault of the type, as documentation and tests
+	// show one.
+	example() Fault
 }
 
 // faultTypes are the fault types, in the order error messages, metrics
@@ -251,6 +254,16 @@ func Planes(name string) []string {
 		}
 	}
 	return out
+}
+
+// Example returns a valid fault of type name, as documentation and tests
+// show one, and whether there is such a type.
+func Example(name string) (Fault, bool) {
+	t := lookupType(name)
+	if t == nil {
+		return Fault{}, false
+	}
+	return t.example(), true
 }
 
 // TypesOn returns the names of the fault types that act on plane, in

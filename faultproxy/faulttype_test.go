@@ -88,6 +88,7 @@ func TestFaultTypesComplete(t *testing.T) {
 				t.Errorf("type %s: a counterpart on plane %q, which is none", name, pl)
 			}
 		}
+		checkExample(t, rt)
 	}
 }
 
@@ -134,6 +135,31 @@ func checkValidation(t *testing.T, rt *registered, tc typeCase) {
 				t.Errorf("type %s with %T{%s}: error %v, want one naming fault.%s", name, g.Params, p.Name, err, p.Name)
 			}
 		}
+	}
+}
+
+// checkExample: the type's example is a valid fault of it, and maps onto
+// each other plane exactly where the type says it acts (Planes): there as
+// a fault of a type, elsewhere as an error naming fault.type.
+func checkExample(t *testing.T, rt *registered) {
+	t.Helper()
+	name := rt.name()
+	ex, ok := Example(name)
+	if err := ex.Validate(); !ok || ex.Type != name || err != nil {
+		t.Errorf("type %s: example %+v (%v)", name, ex, err)
+	}
+	for _, pl := range []string{PlaneTCP, PlanePostgres} {
+		w, err := ex.OnPlane(pl)
+		var fe *FieldError
+		switch acts := slices.Contains(Planes(name), pl); {
+		case acts && (err != nil || w["type"] == nil || w["type"] == ""):
+			t.Errorf("type %s on the %s plane: %v, %v; want a fault of a type there", name, pl, w, err)
+		case !acts && (!errors.As(err, &fe) || fe.Field != "fault.type"):
+			t.Errorf("type %s on the %s plane: %v, %v; want an error naming fault.type", name, pl, w, err)
+		}
+	}
+	if _, err := ex.OnPlane(PlaneHTTP); err == nil {
+		t.Errorf("type %s: OnPlane(http) maps a fault onto its own plane", name)
 	}
 }
 

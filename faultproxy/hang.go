@@ -18,6 +18,8 @@ func (hangType) validate(f *Fault, field string) error { return nil }
 func (hangType) normalized(f Fault) Fault              { return f }
 func (hangType) describe(*Fault) string                { return "hang: never answered" }
 
+func (hangType) example() Fault { return Fault{Type: TypeHang, Percent: 1} }
+
 // hold: the call ends when its caller gives up.
 func (hangType) hold(*Fault, int64) Hold { return Hold{Kind: HoldNever} }
 

@@ -92,6 +92,10 @@ func (d Delay) String() string {
 	return fmt.Sprintf("%v ± %v", d.Latency, d.Jitter)
 }
 
+func (latencyType) example() Fault {
+	return Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond}}
+}
+
 // hold is how the delay changes a call: it adds Latency on average; at
 // least Latency − Jitter (uniform) or Latency (pareto), nothing known of a
 // lognormal one; at most Latency + Jitter, no bound for a heavy tail.

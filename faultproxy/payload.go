@@ -62,6 +62,10 @@ func (payloadType) describe(f *Fault) string {
 	return fmt.Sprintf("payload: 200 with a JSON document of %d bytes", params[Payload](f).Size)
 }
 
+func (payloadType) example() Fault {
+	return Fault{Type: TypePayload, Percent: 30, Params: Payload{Size: 256 << 10}}
+}
+
 // prepare builds the fault's document, once per set.
 func (payloadType) prepare(f *Fault) any { return payload.JSON(params[Payload](f).Size, payloadSeed) }
 
