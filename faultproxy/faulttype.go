@@ -55,7 +55,7 @@ type faultType interface {
 
 // faultTypes are the fault types, in the order error messages, metrics
 // and the documentation list them: the registry.
-var faultTypes = []faultType{latencyType{}, errorType{}, abortType{}, hangType{}, capacityType{}, payloadType{}}
+var faultTypes = []faultType{latencyType{}, errorType{}, abortType{}, hangType{}, capacityType{}, payloadType{}, throttleType{}}
 
 // role is a fault type's part in the combination rule (see the package
 // doc).
