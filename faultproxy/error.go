@@ -93,7 +93,7 @@ func (errorType) hold(*Fault, int64) Hold { return Hold{Kind: HoldFails} }
 // counterparts: the TCP plane resets the connection as soon as a request
 // arrives, the PostgreSQL plane answers the query with an ErrorResponse
 // (a spec gives its SQLSTATE).
-func (t errorType) counterparts() map[string]counterpart { return failCounterparts(TypeError) }
+func (errorType) counterparts() map[string]counterpart { return failCounterparts(TypeError) }
 
 // failCounterparts are the counterparts of a fault that fails a call at
 // once (error, abort).

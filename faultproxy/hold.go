@@ -78,11 +78,12 @@ func RecordedHolds(raw []byte, body int64) ([]RecordedHold, error) {
 	out := make([]RecordedHold, len(ws))
 	for i, w := range ws {
 		r := &out[i]
-		if err := json.Unmarshal(w["type"], &r.Type); err != nil && w["type"] != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(w["percent"], &r.Percent); err != nil && w["percent"] != nil {
-			return nil, err
+		for key, to := range map[string]any{"type": &r.Type, "percent": &r.Percent} {
+			if v, ok := w[key]; ok {
+				if err := json.Unmarshal(v, to); err != nil {
+					return nil, err
+				}
+			}
 		}
 		t := lookupType(r.Type)
 		if t == nil {
