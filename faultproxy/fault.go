@@ -73,15 +73,7 @@ type Fault struct {
 // MarshalJSON encodes f in the control API's form: type, percent (always
 // written), then the parameters that are set, in the type's order.
 func (f Fault) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"type":`)
-	if err := writeJSONValue(&b, f.Type); err != nil {
-		return nil, err
-	}
-	b.WriteString(`,"percent":`)
-	if err := writeJSONValue(&b, f.Percent); err != nil {
-		return nil, err
-	}
+	keys, values := []string{"type", "percent"}, []any{f.Type, f.Percent}
 	if f.Params != nil {
 		v := reflect.ValueOf(f.Params)
 		owner := typeOfParams(v.Type())
@@ -89,27 +81,24 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("faultproxy: parameters %T are no fault type's", f.Params)
 		}
 		for _, p := range owner.params {
-			if !p.isSet(v) {
-				continue
-			}
-			b.WriteString(",")
-			if err := writeJSONValue(&b, p.Name); err != nil {
-				return nil, err
-			}
-			b.WriteString(":")
-			if err := writeJSONValue(&b, p.jsonValue(v)); err != nil {
-				return nil, err
+			if p.isSet(v) {
+				keys, values = append(keys, p.Name), append(values, p.jsonValue(v))
 			}
 		}
 	}
-	b.WriteString("}")
-	return b.Bytes(), nil
-}
-
-func writeJSONValue(b *bytes.Buffer, v any) error {
-	j, err := json.Marshal(v)
-	b.Write(j)
-	return err
+	out := []byte{'{'}
+	for i, k := range keys {
+		v, err := json.Marshal(values[i])
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(strconv.AppendQuote(out, k), ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON decodes one fault strictly (unknown fields are errors) and
@@ -410,9 +399,9 @@ func (f Fault) check(field, foreign string) error {
 	}
 	switch {
 	case t == nil && f.Type == "":
-		return fieldErr(field+".type", "required (%s)", orList(typeNames()))
+		return fieldErr(field+".type", "required (%s)", orList(Types()))
 	case t == nil:
-		return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(typeNames()))
+		return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(Types()))
 	}
 	g := f
 	g.Params, _ = t.paramsOf(&f)

@@ -213,17 +213,14 @@ func params[P any](f *Fault) P {
 	return p
 }
 
-// typeNames lists the names of the fault types in order.
-func typeNames() []string {
+// Types returns the names of the fault types, in registration order.
+func Types() []string {
 	out := make([]string, len(registry.list))
 	for i, t := range registry.list {
 		out[i] = t.name()
 	}
 	return out
 }
-
-// Types returns the names of the fault types, in registration order.
-func Types() []string { return typeNames() }
 
 // TypeParams returns the parameters of the fault type named name, in
 // order, and whether there is such a type.
@@ -316,7 +313,7 @@ func orList(names []string) string {
 func (f Fault) OnPlane(plane string) (map[string]any, error) {
 	t := lookupType(f.Type)
 	if t == nil {
-		return nil, fieldErr("fault.type", "unknown fault type %q (want %s)", f.Type, orList(typeNames()))
+		return nil, fieldErr("fault.type", "unknown fault type %q (want %s)", f.Type, orList(Types()))
 	}
 	c, ok := t.counterparts()[plane]
 	if !ok {
