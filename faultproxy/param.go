@@ -209,7 +209,11 @@ func (p Param) assign(v reflect.Value, x any, field string) error {
 }
 
 // Value returns the parameter's value in params, a parameter struct of its
-// type, in the field's Go type.
+// type, in the field's Go type; nil when params is no such struct.
 func (p Param) Value(params any) any {
-	return reflect.ValueOf(params).Field(p.index).Interface()
+	v := reflect.ValueOf(params)
+	if v.Kind() != reflect.Struct || p.index >= v.NumField() || v.Type().Field(p.index).Type != p.typ {
+		return nil
+	}
+	return v.Field(p.index).Interface()
 }
