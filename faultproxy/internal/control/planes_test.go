@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
@@ -73,5 +75,36 @@ func roundTrip[F any](t *testing.T, plane string, data []byte, parse func(io.Rea
 	again, err := parse(bytes.NewReader(b))
 	if err != nil || len(again) != len(fs) || (len(fs) > 0 && !reflect.DeepEqual(again, fs)) {
 		t.Fatalf("%s: round trip of %q via %s: %+v, %v; want %+v", plane, data, b, again, err, fs)
+	}
+}
+
+// TestPlanesRefuseTypesTheyLack: each plane's control API refuses, naming
+// faults[0].type, a fault of any type another plane has and it lacks.
+func TestPlanesRefuseTypesTheyLack(t *testing.T) {
+	planes := map[string]struct {
+		types []string
+		parse func(io.Reader) error
+	}{
+		"http":     {faultproxy.Types(), func(r io.Reader) error { _, err := faultproxy.ParseFaults(r); return err }},
+		"tcp":      {tcpproxy.Types, func(r io.Reader) error { _, err := tcpproxy.ParseFaults(r); return err }},
+		"postgres": {pgproxy.Types, func(r io.Reader) error { _, err := pgproxy.ParseFaults(r); return err }},
+	}
+	all := map[string]bool{"": true}
+	for _, pl := range planes {
+		for _, typ := range pl.types {
+			all[typ] = true
+		}
+	}
+	for name, pl := range planes {
+		for typ := range all {
+			if slices.Contains(pl.types, typ) {
+				continue
+			}
+			err := pl.parse(strings.NewReader(`{"faults":[{"type":"` + typ + `"}]}`))
+			var fe *faultproxy.FieldError
+			if !errors.As(err, &fe) || fe.Field != "faults[0].type" {
+				t.Errorf("the %s plane, a fault of type %q: %v, want an error naming faults[0].type", name, typ, err)
+			}
+		}
 	}
 }
