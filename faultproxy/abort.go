@@ -10,9 +10,18 @@ const TypeAbort = "abort"
 type abortType struct{ terminal }
 
 func (abortType) name() string                          { return TypeAbort }
-func (abortType) params() []string                      { return nil }
+func (abortType) params() any                           { return nil }
 func (abortType) validate(f *Fault, field string) error { return nil }
 func (abortType) normalized(f Fault) Fault              { return f }
+func (abortType) describe(*Fault) string                { return "abort: connection closed, no answer" }
+
+func (abortType) example() Fault { return Fault{Type: TypeAbort, Percent: 5} }
+
+// hold: the call fails at once.
+func (abortType) hold(*Fault, int64) Hold { return Hold{Kind: HoldFails} }
+
+// counterparts: as an error's, a reset or an ErrorResponse.
+func (abortType) counterparts() map[string]counterpart { return failCounterparts(TypeAbort) }
 
 func (abortType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
 	p.record(r, a.d, a.e)

@@ -238,7 +238,7 @@ func BenchmarkDelayPrecision(b *testing.B) {
 		}()
 		e := newBenchEnv(b, Config{Seed: 1, Ledger: ledger})
 		e.paced(e.proxy, 200, 100) // warm up
-		if err := e.p.SetFaults([]Fault{{Type: TypeLatency, Percent: 100, Latency: delay}}); err != nil {
+		if err := e.p.SetFaults([]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: delay}}}); err != nil {
 			b.Fatal(err)
 		}
 		r := e.paced(e.proxy, 200, 1000)

@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"sync"
@@ -29,11 +30,30 @@ type capacityType struct{}
 
 func (capacityType) name() string { return TypeCapacity }
 func (capacityType) role() role   { return roleCapacity }
+func (capacityType) params() any  { return Capacity{} }
 
-// capacityParams are its slots and queue, and its service time's fields.
-var capacityParams = append([]string{"capacity", "queue"}, latencyParams...)
+// Capacity is the parameters of a capacity fault: its service time (as a
+// latency fault's Delay, with no distribution by default) and its slots
+// and queue.
+type Capacity struct {
+	Latency      time.Duration `fault:"latency"`
+	Jitter       time.Duration `fault:"jitter"`
+	Distribution string        `fault:"distribution"`
+	Max          time.Duration `fault:"max"`
+	// Capacity is how many affected requests may be served at once, at
+	// least 1.
+	Capacity int `fault:"capacity"`
+	// Queue is how many affected requests may wait for a slot; zero means
+	// MaxQueue (normalised to it).
+	Queue int `fault:"queue"`
+}
 
-func (capacityType) params() []string { return capacityParams }
+// delay is the capacity fault's service time.
+func (c Capacity) delay() Delay {
+	return Delay{Latency: c.Latency, Jitter: c.Jitter, Distribution: c.Distribution, Max: c.Max}
+}
+
+func (capacityType) delayOf(f *Fault) Delay { return params[Capacity](f).delay() }
 
 // Limits of a capacity fault.
 const (
@@ -53,29 +73,56 @@ const (
 const HeaderOverloaded = "X-Dep-Overloaded"
 
 // overloaded is the answer to a request that found the queue full.
-var overloaded = Fault{Type: TypeError, Status: http.StatusServiceUnavailable,
+var overloaded = Reply{Status: http.StatusServiceUnavailable,
 	Body: "faultproxy: capacity fault: queue full\n", Headers: map[string]string{HeaderOverloaded: "queue-full"}}
 
-func (capacityType) validate(f *Fault, field string) error {
+func (capacityType) validate(fl *Fault, field string) error {
+	f := params[Capacity](fl)
 	if f.Capacity < 1 || f.Capacity > MaxCapacity {
 		return fieldErr(field+".capacity", "must be between 1 and %d, got %d", MaxCapacity, f.Capacity)
 	}
 	if f.Queue < 0 || f.Queue > MaxQueue {
 		return fieldErr(field+".queue", "must be between 0 (up to %d) and %d, got %d", MaxQueue, MaxQueue, f.Queue)
 	}
-	return validateLatency(f, field)
+	return f.delay().validate(field)
 }
 
 // normalized fills in the queue and, if the fault has a service time, its
 // distribution.
-func (capacityType) normalized(f Fault) Fault {
+func (capacityType) normalized(fl Fault) Fault {
+	f := params[Capacity](&fl)
 	if f.Queue == 0 {
 		f.Queue = MaxQueue
 	}
-	if f.Latency != 0 || f.Jitter != 0 || f.Distribution != "" || f.Max != 0 {
-		f = normalizeLatency(f)
+	if d := f.delay(); d != (Delay{}) {
+		d = d.normalized()
+		f.Latency, f.Jitter, f.Distribution, f.Max = d.Latency, d.Jitter, d.Distribution, d.Max
 	}
-	return f
+	fl.Params = f
+	return fl
+}
+
+// hold: the service time adds to the call, and the wait for a slot,
+// which has no closed form here, is left out: the most is unbounded.
+func (capacityType) hold(fl *Fault, _ int64) Hold {
+	return Hold{Kind: HoldAdds, Mean: params[Capacity](fl).Latency, Most: Unbounded}
+}
+
+// counterparts: none; the TCP and PostgreSQL planes have no server of
+// their own to model.
+func (capacityType) counterparts() map[string]counterpart { return nil }
+
+func (capacityType) describe(fl *Fault) string {
+	f := params[Capacity](fl)
+	s := fmt.Sprintf("capacity: %d at once, %d waiting", f.Capacity, cmp.Or(f.Queue, MaxQueue))
+	if d := f.delay(); d != (Delay{}) {
+		s += ", service time " + d.String()
+	}
+	return s
+}
+
+func (capacityType) example() Fault {
+	return Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 4, Queue: 100, Latency: 20 * time.Millisecond}}
 }
 
 // validateSet rejects a set with more than one capacity fault: the
@@ -132,7 +179,8 @@ func (s *capacityServer) limits() (limit, queue int) {
 	return s.limit, s.queue
 }
 
-func newCapacityServer(f Fault) *capacityServer {
+func newCapacityServer(fl *Fault) *capacityServer {
+	f := params[Capacity](fl)
 	return &capacityServer{limit: f.Capacity, queue: f.Queue, stats: new(capacityStats)}
 }
 

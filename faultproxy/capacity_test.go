@@ -74,9 +74,9 @@ func TestCapacityFaultQueuesFIFO(t *testing.T) {
 		perGroup int   // served at once
 		want     []int // group sizes
 	}{
-		{"latency-only", Fault{Type: TypeLatency, Percent: 100, Latency: lat}, 8, []int{8}},
-		{"capacity-4", Fault{Type: TypeCapacity, Percent: 100, Capacity: 4, Latency: lat}, 4, []int{4, 4}},
-		{"capacity-8", Fault{Type: TypeCapacity, Percent: 100, Capacity: 8, Latency: lat}, 8, []int{8}},
+		{"latency-only", Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: lat}}, 8, []int{8}},
+		{"capacity-4", Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 4, Latency: lat}}, 4, []int{4, 4}},
+		{"capacity-8", Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 8, Latency: lat}}, 8, []int{8}},
 	}
 	for _, pl := range planes {
 		for _, tt := range tests {
@@ -136,7 +136,7 @@ func TestCapacityFaultOverflowAndCancel(t *testing.T) {
 	for _, pl := range planes {
 		t.Run(pl.name, func(t *testing.T) {
 			e := newPlaneEnv(t, pl.raw, pl.opt)
-			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Capacity: 1, Queue: 1, Latency: MaxDuration})
+			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 1, Queue: 1, Latency: MaxDuration}})
 			send := func(ctx context.Context) <-chan error {
 				done := make(chan error, 1)
 				go func() {
@@ -210,7 +210,7 @@ func TestCapacityFaultHoldsSlotThroughUpstream(t *testing.T) {
 			defer up.Close()
 			u, _ := url.Parse(up.URL)
 			e := newPlaneEnv(t, pl.raw, pl.opt, func(c *Config) { c.Upstream = u })
-			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Capacity: 1})
+			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 1}})
 			results := make(chan error, 2)
 			for range 2 {
 				go func() {
@@ -245,7 +245,7 @@ func TestCapacityFaultHoldsSlotThroughUpstream(t *testing.T) {
 // request that gives up or is stopped leaves the queue, and one handed a
 // slot at the instant it gave up passes it on.
 func TestCapacityServerFIFO(t *testing.T) {
-	s := newCapacityServer(Fault{Capacity: 1, Queue: 3})
+	s := newCapacityServer(&Fault{Type: TypeCapacity, Params: Capacity{Capacity: 1, Queue: 3}})
 	never := func() <-chan struct{} { return nil }
 	if res, _ := s.acquire(never, nil); res != admitted {
 		t.Fatalf("first acquire = %v, want admitted", res)
@@ -322,12 +322,12 @@ func TestCapacityDecision(t *testing.T) {
 		wantDelay time.Duration
 		wantName  string
 	}{
-		{[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 2}}, true, 0, "capacity"},
-		{[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 2, Latency: 20 * time.Millisecond}}, true, 20 * time.Millisecond, "capacity"},
-		{[]Fault{{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond},
-			{Type: TypeCapacity, Percent: 100, Capacity: 2, Latency: 20 * time.Millisecond},
+		{[]Fault{{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 2}}}, true, 0, "capacity"},
+		{[]Fault{{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 2, Latency: 20 * time.Millisecond}}}, true, 20 * time.Millisecond, "capacity"},
+		{[]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 5 * time.Millisecond}},
+			{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 2, Latency: 20 * time.Millisecond}},
 			{Type: TypeError, Percent: 100}}, true, 25 * time.Millisecond, "capacity+latency+error"},
-		{[]Fault{{Type: TypeCapacity, Percent: 0, Capacity: 2}, {Type: TypeAbort, Percent: 100}}, false, 0, "abort"},
+		{[]Fault{{Type: TypeCapacity, Percent: 0, Params: Capacity{Capacity: 2}}, {Type: TypeAbort, Percent: 100}}, false, 0, "abort"},
 	}
 	for _, tt := range tests {
 		set := newFaultSet(tt.faults)
@@ -345,7 +345,7 @@ func TestCapacityFaultLedger(t *testing.T) {
 	var buf strings.Builder
 	l := NewLedger(&buf, 0)
 	e := newEnv(t, func(c *Config) { c.Ledger = l })
-	e.set(t, Fault{Type: TypeCapacity, Percent: 100, Capacity: 1, Queue: 1, Latency: MaxDuration})
+	e.set(t, Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 1, Queue: 1, Latency: MaxDuration}})
 	send := func(id string) (context.CancelFunc, <-chan error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -400,7 +400,7 @@ func TestCapacityFaultShutdown(t *testing.T) {
 	for _, pl := range planes {
 		t.Run(pl.name, func(t *testing.T) {
 			e := newPlaneEnv(t, pl.raw, pl.opt)
-			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Capacity: 1, Latency: MaxDuration})
+			e.set(t, Fault{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 1, Latency: MaxDuration}})
 			errs := make(chan error, 2)
 			for i := range 2 {
 				go func() {

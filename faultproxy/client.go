@@ -3,12 +3,13 @@ package faultproxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/internal/control"
 )
 
 // APIError is a non-2xx answer of the control API. For a 400 it carries the
@@ -56,10 +57,7 @@ func (c *Client) Set(ctx context.Context, fs []Fault) error {
 	if err := ValidateFaults(fs); err != nil {
 		return err
 	}
-	if fs == nil {
-		fs = []Fault{}
-	}
-	body, err := json.Marshal(faultsBody{Faults: fs})
+	body, err := marshalFaults(fs)
 	if err != nil {
 		return fmt.Errorf("faultproxy control: encoding faults: %w", err)
 	}
@@ -95,11 +93,7 @@ func (c *Client) do(ctx context.Context, method string, body []byte) ([]Fault, e
 		return nil, fmt.Errorf("faultproxy control: reading answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var eb errorBody
-		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
-			eb.Error = strings.TrimSpace(string(b))
-		}
-		return nil, &APIError{StatusCode: resp.StatusCode, Message: eb.Error}
+		return nil, &APIError{StatusCode: resp.StatusCode, Message: control.ErrorMessage(b)}
 	}
 	fs, err := ParseFaults(bytes.NewReader(b))
 	if err != nil {

@@ -86,8 +86,8 @@ func TestClient(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	want := []Fault{
-		{Type: TypeLatency, Percent: 100, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
-		{Type: TypeError, Percent: 50, Status: 503, Body: "down", Headers: map[string]string{"X-K": "v"}},
+		{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform}},
+		{Type: TypeError, Percent: 50, Params: Reply{Status: 503, Body: "down", Headers: map[string]string{"X-K": "v"}}},
 	}
 	if err := e.ctl.Set(ctx, want); err != nil {
 		t.Fatalf("Set: %v", err)

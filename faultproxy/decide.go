@@ -17,6 +17,12 @@ type faultSet struct {
 	// prepared is what the faults' types built for them (preparer), by
 	// index (nil if no type built anything).
 	prepared []any
+	// delays are the delays of the latency faults and the service time of
+	// the capacity fault (delayer), by index.
+	delays []Delay
+	// shapers are the shaping faults' actions (bodyShaper), by index (nil
+	// for the others).
+	shapers []bodyShaper
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
@@ -29,20 +35,29 @@ func newFaultSet(fs []Fault) *faultSet {
 	if len(fs) == 0 {
 		return emptySet
 	}
-	s := &faultSet{faults: make([]Fault, len(fs)), roles: make([]role, len(fs)), answers: make([]answerer, len(fs))}
+	s := &faultSet{faults: make([]Fault, len(fs)), roles: make([]role, len(fs)), answers: make([]answerer, len(fs)), delays: make([]Delay, len(fs))}
 	for i, f := range fs {
 		t := lookupType(f.Type)
-		s.faults[i] = t.normalized(f)
+		s.faults[i] = f.normalized()
 		s.roles[i] = t.role()
-		s.answers[i], _ = t.(answerer)
-		if pr, ok := t.(preparer); ok {
+		s.answers[i], _ = t.faultType.(answerer)
+		if dl, ok := t.faultType.(delayer); ok {
+			s.delays[i] = dl.delayOf(&s.faults[i])
+		}
+		if sh, ok := t.faultType.(bodyShaper); ok {
+			if s.shapers == nil {
+				s.shapers = make([]bodyShaper, len(fs))
+			}
+			s.shapers[i] = sh
+		}
+		if pr, ok := t.faultType.(preparer); ok {
 			if s.prepared == nil {
 				s.prepared = make([]any, len(fs))
 			}
 			s.prepared[i] = pr.prepare(&s.faults[i])
 		}
 		if s.roles[i] == roleCapacity && s.capacity == nil {
-			s.capacity = newCapacityServer(s.faults[i])
+			s.capacity = newCapacityServer(&s.faults[i])
 		}
 	}
 	return s
@@ -72,10 +87,18 @@ type Decision struct {
 	// Capacity is whether the set's capacity fault fired: the request
 	// takes one of its slots before anything else happens to it.
 	Capacity bool
+	// Shaped has bit i set when fault i of the set, a shaping one, fired:
+	// a forwarded answer's body goes through it (shape.go).
+	Shaped uint64
+	// Shape names the types of the shaping faults that fired, joined
+	// with "+"; empty if none did.
+	Shape string
 }
 
 // String names the decision: "pass", "latency", "error", "latency+hang",
-// "capacity", "capacity+latency+error"...
+// "capacity", "capacity+latency+error", "latency+throttle"... A shaping
+// fault is named only when no terminal one fired (which answers instead of
+// the upstream).
 func (d Decision) String() string {
 	s := d.effects()
 	switch {
@@ -95,10 +118,14 @@ func (d Decision) effects() string {
 			return s
 		}
 		return TypeLatency + "+" + d.TerminalType
+	case d.Latencies > 0 && d.Shape != "":
+		return TypeLatency + "+" + d.Shape
 	case d.Latencies > 0:
 		return TypeLatency
 	case d.Terminal >= 0:
 		return d.TerminalType
+	case d.Shape != "":
+		return d.Shape
 	}
 	return "pass"
 }
@@ -140,7 +167,8 @@ func splitmix(x uint64) uint64 {
 
 // decide applies the combination rule (see the package doc) to request seq:
 // every fault is rolled in order; fired latencies (and a capacity fault's
-// service time) add up; the first fired terminal fault wins.
+// service time) add up; the first fired terminal fault wins; fired shaping
+// faults shape a forwarded answer.
 func (s *faultSet) decide(seed, seq uint64) Decision {
 	d := Decision{Terminal: -1}
 	if len(s.faults) == 0 {
@@ -154,13 +182,20 @@ func (s *faultSet) decide(seed, seq uint64) Decision {
 		}
 		switch s.roles[i] {
 		case roleDelay:
-			d.Delay += sampleDelay(f, &r)
+			d.Delay += sampleDelay(&s.delays[i], &r)
 			d.Latencies++
 		case roleCapacity:
-			if f.Latency != 0 || f.Jitter != 0 {
-				d.Delay += sampleDelay(f, &r)
+			if dl := &s.delays[i]; dl.Latency != 0 || dl.Jitter != 0 {
+				d.Delay += sampleDelay(dl, &r)
 			}
 			d.Capacity = true
+		case roleShape:
+			d.Shaped |= 1 << i
+			if d.Shape == "" {
+				d.Shape = f.Type
+			} else {
+				d.Shape += "+" + f.Type
+			}
 		default:
 			if d.Terminal < 0 {
 				d.Terminal, d.TerminalType = i, f.Type

@@ -15,7 +15,7 @@ func oldRequestRand(seed, seq uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(splitmix(seed^splitmix(seq)), splitmix(seq+0x632be59bd9b4e019)))
 }
 
-func oldSampleDelay(f Fault, r *rand.Rand) time.Duration {
+func oldSampleDelay(f Delay, r *rand.Rand) time.Duration {
 	lat, jit := float64(f.Latency), float64(f.Jitter)
 	var d float64
 	switch f.Distribution {
@@ -44,7 +44,7 @@ func oldDecide(s *faultSet, seed, seq uint64) Decision {
 			continue
 		}
 		if f.Type == TypeLatency {
-			d.Delay += oldSampleDelay(f, r)
+			d.Delay += oldSampleDelay(params[Delay](&f), r)
 			d.Latencies++
 			continue
 		}
@@ -57,9 +57,9 @@ func oldDecide(s *faultSet, seed, seq uint64) Decision {
 
 // goldenSet exercises every distribution and every terminal type.
 var goldenSet = []Fault{
-	{Type: TypeLatency, Percent: 60, Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond},
-	{Type: TypeLatency, Percent: 40, Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistPareto},
-	{Type: TypeLatency, Percent: 40, Latency: 30 * time.Millisecond, Jitter: 15 * time.Millisecond, Distribution: DistLognormal},
+	{Type: TypeLatency, Percent: 60, Params: Delay{Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond}},
+	{Type: TypeLatency, Percent: 40, Params: Delay{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistPareto}},
+	{Type: TypeLatency, Percent: 40, Params: Delay{Latency: 30 * time.Millisecond, Jitter: 15 * time.Millisecond, Distribution: DistLognormal}},
 	{Type: TypeError, Percent: 20},
 	{Type: TypeAbort, Percent: 15},
 	{Type: TypeHang, Percent: 10},

@@ -34,7 +34,7 @@ func TestDecidePercent(t *testing.T) {
 
 func TestDecideReproducible(t *testing.T) {
 	set := newFaultSet([]Fault{
-		{Type: TypeLatency, Percent: 50, Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond},
+		{Type: TypeLatency, Percent: 50, Params: Delay{Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond}},
 		{Type: TypeError, Percent: 30},
 	})
 	seqOf := func(seed uint64) []Decision {
@@ -53,7 +53,9 @@ func TestDecideReproducible(t *testing.T) {
 }
 
 func TestCombinationRule(t *testing.T) {
-	lat := func(pct float64, d time.Duration) Fault { return Fault{Type: TypeLatency, Percent: pct, Latency: d} }
+	lat := func(pct float64, d time.Duration) Fault {
+		return Fault{Type: TypeLatency, Percent: pct, Params: Delay{Latency: d}}
+	}
 	tests := []struct {
 		name      string
 		faults    []Fault
@@ -97,13 +99,13 @@ func TestCombinationIndependentRolls(t *testing.T) {
 }
 
 func TestSampleDelayBounds(t *testing.T) {
-	tests := []Fault{
-		{Type: TypeLatency, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
-		{Type: TypeLatency, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
-		{Type: TypeLatency, Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto},
-		{Type: TypeLatency, Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto, Max: 150 * time.Millisecond},
-		{Type: TypeLatency, Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond, Distribution: DistLognormal},
-		{Type: TypeLatency, Latency: time.Hour, Jitter: time.Hour, Distribution: DistPareto},
+	tests := []Delay{
+		{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
+		{Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
+		{Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto},
+		{Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto, Max: 150 * time.Millisecond},
+		{Latency: 100 * time.Millisecond, Jitter: 50 * time.Millisecond, Distribution: DistLognormal},
+		{Latency: time.Hour, Jitter: time.Hour, Distribution: DistPareto},
 	}
 	for _, f := range tests {
 		f = f.normalized()

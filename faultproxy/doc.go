@@ -1,6 +1,7 @@
 // Package faultproxy is an HTTP reverse proxy that injects faults (latency,
-// error, abort, hang, capacity, payload) per request with a seeded probability, with a JSON
-// control API on a separate listener and a Go client for it.
+// error, abort, hang, capacity, payload, throttle) per request with a
+// seeded probability, with a JSON control API on a separate listener and a
+// Go client for it.
 //
 // # Faults
 //
@@ -24,6 +25,14 @@
 //     (beyond: 503 with X-Dep-Overloaded at once), and leave the queue if
 //     their caller goes away. An optional Latency ± Jitter (any
 //     distribution, as for latency) is each request's service time.
+//   - payload: answer 200 with a JSON document of Size bytes.
+//   - throttle: relay the body of a forwarded answer at most
+//     BytesPerSecond bytes per second (its head at once).
+//
+// Each type is one file (latency.go, throttle.go...), registered once in
+// faulttype.go: its parameters, their validation, its JSON form, its role
+// below, its counterparts on the TCP and PostgreSQL planes (tcpproxy,
+// pgproxy) and how it holds a call (Hold).
 //
 // # Combination rule
 //
@@ -40,7 +49,9 @@
 //     single timer);
 //  2. after the wait, the first terminal fault (error, abort, hang, payload) that
 //     fired, in list order, decides the outcome; the others are ignored;
-//  3. if no terminal fault fired, the request is forwarded to the upstream.
+//  3. if no terminal fault fired, the request is forwarded to the upstream,
+//     and the body of its answer goes to the client through every throttle
+//     that fired.
 //
 // So [latency 100%, error 100%] gives slow errors, [error 10%, abort 10%]
 // gives an error on 10% of requests and an abort on 9% (10% of the other

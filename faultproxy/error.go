@@ -1,6 +1,9 @@
 package faultproxy
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,16 +16,24 @@ const TypeError = "error"
 // DefaultErrorStatus is the status of an error fault that names none.
 const DefaultErrorStatus = http.StatusServiceUnavailable
 
+// Reply is the parameters of an error fault: the answer it gives.
+type Reply struct {
+	// Status is the HTTP status, 200–599; zero means DefaultErrorStatus.
+	Status int `fault:"status" default:"503" want:"an HTTP status 200–599"`
+	// Body is the answer's body.
+	Body string `fault:"body"`
+	// Headers are added to the answer.
+	Headers map[string]string `fault:"headers"`
+}
+
 // errorType is the error fault type.
 type errorType struct{ terminal }
 
-func (errorType) name() string     { return TypeError }
-func (errorType) params() []string { return errorParams }
+func (errorType) name() string { return TypeError }
+func (errorType) params() any  { return Reply{} }
 
-// errorParams are an error fault's answer fields.
-var errorParams = []string{"status", "body", "headers"}
-
-func (errorType) validate(f *Fault, field string) error {
+func (errorType) validate(fl *Fault, field string) error {
+	f := params[Reply](fl)
 	if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
 		return fieldErr(field+".status", "must be an HTTP status within 200–599, got %d", f.Status)
 	}
@@ -62,38 +73,67 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-func (errorType) normalized(f Fault) Fault {
+func (errorType) normalized(fl Fault) Fault {
+	f := params[Reply](&fl)
 	if f.Status == 0 {
 		f.Status = DefaultErrorStatus
 	}
 	if len(f.Headers) == 0 {
 		f.Headers = nil
-		return f
+	} else {
+		f.Headers = maps.Clone(f.Headers) // own copy: the set is immutable
 	}
-	h := make(map[string]string, len(f.Headers)) // own copy: the set is immutable
-	for k, v := range f.Headers {
-		h[k] = v
+	fl.Params = f
+	return fl
+}
+
+// hold: the call fails at once.
+func (errorType) hold(*Fault, int64) Hold { return Hold{Kind: HoldFails} }
+
+// counterparts: the TCP plane resets the connection as soon as a request
+// arrives, the PostgreSQL plane answers the query with an ErrorResponse
+// (a spec gives its SQLSTATE).
+func (errorType) counterparts() map[string]counterpart { return failCounterparts(TypeError) }
+
+// failCounterparts are the counterparts of a fault that fails a call at
+// once (error, abort).
+func failCounterparts(typ string) map[string]counterpart {
+	return map[string]counterpart{
+		PlaneTCP: func(*Fault) (map[string]any, error) {
+			return map[string]any{"type": "reset", "stream": "upstream"}, nil
+		},
+		PlanePostgres: func(*Fault) (map[string]any, error) {
+			return map[string]any{"type": "error", "message": "injected by the fault proxy (" + typ + ")"}, nil
+		},
 	}
-	f.Headers = h
-	return f
+}
+
+func (errorType) describe(f *Fault) string {
+	r := params[Reply](f)
+	return fmt.Sprintf("error %d at once", cmp.Or(r.Status, DefaultErrorStatus))
+}
+
+func (errorType) example() Fault {
+	return Fault{Type: TypeError, Percent: 10, Params: Reply{Status: 503, Body: "injected"}}
 }
 
 func (errorType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
-	f := a.fault()
+	f := params[Reply](a.fault())
 	a.e.Status = f.Status
 	p.record(r, a.d, a.e)
-	writeError(w, *f)
+	writeError(w, f)
 }
 
 func (errorType) answerRaw(p *Proxy, c *rconn, a answer) bool {
-	f := a.fault()
+	f := params[Reply](a.fault())
 	a.e.Status = f.Status
 	p.recordID(c.req.requestID, a.d, a.e)
-	return c.writeFault(f)
+	return c.writeReply(&f)
 }
 
-// writeError answers with the error fault f; the upstream is not called.
-func writeError(w http.ResponseWriter, f Fault) {
+// writeError answers with the error fault's reply f; the upstream is not
+// called.
+func writeError(w http.ResponseWriter, f Reply) {
 	h := w.Header()
 	for k, v := range f.Headers {
 		h.Set(k, v)

@@ -49,9 +49,9 @@ func Example() {
 
 	ctx := context.Background()
 	get()
-	_ = ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Status: 503, Body: "injected"}})
+	_ = ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Params: faultproxy.Reply{Status: 503, Body: "injected"}}})
 	get()
-	err = ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: 10 * time.Millisecond, Jitter: time.Second}})
+	err = ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: 10 * time.Millisecond, Jitter: time.Second}}})
 	fmt.Println(err)
 	_ = ctl.Clear(ctx)
 	get()

@@ -42,8 +42,9 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Fault is one fault specification. Its JSON form is the control API's, with
-// durations as Go duration strings:
+// Fault is one fault specification: a type, a percent, and the type's
+// parameters. Its JSON form is the control API's: the type, the percent and
+// the parameters side by side, durations as Go duration strings:
 //
 //	{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms","distribution":"uniform"}
 //	{"type":"error","percent":100,"status":503,"body":"...","headers":{"K":"V"}}
@@ -52,94 +53,63 @@ func fieldErr(field, format string, args ...any) error {
 //	{"type":"capacity","percent":100,"capacity":4,"queue":100,"latency":"20ms","jitter":"2ms"}
 //	{"type":"payload","percent":100,"size":262144}
 //
-// Fields that do not belong to Type must be zero. In JSON an omitted percent
-// means 100; in Go the zero value 0 means "never fires". A Fault is a value;
-// the proxy copies it when a set is installed.
+// Parameters that are not the type's are refused. In JSON an omitted
+// percent means 100; in Go the zero value 0 means "never fires". A Fault is
+// a value; the proxy copies it when a set is installed.
 type Fault struct {
-	// Type is one of TypeLatency, TypeError, TypeAbort, TypeHang,
-	// TypeCapacity, TypePayload.
+	// Type is the name of a registered fault type: TypeLatency,
+	// TypeError, TypeAbort, TypeHang, TypeCapacity, TypePayload...
 	Type string
 	// Percent is the probability, 0–100, that the fault fires on a request.
 	Percent float64
-
-	// Latency is the base delay of a latency fault, or the service time
-	// of a capacity fault (optional: zero adds none).
-	Latency time.Duration
-	// Jitter is the spread of a latency (or capacity) fault's delay: ±
-	// Jitter for "uniform" (so Jitter ≤ Latency), the tail scale for
-	// "pareto" and "lognormal".
-	Jitter time.Duration
-	// Distribution is "uniform" (default), "pareto" or "lognormal".
-	Distribution string
-	// Max caps a heavy-tailed delay; zero means Latency + 100·Jitter.
-	Max time.Duration
-
-	// Status is an error fault's HTTP status, 200–599; zero means 503.
-	Status int
-	// Body is an error fault's response body.
-	Body string
-	// Headers are added to an error fault's response.
-	Headers map[string]string
-
-	// Capacity is how many affected requests a capacity fault lets be
-	// served at once, at least 1.
-	Capacity int
-	// Queue is how many affected requests may wait for a slot of a
-	// capacity fault; zero means MaxQueue (normalised to it).
-	Queue int
-
-	// Size is a payload fault's document length in bytes
-	// (MinPayloadBytes–MaxPayloadBytes; payload.go).
-	Size int
+	// Params are the type's parameters: a value of the struct its file
+	// defines (Delay for latency, Reply for error, Capacity, Payload...),
+	// whose tagged fields are the JSON's keys. nil stands for the zero
+	// value (every parameter left out), and is all a type without
+	// parameters (abort, hang) takes.
+	Params any
 }
 
-// faultWire is the JSON form of a Fault.
-type faultWire struct {
-	Type         string            `json:"type"`
-	Percent      *float64          `json:"percent,omitempty"`
-	Latency      string            `json:"latency,omitempty"`
-	Jitter       string            `json:"jitter,omitempty"`
-	Distribution string            `json:"distribution,omitempty"`
-	Max          string            `json:"max,omitempty"`
-	Status       int               `json:"status,omitempty"`
-	Body         string            `json:"body,omitempty"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	Capacity     int               `json:"capacity,omitempty"`
-	Queue        int               `json:"queue,omitempty"`
-	Size         int               `json:"size,omitempty"`
-}
-
-// MarshalJSON encodes f in the control API's form. Percent is always written.
+// MarshalJSON encodes f in the control API's form: type, percent (always
+// written), then the parameters that are set, in the type's order.
 func (f Fault) MarshalJSON() ([]byte, error) {
-	p := f.Percent
-	w := faultWire{Type: f.Type, Percent: &p, Distribution: f.Distribution,
-		Status: f.Status, Body: f.Body, Headers: f.Headers, Capacity: f.Capacity, Queue: f.Queue, Size: f.Size}
-	w.Latency = durString(f.Latency)
-	w.Jitter = durString(f.Jitter)
-	w.Max = durString(f.Max)
-	return json.Marshal(w)
+	keys, values := []string{"type", "percent"}, []any{f.Type, f.Percent}
+	if f.Params != nil {
+		v := reflect.ValueOf(f.Params)
+		owner := typeOfParams(v.Type())
+		if owner == nil {
+			return nil, fmt.Errorf("faultproxy: parameters %T are no fault type's", f.Params)
+		}
+		for _, p := range owner.params {
+			if p.isSet(v) {
+				keys, values = append(keys, p.Name), append(values, p.jsonValue(v))
+			}
+		}
+	}
+	out := []byte{'{'}
+	for i, k := range keys {
+		v, err := json.Marshal(values[i])
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(strconv.AppendQuote(out, k), ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON decodes one fault strictly (unknown fields are errors) and
 // validates it.
 func (f *Fault) UnmarshalJSON(b []byte) error {
-	var w faultWire
-	if err := strictDecode(bytes.NewReader(b), &w, "fault"); err != nil {
-		return err
-	}
-	g, err := w.toFault("fault")
+	g, err := decodeFault(b, "fault")
 	if err != nil {
 		return err
 	}
 	*f = g
 	return nil
-}
-
-func durString(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
 }
 
 // ParseFaults decodes a control body {"faults":[...]} strictly: unknown
@@ -160,12 +130,7 @@ func ParseFaults(r io.Reader) ([]Fault, error) {
 	}
 	out := make([]Fault, 0, len(w.Faults))
 	for i, raw := range w.Faults {
-		field := "faults[" + strconv.Itoa(i) + "]"
-		var fw faultWire
-		if err := strictDecode(bytes.NewReader(raw), &fw, field); err != nil {
-			return nil, err
-		}
-		f, err := fw.toFault(field)
+		f, err := decodeFault(raw, "faults["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return nil, err
 		}
@@ -252,35 +217,137 @@ func jsonKind(t reflect.Type) string {
 	return t.String()
 }
 
-// toFault converts and validates one wire fault; field prefixes messages.
-func (w faultWire) toFault(field string) (Fault, error) {
-	f, err := w.fault(field)
+// decodeFault decodes, validates and normalises one fault of the control
+// API's JSON; errors name its fields under field ("faults[1]"). The
+// parameters are decoded by the registration of the fault's type.
+func decodeFault(b []byte, field string) (Fault, error) {
+	f, foreign, err := decodeWire(b, field)
 	if err != nil {
 		return Fault{}, err
 	}
-	if err := f.validate(field); err != nil {
+	if err := f.check(field, foreign); err != nil {
 		return Fault{}, err
 	}
 	return f.normalized(), nil
 }
 
-// fault converts one wire fault, not validated: an omitted percent is 100
-// and durations are parsed.
-func (w faultWire) fault(field string) (Fault, error) {
-	f := Fault{Type: w.Type, Percent: 100, Distribution: w.Distribution,
-		Status: w.Status, Body: w.Body, Headers: w.Headers, Capacity: w.Capacity, Queue: w.Queue, Size: w.Size}
-	if w.Percent != nil {
-		f.Percent = *w.Percent
+// decodeWire decodes one fault of the control API's JSON, not validated:
+// an omitted percent is 100, the parameters of the fault's type are in
+// Params, and foreign names the first parameter of another type that is
+// set (not the zero value), if any. Errors are those of the JSON itself:
+// an unknown field, a value of the wrong kind.
+func decodeWire(b []byte, field string) (f Fault, foreign string, err error) {
+	var w map[string]json.RawMessage
+	if err := strictDecode(bytes.NewReader(b), &w, field); err != nil {
+		return Fault{}, "", err
 	}
-	var err error
-	if f.Latency, err = parseDur(field+".latency", w.Latency); err != nil {
-		return Fault{}, err
+	var unknown []string
+	for k := range w {
+		if k != "type" && k != "percent" && !isParam(k) {
+			unknown = append(unknown, k)
+		}
 	}
-	if f.Jitter, err = parseDur(field+".jitter", w.Jitter); err != nil {
-		return Fault{}, err
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return Fault{}, "", fieldErr(field, "unknown field %q", unknown[0])
 	}
-	if f.Max, err = parseDur(field+".max", w.Max); err != nil {
-		return Fault{}, err
+	f = Fault{Percent: 100}
+	if raw, ok := w["type"]; ok {
+		if err := json.Unmarshal(raw, &f.Type); err != nil {
+			return Fault{}, "", jsonErr(err, field+".type")
+		}
+	}
+	if raw, ok := w["percent"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &f.Percent); err != nil {
+			return Fault{}, "", jsonErr(err, field+".percent")
+		}
+	}
+	t := lookupType(f.Type)
+	var pv reflect.Value
+	if t != nil && t.ptype != nil {
+		pv = reflect.New(t.ptype).Elem()
+	}
+	for _, p := range registry.allParams {
+		raw, ok := w[p.Name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		if own, ok := t.paramOf(p.Name); ok {
+			if err := own.decodeJSON(raw, pv, field+"."+p.Name); err != nil {
+				return Fault{}, "", err
+			}
+			continue
+		}
+		// Another type's parameter: an error once the percent is
+		// checked, unless it is the zero value.
+		v := reflect.New(p.typ).Elem()
+		if err := p.decodeValue(raw, v, field+"."+p.Name); err != nil {
+			return Fault{}, "", err
+		}
+		if foreign == "" && valueSet(v) {
+			foreign = p.Name
+		}
+	}
+	if pv.IsValid() {
+		f.Params = pv.Interface()
+	}
+	return f, foreign, nil
+}
+
+// isParam reports whether name is a parameter of any fault type.
+func isParam(name string) bool {
+	for _, p := range registry.allParams {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// paramOf is param for a type that may be nil (no such type).
+func (t *registered) paramOf(name string) (Param, bool) {
+	if t == nil {
+		return Param{}, false
+	}
+	return t.param(name)
+}
+
+// NewFault returns the fault of type typ with percent and the parameters
+// values, by name, in their Go types (a time.Duration, an integer, a
+// string, a map[string]string); a value that is the zero of its kind is
+// left out. It does not validate the fault (Validate does); its errors, a
+// *FieldError, name a parameter of another type ("fault.status: only
+// valid for type error") or a value of the wrong kind.
+func NewFault(typ string, percent float64, values map[string]any) (Fault, error) {
+	f := Fault{Type: typ, Percent: percent}
+	t := lookupType(typ)
+	var pv reflect.Value
+	if t != nil && t.ptype != nil {
+		pv = reflect.New(t.ptype).Elem()
+	}
+	for _, p := range registry.allParams {
+		x, ok := values[p.Name]
+		if !ok || x == nil || reflect.ValueOf(x).IsZero() {
+			continue
+		}
+		own, ok := t.paramOf(p.Name)
+		if !ok {
+			if m := reflect.ValueOf(x); m.Kind() == reflect.Map && m.Len() == 0 {
+				continue
+			}
+			return Fault{}, fieldErr("fault."+p.Name, "only valid for type %s", paramOwners(p.Name))
+		}
+		if err := own.assign(pv, x, "fault."+p.Name); err != nil {
+			return Fault{}, err
+		}
+	}
+	for name := range values {
+		if !isParam(name) {
+			return Fault{}, fieldErr("fault."+name, "not a parameter of any fault type")
+		}
+	}
+	if pv.IsValid() {
+		f.Params = pv.Interface()
 	}
 	return f, nil
 }
@@ -300,37 +367,73 @@ func parseDur(field, s string) (time.Duration, error) {
 // field (wrapping [ErrInvalidFault]) if not.
 func (f Fault) Validate() error { return f.validate("fault") }
 
-func (f Fault) validate(field string) error {
+func (f Fault) validate(field string) error { return f.check(field, "") }
+
+// check validates f; foreign, if not empty, is a parameter of another
+// type that the fault's JSON set. Errors name fields under field.
+func (f Fault) check(field, foreign string) error {
 	if math.IsNaN(f.Percent) || f.Percent < 0 || f.Percent > 100 {
 		return fieldErr(field+".percent", "must be within 0–100, got %v", f.Percent)
 	}
 	t := lookupType(f.Type)
-	for _, p := range faultParams {
-		if p.set(&f) && (t == nil || !slices.Contains(t.params(), p.name)) {
-			return fieldErr(field+"."+p.name, "only valid for type %s", paramOwners(p.name))
+	if foreign == "" && f.Params != nil && (t == nil || t.ptype != reflect.TypeOf(f.Params)) {
+		// Parameters of another type's struct: each one set is foreign
+		// unless the fault's type takes one of its name.
+		owner := typeOfParams(reflect.TypeOf(f.Params))
+		if owner == nil {
+			return fieldErr(field+".type", "parameters %T are no fault type's", f.Params)
+		}
+		v := reflect.ValueOf(f.Params)
+		for _, p := range owner.params {
+			if _, ok := t.paramOf(p.Name); p.isSet(v) && !ok {
+				foreign = p.Name
+				break
+			}
+		}
+		if foreign == "" && t != nil {
+			return fieldErr(field+".type", "parameters %T are not a %s fault's", f.Params, f.Type)
 		}
 	}
-	switch {
-	case t != nil:
-		return t.validate(&f, field)
-	case f.Type == "":
-		return fieldErr(field+".type", "required (%s)", orList(typeNames()))
+	if foreign != "" {
+		return fieldErr(field+"."+foreign, "only valid for type %s", paramOwners(foreign))
 	}
-	return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(typeNames()))
+	switch {
+	case t == nil && f.Type == "":
+		return fieldErr(field+".type", "required (%s)", orList(Types()))
+	case t == nil:
+		return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(Types()))
+	}
+	g := f
+	g.Params, _ = t.paramsOf(&f)
+	return t.validate(&g, field)
+}
+
+// typeOfParams returns the fault type whose parameter struct is pt, nil
+// if there is none.
+func typeOfParams(pt reflect.Type) *registered {
+	for _, t := range registry.list {
+		if t.ptype == pt {
+			return t
+		}
+	}
+	return nil
 }
 
 // normalized fills in the type's defaults (distribution, status, max...).
 func (f Fault) normalized() Fault {
 	if t := lookupType(f.Type); t != nil {
-		return t.normalized(f)
+		if p, ok := t.paramsOf(&f); ok {
+			f.Params = p
+			return t.normalized(f)
+		}
 	}
 	return f
 }
 
 // validateSet applies the rules over a whole set (setValidator).
 func validateSet(fs []Fault) error {
-	for _, t := range faultTypes {
-		if v, ok := t.(setValidator); ok {
+	for _, t := range registry.list {
+		if v, ok := t.faultType.(setValidator); ok {
 			if err := v.validateSet(fs); err != nil {
 				return err
 			}

@@ -16,25 +16,24 @@ func TestParseFaultsValid(t *testing.T) {
 		{`{"faults":[]}`, []Fault{}},
 		{`{}`, []Fault{}},
 		{`{"faults":[{"type":"latency","percent":100,"latency":"225ms","jitter":"10ms","distribution":"uniform"}]}`,
-			[]Fault{{Type: TypeLatency, Percent: 100, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform}}},
+			[]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform}}}},
 		{`{"faults":[{"type":"latency","latency":"1s"}]}`, // percent defaults to 100
-			[]Fault{{Type: TypeLatency, Percent: 100, Latency: time.Second, Distribution: DistUniform}}},
+			[]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: time.Second, Distribution: DistUniform}}}},
 		{`{"faults":[{"type":"latency","percent":50,"latency":"100ms","jitter":"20ms","distribution":"pareto"}]}`,
-			[]Fault{{Type: TypeLatency, Percent: 50, Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto, Max: 2100 * time.Millisecond}}},
+			[]Fault{{Type: TypeLatency, Percent: 50, Params: Delay{Latency: 100 * time.Millisecond, Jitter: 20 * time.Millisecond, Distribution: DistPareto, Max: 2100 * time.Millisecond}}}},
 		{`{"faults":[{"type":"error","percent":100,"status":500,"body":"x","headers":{"K":"V"}}]}`,
-			[]Fault{{Type: TypeError, Percent: 100, Status: 500, Body: "x", Headers: map[string]string{"K": "V"}}}},
-		{`{"faults":[{"type":"error","percent":0}]}`, []Fault{{Type: TypeError, Percent: 0, Status: 503}}},
+			[]Fault{{Type: TypeError, Percent: 100, Params: Reply{Status: 500, Body: "x", Headers: map[string]string{"K": "V"}}}}},
+		{`{"faults":[{"type":"error","percent":0}]}`, []Fault{{Type: TypeError, Percent: 0, Params: Reply{Status: 503}}}},
 		{`{"faults":[{"type":"abort","percent":5},{"type":"hang","percent":1}]}`,
 			[]Fault{{Type: TypeAbort, Percent: 5}, {Type: TypeHang, Percent: 1}}},
 		{`{"faults":[{"type":"capacity","capacity":4}]}`, // queue defaults to MaxQueue; no service time
-			[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 4, Queue: MaxQueue}}},
+			[]Fault{{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 4, Queue: MaxQueue}}}},
 		{`{"faults":[{"type":"capacity","percent":50,"capacity":4,"queue":8,"latency":"20ms","jitter":"2ms"}]}`,
-			[]Fault{{Type: TypeCapacity, Percent: 50, Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform}}},
+			[]Fault{{Type: TypeCapacity, Percent: 50, Params: Capacity{Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform}}}},
 		{`{"faults":[{"type":"capacity","capacity":1,"latency":"10ms","jitter":"5ms","distribution":"pareto"},{"type":"error","percent":1}]}`,
-			[]Fault{{Type: TypeCapacity, Percent: 100, Capacity: 1, Queue: MaxQueue, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond,
-				Distribution: DistPareto, Max: 510 * time.Millisecond}, {Type: TypeError, Percent: 1, Status: 503}}},
+			[]Fault{{Type: TypeCapacity, Percent: 100, Params: Capacity{Capacity: 1, Queue: MaxQueue, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond, Distribution: DistPareto, Max: 510 * time.Millisecond}}, {Type: TypeError, Percent: 1, Params: Reply{Status: 503}}}},
 		{`{"faults":[{"type":"latency","latency":"10ms"},{"type":"payload","percent":30,"size":262144}]}`,
-			[]Fault{{Type: TypeLatency, Percent: 100, Latency: 10 * time.Millisecond, Distribution: DistUniform}, {Type: TypePayload, Percent: 30, Size: 262144}}},
+			[]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 10 * time.Millisecond, Distribution: DistUniform}}, {Type: TypePayload, Percent: 30, Params: Payload{Size: 262144}}}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFaults(strings.NewReader(tt.body))
@@ -131,12 +130,12 @@ func TestParseFaultsInvalid(t *testing.T) {
 
 func TestFaultJSONRoundTrip(t *testing.T) {
 	in := []Fault{
-		{Type: TypeLatency, Percent: 12.5, Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform},
-		{Type: TypeLatency, Percent: 100, Latency: 50 * time.Millisecond, Jitter: 5 * time.Millisecond, Distribution: DistLognormal, Max: time.Second},
-		{Type: TypeError, Percent: 0, Status: 429, Body: "slow down", Headers: map[string]string{"Retry-After": "1"}},
+		{Type: TypeLatency, Percent: 12.5, Params: Delay{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond, Distribution: DistUniform}},
+		{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 50 * time.Millisecond, Jitter: 5 * time.Millisecond, Distribution: DistLognormal, Max: time.Second}},
+		{Type: TypeError, Percent: 0, Params: Reply{Status: 429, Body: "slow down", Headers: map[string]string{"Retry-After": "1"}}},
 		{Type: TypeAbort, Percent: 5},
 		{Type: TypeHang, Percent: 1},
-		{Type: TypeCapacity, Percent: 75, Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform},
+		{Type: TypeCapacity, Percent: 75, Params: Capacity{Capacity: 4, Queue: 8, Latency: 20 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: DistUniform}},
 	}
 	b, err := marshalFaults(in)
 	if err != nil {

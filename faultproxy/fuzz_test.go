@@ -26,6 +26,15 @@ func FuzzParseFaults(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// Every type's example, its parameters as the registration writes them.
+	for _, typ := range Types() {
+		ex, _ := Example(typ)
+		b, err := marshalFaults([]Fault{ex})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs, err := ParseFaults(bytes.NewReader(data))
 		if err != nil {

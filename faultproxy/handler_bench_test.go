@@ -44,7 +44,7 @@ func BenchmarkServeHTTPPassThrough(b *testing.B) { benchHandler(b, nil) }
 // BenchmarkServeHTTPRolled: three faults rolled per request, none firing
 // (percent 0): the cost of the decision itself.
 func BenchmarkServeHTTPRolled(b *testing.B) {
-	benchHandler(b, []Fault{{Type: TypeLatency, Percent: 0, Latency: 1}, {Type: TypeError, Percent: 0}, {Type: TypeAbort, Percent: 0}})
+	benchHandler(b, []Fault{{Type: TypeLatency, Percent: 0, Params: Delay{Latency: 1}}, {Type: TypeError, Percent: 0}, {Type: TypeAbort, Percent: 0}})
 }
 
 // BenchmarkServeHTTPDirect: the in-memory upstream and recorder alone.
@@ -61,7 +61,7 @@ func BenchmarkServeHTTPDirect(b *testing.B) {
 
 // BenchmarkDecide: the decision for a set of three faults.
 func BenchmarkDecide(b *testing.B) {
-	set := newFaultSet([]Fault{{Type: TypeLatency, Percent: 50, Latency: 1000, Jitter: 10}, {Type: TypeError, Percent: 10}, {Type: TypeAbort, Percent: 1}})
+	set := newFaultSet([]Fault{{Type: TypeLatency, Percent: 50, Params: Delay{Latency: 1000, Jitter: 10}}, {Type: TypeError, Percent: 10}, {Type: TypeAbort, Percent: 1}})
 	b.ReportAllocs()
 	var seq uint64
 	for b.Loop() {
@@ -75,5 +75,5 @@ func BenchmarkDecide(b *testing.B) {
 // answer: the document is built once per set, so answering with it costs
 // no more than forwarding.
 func BenchmarkServeHTTPPayload(b *testing.B) {
-	benchHandler(b, []Fault{{Type: TypePayload, Percent: 100, Size: 64}})
+	benchHandler(b, []Fault{{Type: TypePayload, Percent: 100, Params: Payload{Size: 64}}})
 }

@@ -13,9 +13,29 @@ const TypeHang = "hang"
 type hangType struct{ terminal }
 
 func (hangType) name() string                          { return TypeHang }
-func (hangType) params() []string                      { return nil }
+func (hangType) params() any                           { return nil }
 func (hangType) validate(f *Fault, field string) error { return nil }
 func (hangType) normalized(f Fault) Fault              { return f }
+func (hangType) describe(*Fault) string                { return "hang: never answered" }
+
+func (hangType) example() Fault { return Fault{Type: TypeHang, Percent: 1} }
+
+// hold: the call ends when its caller gives up.
+func (hangType) hold(*Fault, int64) Hold { return Hold{Kind: HoldNever} }
+
+// counterparts: the TCP plane drops the data both ways and never closes
+// (the caller's own deadline ends the wait), the PostgreSQL plane never
+// answers the query.
+func (hangType) counterparts() map[string]counterpart {
+	return map[string]counterpart{
+		PlaneTCP: func(*Fault) (map[string]any, error) {
+			return map[string]any{"type": "timeout", "stream": "both"}, nil
+		},
+		PlanePostgres: func(*Fault) (map[string]any, error) {
+			return map[string]any{"type": "hang"}, nil
+		},
+	}
+}
 
 func (hangType) answerHTTP(p *Proxy, w http.ResponseWriter, r *http.Request, a answer) {
 	p.record(r, a.d, a.e)

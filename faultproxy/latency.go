@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"time"
@@ -13,21 +14,103 @@ import (
 // the request waits once for their sum (Proxy.delay, Proxy.delayRaw).
 const TypeLatency = "latency"
 
+// Delay is the parameters of a latency fault, and a capacity fault's
+// service time.
+type Delay struct {
+	// Latency is the base delay (optional: zero adds none).
+	Latency time.Duration `fault:"latency"`
+	// Jitter is the spread: ± Jitter for "uniform" (so Jitter ≤
+	// Latency), the tail scale for "pareto" and "lognormal".
+	Jitter time.Duration `fault:"jitter"`
+	// Distribution is "uniform" (default), "pareto" or "lognormal".
+	Distribution string `fault:"distribution" default:"uniform" want:"uniform, pareto or lognormal"`
+	// Max caps a heavy-tailed delay; zero means Latency + 100·Jitter.
+	Max time.Duration `fault:"max"`
+}
+
 // latencyType is the latency fault type.
 type latencyType struct{}
 
 func (latencyType) name() string { return TypeLatency }
 func (latencyType) role() role   { return roleDelay }
+func (latencyType) params() any  { return Delay{} }
 
-// latencyParams are the delay's fields, taken by the latency and capacity
-// types.
-var latencyParams = []string{"latency", "jitter", "distribution", "max"}
+func (latencyType) validate(f *Fault, field string) error {
+	d := params[Delay](f)
+	return d.validate(field)
+}
 
-func (latencyType) params() []string { return latencyParams }
+func (latencyType) normalized(f Fault) Fault {
+	f.Params = params[Delay](&f).normalized()
+	return f
+}
 
-func (latencyType) validate(f *Fault, field string) error { return validateLatency(f, field) }
+func (latencyType) delayOf(f *Fault) Delay { return params[Delay](f) }
 
-func (latencyType) normalized(f Fault) Fault { return normalizeLatency(f) }
+// hold: the delay adds to the call; a heavy tail has no bound.
+func (latencyType) hold(f *Fault, _ int64) Hold { return params[Delay](f).hold() }
+
+// counterparts: the TCP plane delays each chunk of the answers (downstream)
+// as much, the PostgreSQL plane holds each query's answer; both draw a
+// uniform jitter only.
+func (latencyType) counterparts() map[string]counterpart {
+	uniform := func(f *Fault, plane string) (Delay, error) {
+		d := params[Delay](f)
+		if d.Distribution != "" && d.Distribution != DistUniform {
+			return d, fieldErr("fault.distribution", "the %s plane's latency fault is uniform; got %q", plane, d.Distribution)
+		}
+		return d, nil
+	}
+	return map[string]counterpart{
+		PlaneTCP: func(f *Fault) (map[string]any, error) {
+			d, err := uniform(f, PlaneTCP)
+			return map[string]any{"type": "latency", "stream": "downstream", "latency": d.Latency.String(), "jitter": d.Jitter.String()}, err
+		},
+		PlanePostgres: func(f *Fault) (map[string]any, error) {
+			d, err := uniform(f, PlanePostgres)
+			return map[string]any{"type": "latency", "latency": d.Latency.String(), "jitter": d.Jitter.String()}, err
+		},
+	}
+}
+
+func (latencyType) describe(f *Fault) string { return "latency " + params[Delay](f).String() }
+
+// String says what the delay is: "225ms ± 10ms", "100ms, pareto tail of
+// scale 20ms, at most 2.1s".
+func (d Delay) String() string {
+	switch d.Distribution {
+	case DistPareto, DistLognormal:
+		s := fmt.Sprintf("%v, %s tail of scale %v", d.Latency, d.Distribution, d.Jitter)
+		if d.Max > 0 {
+			s += fmt.Sprintf(", at most %v", d.Max)
+		}
+		return s
+	}
+	if d.Jitter == 0 {
+		return d.Latency.String()
+	}
+	return fmt.Sprintf("%v ± %v", d.Latency, d.Jitter)
+}
+
+func (latencyType) example() Fault {
+	return Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 225 * time.Millisecond, Jitter: 10 * time.Millisecond}}
+}
+
+// hold is how the delay changes a call: it adds Latency on average; at
+// least Latency − Jitter (uniform) or Latency (pareto), nothing known of a
+// lognormal one; at most Latency + Jitter, no bound for a heavy tail.
+func (d Delay) hold() Hold {
+	h := Hold{Kind: HoldAdds, Mean: d.Latency, Most: Unbounded, Param: "latency"}
+	switch d.Distribution {
+	case DistPareto:
+		h.Least = d.Latency
+	case DistLognormal:
+	default:
+		h.Least, h.Most = max(d.Latency-d.Jitter, 0), d.Latency+d.Jitter
+	}
+	h.Text = fmt.Sprintf("%v (jitter %v)", d.Latency, d.Jitter)
+	return h
+}
 
 // Latency distributions.
 const (
@@ -50,7 +133,8 @@ const ParetoShape = 1.5
 // above Latency.
 const defaultTailCap = 100
 
-func validateLatency(f *Fault, field string) error {
+// validate checks the delay's fields, naming them under field.
+func (f Delay) validate(field string) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -81,7 +165,8 @@ func validateLatency(f *Fault, field string) error {
 	return nil
 }
 
-func normalizeLatency(f Fault) Fault {
+// normalized fills in the distribution and a heavy tail's cap.
+func (f Delay) normalized() Delay {
 	if f.Distribution == "" {
 		f.Distribution = DistUniform
 	}
@@ -94,7 +179,7 @@ func normalizeLatency(f Fault) Fault {
 // sampleDelay draws one delay of the latency fault f (valid, normalised).
 // The result is within [0, Max] (or [Latency−Jitter, Latency+Jitter] for
 // uniform).
-func sampleDelay(f *Fault, r *reqRand) time.Duration {
+func sampleDelay(f *Delay, r *reqRand) time.Duration {
 	lat, jit := float64(f.Latency), float64(f.Jitter)
 	var d float64
 	switch f.Distribution {

@@ -79,7 +79,7 @@ func newMetrics(p *Proxy) *metrics {
 		Name: "faultproxy_faults_injected_total",
 		Help: "Faults that fired, by type.",
 	}, []string{"type"})
-	for _, t := range typeNames() {
+	for _, t := range Types() {
 		m.injected[t] = injected.WithLabelValues(t)
 	}
 	clientErrors := prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -54,7 +54,7 @@ func TestUpstreamDuration(t *testing.T) {
 	u, _ := url.Parse(up.URL)
 	check := func(t *testing.T, p *Proxy, base string, hc *http.Client) {
 		t.Helper()
-		if err := p.SetFaults([]Fault{{Type: TypeLatency, Percent: 100, Latency: delay}}); err != nil {
+		if err := p.SetFaults([]Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: delay}}}); err != nil {
 			t.Fatal(err)
 		}
 		for range n {
@@ -270,9 +270,9 @@ func TestInflightEndsBeforeTheAnswer(t *testing.T) {
 		status int
 	}{
 		{"forwarded", nil, "", 200},
-		{"error", []Fault{{Type: TypeError, Percent: 100, Status: 503}}, "", 503},
-		{"payload", []Fault{{Type: TypePayload, Percent: 100, Size: 64 << 10}}, "", 200},
-		{"delayed then forwarded", []Fault{{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond}}, "", 200},
+		{"error", []Fault{{Type: TypeError, Percent: 100, Params: Reply{Status: 503}}}, "", 503},
+		{"payload", []Fault{{Type: TypePayload, Percent: 100, Params: Payload{Size: 64 << 10}}}, "", 200},
+		{"delayed then forwarded", []Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 5 * time.Millisecond}}}, "", 200},
 		{"a target that cannot be forwarded", nil, "GET http://x/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 	} {
 		e := newEnv(t)

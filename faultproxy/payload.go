@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,13 +32,18 @@ const payloadSeed = 0x5eed
 // payloadType is the payload fault type.
 type payloadType struct{ terminal }
 
-func (payloadType) name() string     { return TypePayload }
-func (payloadType) params() []string { return payloadParams }
+// Payload is the parameters of a payload fault.
+type Payload struct {
+	// Size is the document's length in bytes (MinPayloadBytes–
+	// MaxPayloadBytes).
+	Size int `fault:"size,bytes"`
+}
 
-// payloadParams are a payload fault's fields.
-var payloadParams = []string{"size"}
+func (payloadType) name() string { return TypePayload }
+func (payloadType) params() any  { return Payload{} }
 
-func (payloadType) validate(f *Fault, field string) error {
+func (payloadType) validate(fl *Fault, field string) error {
+	f := params[Payload](fl)
 	if f.Size < MinPayloadBytes || f.Size > MaxPayloadBytes {
 		return fieldErr(field+".size", "must be between %d and %d bytes, got %d", MinPayloadBytes, MaxPayloadBytes, f.Size)
 	}
@@ -46,8 +52,22 @@ func (payloadType) validate(f *Fault, field string) error {
 
 func (payloadType) normalized(f Fault) Fault { return f }
 
+// hold: the proxy answers at once (a large answer, but no wait).
+func (payloadType) hold(*Fault, int64) Hold { return Hold{Kind: HoldEnds} }
+
+// counterparts: none, a document of the HTTP plane's.
+func (payloadType) counterparts() map[string]counterpart { return nil }
+
+func (payloadType) describe(f *Fault) string {
+	return fmt.Sprintf("payload: 200 with a JSON document of %d bytes", params[Payload](f).Size)
+}
+
+func (payloadType) example() Fault {
+	return Fault{Type: TypePayload, Percent: 30, Params: Payload{Size: 256 << 10}}
+}
+
 // prepare builds the fault's document, once per set.
-func (payloadType) prepare(f *Fault) any { return payload.JSON(f.Size, payloadSeed) }
+func (payloadType) prepare(f *Fault) any { return payload.JSON(params[Payload](f).Size, payloadSeed) }
 
 // body is the document of the answer's fault.
 func (payloadType) body(a *answer) []byte { return a.set.prepared[a.d.Terminal].([]byte) }

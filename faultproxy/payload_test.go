@@ -20,8 +20,8 @@ func TestPayloadFault(t *testing.T) {
 	for _, pl := range planes {
 		t.Run(pl.name, func(t *testing.T) {
 			e := newPlaneEnv(t, pl.raw, pl.opt)
-			e.set(t, Fault{Type: TypeLatency, Percent: 100, Latency: 20 * time.Millisecond},
-				Fault{Type: TypePayload, Percent: 100, Size: size})
+			e.set(t, Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 20 * time.Millisecond}},
+				Fault{Type: TypePayload, Percent: 100, Params: Payload{Size: size}})
 			start := time.Now()
 			status, body, h, err := e.get(context.Background(), "/", "")
 			var doc []map[string]any
@@ -43,7 +43,7 @@ func TestPayloadFault(t *testing.T) {
 			if m := metricsText(t, e); !strings.Contains(m, `faultproxy_faults_injected_total{type="payload"} 1`+"\n") {
 				t.Errorf("/metrics lacks one injected payload fault")
 			}
-			e.set(t, Fault{Type: TypePayload, Percent: 0, Size: size})
+			e.set(t, Fault{Type: TypePayload, Percent: 0, Params: Payload{Size: size}})
 			if status, body, _, err := e.get(context.Background(), "/", ""); err != nil || status != http.StatusOK || len(body) >= size/2 {
 				t.Errorf("GET with a payload fault of 0 %%: %d, %d bytes, %v; want the upstream's small answer", status, len(body), err)
 			}

@@ -224,7 +224,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Terminal < 0 {
 		p.record(r, d, e)
-		p.forward(w, r, ctx)
+		p.forward(p.shapeHTTP(set, d, w, r), r, ctx)
 		return
 	}
 	p.m.injected[d.TerminalType].Inc()

@@ -30,7 +30,7 @@ func TestPassThrough(t *testing.T) {
 func TestLatencyFault(t *testing.T) {
 	e := newEnv(t)
 	const delay = 80 * time.Millisecond
-	e.set(t, Fault{Type: TypeLatency, Percent: 100, Latency: delay, Jitter: 5 * time.Millisecond})
+	e.set(t, Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: delay, Jitter: 5 * time.Millisecond}})
 	start := time.Now()
 	status, body, _, err := e.get(context.Background(), "/", "")
 	elapsed := time.Since(start)
@@ -55,8 +55,7 @@ func TestErrorFault(t *testing.T) {
 		wantBody   string
 	}{
 		{Fault{Type: TypeError, Percent: 100}, 503, ""},
-		{Fault{Type: TypeError, Percent: 100, Status: 429, Body: "slow down",
-			Headers: map[string]string{"Retry-After": "2", "Content-Type": "text/x"}}, 429, "slow down"},
+		{Fault{Type: TypeError, Percent: 100, Params: Reply{Status: 429, Body: "slow down", Headers: map[string]string{"Retry-After": "2", "Content-Type": "text/x"}}}, 429, "slow down"},
 	}
 	for _, tt := range tests {
 		e := newEnv(t)
@@ -65,7 +64,7 @@ func TestErrorFault(t *testing.T) {
 		if err != nil || status != tt.wantStatus || body != tt.wantBody {
 			t.Errorf("fault %+v: got %d %q %v, want %d %q", tt.fault, status, body, err, tt.wantStatus, tt.wantBody)
 		}
-		for k, v := range tt.fault.Headers {
+		for k, v := range params[Reply](&tt.fault).Headers {
 			if h.Get(k) != v {
 				t.Errorf("fault %+v: header %s = %q, want %q", tt.fault, k, h.Get(k), v)
 			}
@@ -110,7 +109,7 @@ func TestHangFault(t *testing.T) {
 // the delay; the upstream is not called and no goroutine is left (goleak).
 func TestCancelledDelayReleases(t *testing.T) {
 	e := newEnv(t)
-	e.set(t, Fault{Type: TypeLatency, Percent: 100, Latency: 10 * time.Second})
+	e.set(t, Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 10 * time.Second}})
 	const n = 50
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
@@ -183,7 +182,7 @@ func TestPercentInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetFaults([]Fault{{Type: TypeError, Percent: 30}, {Type: TypeError, Percent: 100, Status: 204}}); err != nil {
+	if err := p.SetFaults([]Fault{{Type: TypeError, Percent: 30}, {Type: TypeError, Percent: 100, Params: Reply{Status: 204}}}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 10000
@@ -206,7 +205,7 @@ func TestPercentInProcess(t *testing.T) {
 // TestPercentHTTP is the smaller check over real sockets.
 func TestPercentHTTP(t *testing.T) {
 	e := newEnv(t)
-	e.set(t, Fault{Type: TypeError, Percent: 30, Status: 500})
+	e.set(t, Fault{Type: TypeError, Percent: 30, Params: Reply{Status: 500}})
 	const n = 1000
 	count := map[int]int{}
 	for i := 0; i < n; i++ {
@@ -228,7 +227,7 @@ func TestLedger(t *testing.T) {
 	var buf strings.Builder
 	l := NewLedger(&buf, 0)
 	e := newEnv(t, func(c *Config) { c.Ledger = l })
-	e.set(t, Fault{Type: TypeLatency, Percent: 100, Latency: 5 * time.Millisecond}, Fault{Type: TypeError, Percent: 100})
+	e.set(t, Fault{Type: TypeLatency, Percent: 100, Params: Delay{Latency: 5 * time.Millisecond}}, Fault{Type: TypeError, Percent: 100})
 	for i := 0; i < 3; i++ {
 		if _, _, _, err := e.get(context.Background(), "/", fmt.Sprintf("id-%d", i)); err != nil {
 			t.Fatal(err)

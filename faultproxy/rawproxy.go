@@ -48,7 +48,7 @@ func (p *Proxy) serveRawCapacity(c *rconn, set *faultSet, d Decision, e LedgerEn
 	if res != admitted {
 		w.end()
 		p.recordID(c.req.requestID, d, e)
-		return res == admitFull && c.writeFault(&overloaded) // else the connection is cut
+		return res == admitFull && c.writeReply(&overloaded) // else the connection is cut
 	}
 	defer set.capacity.release()
 	ok := true
@@ -91,7 +91,7 @@ func (w *clientWatch) end() {
 func (p *Proxy) actRaw(c *rconn, set *faultSet, d Decision, e LedgerEntry) bool {
 	if d.Terminal < 0 {
 		p.recordID(c.req.requestID, d, e)
-		return p.forwardRaw(c)
+		return p.forwardRaw(c, shaping{set, d})
 	}
 	p.m.injected[d.TerminalType].Inc()
 	e.Outcome = d.TerminalType
@@ -114,8 +114,8 @@ func (h *head) hasBody() bool { return h.chunked || h.contentLength > 0 }
 // request after an answer that did not read the request's body.
 func (h *head) keepAfter() bool { return !h.close && !h.hasBody() }
 
-// writeFault answers with the error fault f.
-func (c *rconn) writeFault(f *Fault) bool {
+// writeReply answers with an error fault's reply f.
+func (c *rconn) writeReply(f *Reply) bool {
 	bw := c.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(strconv.Itoa(f.Status))
@@ -248,8 +248,9 @@ func forwardableTarget(u *url.URL) bool {
 }
 
 // forwardRaw forwards the request read on c to the upstream and relays the
-// answer. It reports whether c may serve another request.
-func (p *Proxy) forwardRaw(c *rconn) bool {
+// answer, its body shaped by sh. It reports whether c may serve another
+// request.
+func (p *Proxy) forwardRaw(c *rconn, sh shaping) bool {
 	req := &c.req
 	target, err := p.outTarget(req.line[1])
 	if err != nil {
@@ -313,7 +314,7 @@ func (p *Proxy) forwardRaw(c *rconn) bool {
 		err = p.readAnswerHead(c, pc, sent)
 		if err == nil {
 			took := time.Since(sent)
-			ok := p.relayAnswer(c, pc, werr != nil)
+			ok := p.relayAnswer(c, pc, werr != nil, sh)
 			p.m.upstream.Observe(took.Seconds()) // after the answer went out
 			return ok
 		}
@@ -398,13 +399,15 @@ func writeAnswerHead(bw *bufio.Writer, h *head, dechunk, closing bool, upgrade [
 }
 
 // relayAnswer relays the answer whose head is in c.res and hands pc back.
-// spent: the request could not be written whole (an early answer).
+// spent: the request could not be written whole (an early answer). Its
+// body goes through the shaping faults of sh, if any fired: its head then
+// goes out first, and the request counts in flight until the body is out.
 //
 // The upstream call that readAnswerHead registered ends here: for an
 // answer that came whole with its head (the usual small one), once it went
 // out, so that the client has it first; for one still to come, before it
 // is relayed, as the client is no longer watched then.
-func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
+func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool, sh shaping) bool {
 	req, res := &c.req, &c.res
 	noBody := bodyless(req.line[0], res.status)
 	whole := res.status != http.StatusSwitchingProtocols &&
@@ -434,34 +437,54 @@ func (p *Proxy) relayAnswer(c *rconn, pc *h1Conn, spent bool) bool {
 	}
 	untilClose := !noBody && !res.chunked && res.contentLength < 0
 	closing := req.close || untilClose || dechunk || spent
-	c.answering()
+	dst := c.bw
+	if !noBody {
+		dst = p.bodyWriter(c, sh)
+	}
+	if dst == c.bw {
+		c.answering()
+	}
 	writeAnswerHead(c.bw, res, dechunk || noBody, closing, nil) // a HEAD answer keeps its length, not chunked
 	var err error
+	if dst != c.bw {
+		err = c.bw.Flush() // the head, before a shaped body
+	}
 	switch {
-	case noBody:
+	case err != nil, noBody:
 	case dechunk:
-		err = relayAll(c.bw, dechunked)
+		err = relayAll(dst, dechunked)
 	case res.chunked:
-		err = relayChunked(c.bw, pc.br)
+		err = relayChunked(dst, pc.br)
 	case res.contentLength >= 0:
-		err = relayN(c.bw, pc.br, res.contentLength)
+		err = relayN(dst, pc.br, res.contentLength)
 	default:
-		err = relayAll(c.bw, pc.br)
+		err = relayAll(dst, pc.br)
 	}
 	if err == nil {
-		err = c.bw.Flush()
+		err = flushAll(dst, c.bw)
 	} else if se := (*srcError)(nil); errors.As(err, &se) {
 		// The upstream's answer broke off: what came of it before goes
 		// to the client all the same (as ReverseProxy passes on what it
 		// read), and the connection is cut.
-		_ = c.bw.Flush()
+		_ = flushAll(dst, c.bw)
 	}
+	c.answering()
 	if whole {
 		c.s.slow.remove(c)
 	}
 	reusable := err == nil && !res.close && !res.badFraming && !untilClose && !dechunk && !spent && !c.gone.Load()
 	p.h1.put(pc, reusable)
 	return err == nil && !closing
+}
+
+// flushAll flushes dst and then, when it is another writer (a shaped
+// body's, which writes to it), c's own.
+func flushAll(dst, own *bufio.Writer) error {
+	err := dst.Flush()
+	if dst != own && err == nil {
+		err = own.Flush()
+	}
+	return err
 }
 
 // tunnel relays bytes both ways after 101 Switching Protocols.

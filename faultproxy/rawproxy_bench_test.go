@@ -69,15 +69,15 @@ func BenchmarkRawPassThrough(b *testing.B) { benchRaw(b, nil) }
 
 // BenchmarkRawRolled: three faults rolled per request, none firing.
 func BenchmarkRawRolled(b *testing.B) {
-	benchRaw(b, []Fault{{Type: TypeLatency, Percent: 0, Latency: 1}, {Type: TypeError, Percent: 0}, {Type: TypeAbort, Percent: 0}})
+	benchRaw(b, []Fault{{Type: TypeLatency, Percent: 0, Params: Delay{Latency: 1}}, {Type: TypeError, Percent: 0}, {Type: TypeAbort, Percent: 0}})
 }
 
 // BenchmarkRawError: an error fault firing on every request.
 func BenchmarkRawError(b *testing.B) {
-	benchRaw(b, []Fault{{Type: TypeError, Percent: 100, Status: 503, Body: "down"}})
+	benchRaw(b, []Fault{{Type: TypeError, Percent: 100, Params: Reply{Status: 503, Body: "down"}}})
 }
 
 // BenchmarkRawPayload: a payload fault of 64 bytes firing on every request.
 func BenchmarkRawPayload(b *testing.B) {
-	benchRaw(b, []Fault{{Type: TypePayload, Percent: 100, Size: 64}})
+	benchRaw(b, []Fault{{Type: TypePayload, Percent: 100, Params: Payload{Size: 64}}})
 }

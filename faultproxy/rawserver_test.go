@@ -291,7 +291,7 @@ func TestNetHTTPDataPlane(t *testing.T) {
 	if err != nil || status != 200 || body != "upstream /a?x=1" || h.Get("X-Upstream-Request-Id") != "id-7" {
 		t.Errorf("pass-through = %d %q %v", status, body, err)
 	}
-	e.set(t, Fault{Type: TypeError, Percent: 100, Status: 418})
+	e.set(t, Fault{Type: TypeError, Percent: 100, Params: Reply{Status: 418}})
 	if status, _, _, err := e.get(context.Background(), "/", ""); err != nil || status != 418 {
 		t.Errorf("error fault = %d %v, want 418", status, err)
 	}

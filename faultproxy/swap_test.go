@@ -30,11 +30,11 @@ func TestSwapUnderLoad(t *testing.T) {
 	const lat = 30 * time.Millisecond
 	phases := []swapPhase{
 		{"pass", nil, func(r swapResult) bool { return r.status == 200 && strings.HasPrefix(r.body, "upstream") }},
-		{"error A", []Fault{{Type: TypeError, Percent: 100, Status: 503, Body: "A"}}, func(r swapResult) bool { return r.status == 503 && r.body == "A" }},
-		{"latency", []Fault{{Type: TypeLatency, Percent: 100, Latency: lat}}, func(r swapResult) bool {
+		{"error A", []Fault{{Type: TypeError, Percent: 100, Params: Reply{Status: 503, Body: "A"}}}, func(r swapResult) bool { return r.status == 503 && r.body == "A" }},
+		{"latency", []Fault{{Type: TypeLatency, Percent: 100, Params: Delay{Latency: lat}}}, func(r swapResult) bool {
 			return r.status == 200 && strings.HasPrefix(r.body, "upstream") && r.end.Sub(r.start) >= lat
 		}},
-		{"error B", []Fault{{Type: TypeError, Percent: 100, Status: 500, Body: "B"}}, func(r swapResult) bool { return r.status == 500 && r.body == "B" }},
+		{"error B", []Fault{{Type: TypeError, Percent: 100, Params: Reply{Status: 500, Body: "B"}}}, func(r swapResult) bool { return r.status == 500 && r.body == "B" }},
 	}
 	type swap struct {
 		t0, t1 time.Time

@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -349,8 +349,10 @@ func (r *Run) limitJudged() func(time.Time) bool {
 }
 
 // callsMayOutliveT reports whether the run's fault can hold calls until the
-// service gives up on them: a hang, a capacity queue, a heavy-tailed delay
-// or one above outliveShare of T, or clients that give up mid-call.
+// service gives up on them, as its fault type says (faultproxy.Hold): a
+// hang, a capacity queue, a heavy-tailed delay or one above outliveShare of
+// T, an answer throttled for a time not known; or clients that give up
+// mid-call.
 func (r *Run) callsMayOutliveT() bool {
 	for _, w := range r.Windows {
 		if w.Phase == rundata.PhaseFault && w.Cancelled > 0 {
@@ -361,22 +363,13 @@ func (r *Run) callsMayOutliveT() bool {
 		if f.Action != rundata.FaultSet || len(f.Faults) == 0 {
 			continue
 		}
-		var fs []struct {
-			Type, Latency, Jitter, Distribution string
-		}
-		if json.Unmarshal(f.Faults, &fs) != nil {
+		hs, err := faultproxy.RecordedHolds(f.Faults, 0)
+		if err != nil {
 			return true
 		}
-		for _, x := range fs {
-			switch x.Type {
-			case "hang", "capacity":
+		for _, h := range hs {
+			if h.Kind == faultproxy.HoldNever || h.Most == faultproxy.Unbounded || float64(h.Most) > outliveShare*float64(r.Meta.Timeout) {
 				return true
-			case "latency":
-				d, _ := time.ParseDuration(x.Latency)
-				j, _ := time.ParseDuration(x.Jitter)
-				if (x.Distribution != "" && x.Distribution != "uniform") || float64(d+j) > outliveShare*float64(r.Meta.Timeout) {
-					return true
-				}
 			}
 		}
 	}

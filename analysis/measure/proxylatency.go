@@ -1,12 +1,12 @@
 package measure
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -37,35 +37,28 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 }
 
 // injected returns how the faults set on dep during the run change a call's
-// holding time w, capped at timeout: latency faults add their latency (in
-// their share of calls), errors and aborts end calls at once, hangs hold
-// until the timeout.
+// holding time w, capped at timeout, as their fault types say
+// (faultproxy.Hold): a delay adds its mean (in its share of calls), errors,
+// aborts and the proxy's own answers end calls at once, hangs hold until
+// the timeout.
 func (r *Run) injected(dep string, w float64, timeout float64) float64 {
 	for _, f := range r.Meta.Faults {
 		if f.Action != "set" || f.Dependency != dep || len(f.Faults) == 0 {
 			continue
 		}
-		var fs []struct {
-			Type    string  `json:"type"`
-			Percent float64 `json:"percent"`
-			Latency string  `json:"latency"`
-		}
-		if json.Unmarshal(f.Faults, &fs) != nil {
+		hs, err := faultproxy.RecordedHolds(f.Faults, 0)
+		if err != nil {
 			return math.NaN()
 		}
 		out := w
-		for _, x := range fs {
-			p := x.Percent / 100
-			switch x.Type {
-			case "latency":
-				d, err := time.ParseDuration(x.Latency)
-				if err != nil {
-					return math.NaN()
-				}
-				out += p * d.Seconds()
-			case "error", "abort":
+		for _, h := range hs {
+			p := h.Percent / 100
+			switch h.Kind {
+			case faultproxy.HoldAdds:
+				out += p * h.Mean.Seconds()
+			case faultproxy.HoldFails, faultproxy.HoldEnds:
 				out -= p * w
-			case "hang":
+			case faultproxy.HoldNever:
 				out += p * (timeout - w)
 			}
 		}

@@ -45,14 +45,14 @@ func newProxyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "proxy --upstream URL | --protocol tcp|postgres --upstream HOST:PORT",
 		Short: "Run the fault-injection proxy",
-		Long: `proxy forwards HTTP requests to --upstream and injects faults (latency,
-error, abort, hang, capacity, payload) per request with a seeded probability. Faults
-are read and changed at run time through a JSON API on the --control
-listener: GET/PUT/DELETE /faults, /healthz and Prometheus /metrics. A
-capacity fault serves at most "capacity" of the requests it affects at once
-and queues the rest in arrival order (at most "queue"; beyond, 503 with
-X-Dep-Overloaded). A payload fault answers 200 with a JSON document of
-"size" bytes instead of calling the upstream.
+		Long: `proxy forwards HTTP requests to --upstream and injects faults (` + strings.Join(faultproxy.Types(), ", ") + `)
+per request with a seeded probability. Faults are read and changed at run
+time through a JSON API on the --control listener: GET/PUT/DELETE /faults,
+/healthz and Prometheus /metrics. A capacity fault serves at most
+"capacity" of the requests it affects at once and queues the rest in
+arrival order (at most "queue"; beyond, 503 with X-Dep-Overloaded). A
+payload fault answers 200 with a JSON document of "size" bytes instead of
+calling the upstream.
 
 With --protocol tcp (or a tcp:// upstream) it relays TCP connections of any
 protocol (a database, a cache, a broker) and injects faults per connection

@@ -120,7 +120,7 @@ func TestProxyCmdLive(t *testing.T) {
 		want   int
 	}{
 		{nil, 200},
-		{[]faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: 20 * time.Millisecond}}, 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: 20 * time.Millisecond}}}, 200},
 		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100}}, 503},
 		{nil, 200},
 	}

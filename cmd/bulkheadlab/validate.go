@@ -85,6 +85,11 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 		ids[i] = r.ID
 	}
 	fmt.Fprintf(w, "  order: %s\n", strings.Join(ids, ", "))
+	for i := range s.Conditions {
+		if c := &s.Conditions[i]; len(c.Faults) > 0 {
+			fmt.Fprintf(w, "  %s: %s: %s\n", c.Name, c.Dependency, c.DescribeFaults())
+		}
+	}
 	for _, warning := range s.Warnings() {
 		fmt.Fprintf(out, "  warning: %s\n", warning)
 	}

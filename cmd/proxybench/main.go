@@ -636,7 +636,7 @@ type delayStats struct {
 func (b *bench) delayPhase(ctx context.Context) (err error) {
 	b.ran["delay"] = true
 	o := b.o
-	if err := b.ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Latency: o.delay}}); err != nil {
+	if err := b.ctl.Set(ctx, []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: o.delay}}}); err != nil {
 		return err
 	}
 	if err := b.tx.addLatency(toxiProxyName, "delay", o.delay); err != nil {

@@ -251,7 +251,7 @@ func TestFaultSwitcherAbort(t *testing.T) {
 	a, b := newFakeControl(false), newFakeControl(false)
 	defer a.Close()
 	defer b.Close()
-	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Status: 503}}
+	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Params: faultproxy.Reply{Status: 503}}}
 	sw := &faultSwitcher{
 		faults:   []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}, {Component: "proxy-B", Dependency: "B", Faults: fault}},
 		probe:    []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
@@ -309,7 +309,7 @@ func TestFaultSwitcherReplicas(t *testing.T) {
 	defer r0.Close()
 	defer r1.Close()
 	defer r2.Close()
-	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Status: 503}}
+	fault := []faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Params: faultproxy.Reply{Status: 503}}}
 	sw := &faultSwitcher{
 		faults:   []plan.Faults{{Component: "proxy-A", Dependency: "A", Faults: fault}},
 		replicas: map[string][]Control{"proxy-A": {{Name: "pod-0", URL: r0.URL}, {Name: "pod-1", URL: r1.URL}}},

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
@@ -72,7 +73,7 @@ func TestLeakHuntPlan(t *testing.T) {
 				t.Errorf("%s: probe burst %+v, want %d requests inside a probe phase", r.ID, b, size)
 			}
 		}
-		if len(r.ProbeFaults) != 2 || r.ProbeFaults[0].Faults[0].Latency != T/4 {
+		if len(r.ProbeFaults) != 2 || r.ProbeFaults[0].Faults[0].Params.(faultproxy.Delay).Latency != T/4 {
 			t.Errorf("%s: probe faults %+v, want 0.25T on both proxies", r.ID, r.ProbeFaults)
 		}
 		var fault loadgen.Phase

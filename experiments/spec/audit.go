@@ -90,13 +90,13 @@ func (s *Spec) addAuditColumn(dep, fault, name string, slowT float64) {
 	c := Condition{Name: name, Dependency: dep}
 	switch fault {
 	case rundata.AuditFailing:
-		c.Faults = []Fault{{Type: "error", Percent: 100, Status: DefaultFailStatus, Body: "injected failure"}}
+		c.Faults = []Fault{{Type: "error", Percent: 100, Params: Params{"status": DefaultFailStatus, "body": "injected failure"}}}
 		c.Description = dep + " fails at once with 503"
 	default:
 		// The built-in slow condition's jitter, in units of T at the
 		// default T, capped so that the delay stays below T.
 		jit := min(float64(DefaultSlowJitter)/float64(250*time.Millisecond), (1-slowT)/2)
-		c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: RelT(slowT), Jitter: RelT(max(0, jit)), Distribution: "uniform"}}
+		c.Faults = []Fault{{Type: "latency", Percent: 100, Params: Params{"latency": RelT(slowT), "jitter": RelT(max(0, jit)), "distribution": "uniform"}}}
 		c.Description = fmt.Sprintf("%s slow: every call held %gT", dep, slowT)
 	}
 	s.Conditions = append(s.Conditions, c)

@@ -42,7 +42,7 @@ func TestAuditGeneratesTheMatrix(t *testing.T) {
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("conditions %s, want %s", got, want)
 	}
-	if f := s.Conditions[1].Faults[0]; f.Type != "latency" || f.Latency.D != 225*time.Millisecond {
+	if f := s.Conditions[1].Faults[0]; f.Type != "latency" || f.duration("latency").D != 225*time.Millisecond {
 		t.Errorf("slow-pay's fault %+v, want a latency of 0.9T = 225ms", f)
 	}
 	if len(s.Audit.Columns) != 6 || s.Audit.Columns[3] != (rundata.AuditColumn{Condition: "failing-inv", Dependency: "INV", Fault: "failing"}) {
@@ -88,7 +88,7 @@ func TestAuditLadder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Conditions) != 7 || s.Conditions[2].Name != "slow-0.5t-pay" || s.Conditions[2].Faults[0].Latency.D != 125*time.Millisecond {
+	if len(s.Conditions) != 7 || s.Conditions[2].Name != "slow-0.5t-pay" || s.Conditions[2].Faults[0].duration("latency").D != 125*time.Millisecond {
 		t.Errorf("conditions %+v", s.Conditions)
 	}
 }

@@ -60,10 +60,9 @@ func TestCapacityReachesStubAndProxy(t *testing.T) {
 	if r.Condition != "b-saturated" || len(r.Faults) != 1 || r.Faults[0].Component != "proxy-B" {
 		t.Fatalf("run %s: faults %+v, want the capacity fault on proxy-B", r.ID, r.Faults)
 	}
-	want := faultproxy.Fault{Type: faultproxy.TypeCapacity, Percent: 50, Capacity: 2, Queue: 3,
-		Latency: 25 * time.Millisecond, Jitter: 2 * time.Millisecond}
-	if got := r.Faults[0].Faults; len(got) != 1 || got[0].Type != want.Type || got[0].Percent != want.Percent ||
-		got[0].Capacity != want.Capacity || got[0].Queue != want.Queue || got[0].Latency != want.Latency || got[0].Jitter != want.Jitter {
+	want := faultproxy.Fault{Type: faultproxy.TypeCapacity, Percent: 50, Params: faultproxy.Capacity{Capacity: 2, Queue: 3,
+		Latency: 25 * time.Millisecond, Jitter: 2 * time.Millisecond}}
+	if got := r.Faults[0].Faults; len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("proxy-B faults %+v, want %+v", got, want)
 	}
 	if err := faultproxy.ValidateFaults(r.Faults[0].Faults); err != nil {
@@ -131,7 +130,7 @@ func TestCapacityFaultDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(s.Conditions, func(c Condition) bool { return c.Name == "x" })
-	if f := s.Conditions[i].Faults[0]; f.Percent != 100 || f.Capacity != 3 || f.Queue != 0 {
+	if f := s.Conditions[i].Faults[0]; f.Percent != 100 || f.Params["capacity"] != 3 || f.Params["queue"] != nil {
 		t.Errorf("fault %+v, want percent 100, capacity 3, queue 0 (the proxy's default)", f)
 	}
 }

@@ -21,8 +21,8 @@ func (s *Spec) validateCPU(p *problems) {
 		}
 		for i, c := range s.Conditions {
 			for j, f := range c.Faults {
-				if f.Type == faultproxy.TypePayload && f.Size > bodyCap {
-					p.add(fmt.Sprintf("conditions[%d].faults[%d].size", i, j), "%s is more than the service reads of a body (%s): every affected call would fail (502) instead of being decoded", f.Size, bodyCap)
+				if size, _ := f.Params["size"].(ByteSize); f.Type == faultproxy.TypePayload && size > bodyCap {
+					p.add(fmt.Sprintf("conditions[%d].faults[%d].size", i, j), "%s is more than the service reads of a body (%s): every affected call would fail (502) instead of being decoded", size, bodyCap)
 				}
 			}
 		}

@@ -57,7 +57,7 @@ func TestPayloadReachesStubProxyAndService(t *testing.T) {
 	}
 	i := slices.IndexFunc(p.Runs, func(r plan.Run) bool { return r.Condition == "payload" })
 	faults := p.Runs[i].Faults
-	want := faultproxy.Fault{Type: faultproxy.TypePayload, Percent: 50, Size: 256 << 10}
+	want := faultproxy.Fault{Type: faultproxy.TypePayload, Percent: 50, Params: faultproxy.Payload{Size: 256 << 10}}
 	if len(faults) != 1 || faults[0].Component != "proxy-A" || len(faults[0].Faults) != 2 || !reflect.DeepEqual(faults[0].Faults[1], want) {
 		t.Fatalf("payload run's faults %+v, want %+v second on proxy-A", faults, want)
 	}

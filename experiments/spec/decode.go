@@ -19,6 +19,12 @@ import (
 // single scalar (Duration, Condition, Mode).
 type scalarSetter interface{ setScalar(string) error }
 
+// nodeDecoder is implemented by spec types that decode their node
+// themselves (Fault, whose keys are its type's parameters).
+type nodeDecoder interface {
+	decodeNode(d *decoder, n *yaml.Node, path string)
+}
+
 // maxDecodeSteps bounds the nodes decoded from one document (aliases
 // counted each time they are expanded), so that alias expansion cannot
 // blow up. The presets take under 100.
@@ -98,6 +104,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
 		d.decode(n, v.Elem(), path)
+		return
+	}
+	if nd, ok := v.Addr().Interface().(nodeDecoder); ok {
+		nd.decodeNode(d, n, path)
 		return
 	}
 	if s, ok := v.Addr().Interface().(scalarSetter); ok && n.Kind == yaml.ScalarNode {

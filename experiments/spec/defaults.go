@@ -231,9 +231,7 @@ func (s *Spec) resolveDurations() {
 	s.resolveAftermath(t)
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {
-			f := &s.Conditions[i].Faults[j]
-			abs(&f.Latency)
-			abs(&f.Jitter)
+			s.Conditions[i].Faults[j].resolveDurations(abs)
 		}
 	}
 }
@@ -257,19 +255,14 @@ func (s *Spec) expandConditions() {
 			if !s.set(fmt.Sprintf("conditions[%d].faults[%d].percent", i, j)) {
 				f.Percent = 100
 			}
-			if f.Type == "latency" && f.Distribution == "" {
-				f.Distribution = "uniform"
-			}
-			if f.Type == "error" && !s.set(fmt.Sprintf("conditions[%d].faults[%d].status", i, j)) {
-				f.Status = DefaultFailStatus
-			}
+			f.fillDefaults(func(param string) bool { return s.set(fmt.Sprintf("conditions[%d].faults[%d].%s", i, j, param)) })
 		}
 	}
 }
 
 func (s *Spec) builtin(c *Condition, t time.Duration) {
 	lat := time.Duration(DefaultSlowFactor * float64(t))
-	slow := []Fault{{Type: "latency", Percent: 100, Latency: Abs(lat), Jitter: Abs(min(DefaultSlowJitter, (t-lat)/2)), Distribution: "uniform"}}
+	slow := []Fault{{Type: "latency", Percent: 100, Params: Params{"latency": Abs(lat), "jitter": Abs(min(DefaultSlowJitter, (t-lat)/2)), "distribution": "uniform"}}}
 	switch c.Name {
 	case CondSlow:
 		c.Faults = slow
@@ -290,7 +283,7 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 				c.Dependency, s.Expectations.Culprit, float64(DefaultBurstEveryT))
 		}
 	case CondFailing:
-		c.Faults = []Fault{{Type: "error", Percent: 100, Status: DefaultFailStatus, Body: "injected failure"}}
+		c.Faults = []Fault{{Type: "error", Percent: 100, Params: Params{"status": DefaultFailStatus, "body": "injected failure"}}}
 		if c.Description == "" {
 			c.Description = c.Dependency + " fails at once with 503"
 		}
@@ -302,7 +295,7 @@ func (s *Spec) builtin(c *Condition, t time.Duration) {
 		rate, extra := s.Busy()
 		c.Rates = Rates{culprit: rate}
 		if extra > 0 {
-			c.Faults = []Fault{{Type: "latency", Percent: 100, Latency: Abs(extra), Distribution: "uniform"}}
+			c.Faults = []Fault{{Type: "latency", Percent: 100, Params: Params{"latency": Abs(extra), "distribution": "uniform"}}}
 		}
 		if c.Description == "" {
 			c.Description = fmt.Sprintf("%s healthy but busier: /%s's demand exceeds its bulkhead (P/%d), not the shared pool",

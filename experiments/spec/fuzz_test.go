@@ -2,9 +2,12 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
 // FuzzParse checks that no input makes Parse panic, hang or answer with
@@ -27,6 +30,16 @@ func FuzzParse(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(stripComments(b))
+	}
+	// A condition of every fault type, written as its registration's
+	// example: the parameters a spec may give.
+	for _, typ := range faultproxy.Types() {
+		ex, _ := faultproxy.Example(typ)
+		b, err := json.Marshal(ex)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte("name: t\nconditions:\n  - {name: x, faults: [" + string(b) + "]}\n"))
 	}
 	for _, s := range []string{
 		minimal,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -38,9 +39,10 @@ func PoolSize(rate float64, latency time.Duration, headroom float64) (demand flo
 }
 
 // HoldingTime is the expected time a call to dependency dep holds a permit
-// under condition c (nil: no fault): the dependency's latency, plus each
-// latency fault's delay for its share of calls, ~0 for errors and aborts, T
-// for hangs; capped at T, where the service gives up.
+// under condition c (nil: no fault): the dependency's latency, changed by
+// each fault for its share of calls as its type says (faultproxy.Hold: a
+// delay adds its mean, errors and aborts end the call at once, a hang
+// holds it until T); capped at T, where the service gives up.
 func (s *Spec) HoldingTime(dep string, c *Condition) time.Duration {
 	return s.holdingTime(dep, c, "")
 }
@@ -61,12 +63,12 @@ func (s *Spec) holdingTime(dep string, c *Condition, ep string) time.Duration {
 		}
 		p := min(f.Percent/100, 1-share)
 		share += p
-		switch f.Type {
-		case "latency", "capacity":
-			// A capacity fault's latency is its service time; the time a
-			// call queues for a slot has no closed form here and is left out.
-			w += p * float64(min(base+f.Latency.D, t))
-		case "hang":
+		switch h := s.hold(f, dep); h.Kind {
+		case faultproxy.HoldAdds:
+			// A capacity fault's is its service time; the time a call
+			// queues for a slot has no closed form here and is left out.
+			w += p * float64(min(base+h.Mean, t))
+		case faultproxy.HoldNever:
 			w += p * float64(t)
 		}
 	}
@@ -246,8 +248,8 @@ func (s *Spec) BreakerOpening(c *Condition, m *Mode) map[string]time.Duration {
 
 // everyCallFails returns service.OutcomeError when every call to dep fails
 // at once under c (errors, aborts), service.OutcomeTimeout when every call
-// reaches callTimeout (a delay at least that long, or a hang), and "" when
-// some calls may succeed.
+// reaches callTimeout (a bounded delay at least that long, or a hang), and
+// "" when some calls may succeed.
 func (s *Spec) everyCallFails(c *Condition, dep string, callTimeout time.Duration) string {
 	if c.Dependency != dep || len(c.Faults) == 0 {
 		return ""
@@ -257,10 +259,10 @@ func (s *Spec) everyCallFails(c *Condition, dep string, callTimeout time.Duratio
 	var share float64
 	for _, f := range c.Faults {
 		k := ""
-		switch {
-		case f.Type == "error" || f.Type == "abort":
+		switch h := s.hold(f, dep); {
+		case h.Kind == faultproxy.HoldFails:
 			k = service.OutcomeError
-		case f.Type == "hang", f.Type == "latency" && (f.Distribution == "" || f.Distribution == "uniform") && base+f.Latency.D-f.Jitter.D >= callTimeout:
+		case h.Kind == faultproxy.HoldNever, h.Kind == faultproxy.HoldAdds && h.Most != faultproxy.Unbounded && base+h.Least >= callTimeout:
 			k = service.OutcomeTimeout
 		default:
 			return ""

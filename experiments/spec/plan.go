@@ -427,14 +427,6 @@ func (s *Spec) phases() []loadgen.Phase {
 	return out
 }
 
-// proxyFault is f as the fault proxy's control API takes it. Durations must
-// be resolved.
-func (f Fault) proxyFault() faultproxy.Fault {
-	return faultproxy.Fault{Type: f.Type, Percent: f.Percent, Latency: f.Latency.D, Jitter: f.Jitter.D,
-		Distribution: f.Distribution, Max: f.Max.D, Status: f.Status, Body: f.Body, Headers: f.Headers,
-		Capacity: f.Capacity, Queue: f.Queue, Size: int(f.Size)}
-}
-
 // RemoteTargets lists the hosts of an external spec that are not loopback;
 // the runner refuses them unless the user allows remote targets.
 func (s *Spec) RemoteTargets() []string {

@@ -204,11 +204,11 @@ func TestBreakerOpeningClosedForm(t *testing.T) {
 		t.Errorf("a breaker over the last 20 calls has no closed form, got %v", got)
 	}
 	br.Of = 0
-	slow := Condition{Name: "slow", Dependency: "A", Faults: []Fault{{Type: "latency", Percent: 100, Latency: Abs(100 * time.Millisecond)}}}
+	slow := Condition{Name: "slow", Dependency: "A", Faults: []Fault{{Type: "latency", Percent: 100, Params: Params{"latency": Abs(100 * time.Millisecond)}}}}
 	if got, ok := s.BreakerOpening(&slow, &m)["A"]; ok {
 		t.Errorf("a delay below the timeout lets calls succeed: no closed form, got %v", got)
 	}
-	failing := Condition{Name: "failing", Dependency: "A", Faults: []Fault{{Type: "error", Percent: 100, Status: 500}}}
+	failing := Condition{Name: "failing", Dependency: "A", Faults: []Fault{{Type: "error", Percent: 100, Params: Params{"status": 500}}}}
 	br.On = nil
 	if got := s.BreakerOpening(&failing, &m)["A"]; !near(got, 50*time.Millisecond) {
 		t.Errorf("every call an error: %v, want 10/200/s = 50ms", got)

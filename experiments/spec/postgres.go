@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
@@ -110,8 +111,9 @@ func (s *Spec) postgresUpstream(d string) string {
 }
 
 // validatePostgresConditions reports the faults of conditions on
-// PostgreSQL dependencies that its plane has no counterpart for, and
-// match and code where they mean nothing.
+// PostgreSQL dependencies that its plane has no counterpart for (a type
+// without one, faultproxy.Planes, or a parameter its counterpart cannot
+// take), and match and code where they mean nothing.
 func (s *Spec) validatePostgresConditions(p *problems) {
 	for i, c := range s.Conditions {
 		pg := s.pgDependency(c.Dependency)
@@ -126,18 +128,29 @@ func (s *Spec) validatePostgresConditions(p *problems) {
 				}
 				continue
 			}
+			if _, err := regexp.Compile(f.Match); err != nil {
+				p.add(path+".match", "%v", err)
+			}
+			planes := faultproxy.Planes(f.Type)
+			if !slices.Contains(planes, faultproxy.PlanePostgres) {
+				if planes != nil {
+					p.add(path+".type", "dependency %s is a PostgreSQL server: a condition on it may have faults of the types with a PostgreSQL counterpart (%s), not %s",
+						c.Dependency, strings.Join(faultproxy.TypesOn(faultproxy.PlanePostgres), ", "), f.Type)
+				}
+				continue
+			}
+			pf, err := f.toProxy()
+			if err != nil || pf.Validate() != nil {
+				continue // validateFault reports it
+			}
+			w, err := pf.OnPlane(faultproxy.PlanePostgres)
 			switch {
-			case f.Type == faultproxy.TypeCapacity || f.Type == faultproxy.TypePayload:
-				p.add(path+".type", "dependency %s is a PostgreSQL server: a condition on it may have latency, error or abort (→ an ErrorResponse) and hang faults, not %s", c.Dependency, f.Type)
-			case f.Type == faultproxy.TypeLatency && f.Distribution != "" && f.Distribution != "uniform":
-				p.add(path+".distribution", "dependency %s is a PostgreSQL server, whose latency fault is uniform; got %q", c.Dependency, f.Distribution)
-			case f.Code != "" && f.Type != faultproxy.TypeError && f.Type != faultproxy.TypeAbort:
+			case err != nil:
+				addPlaneErr(p, path, err, "dependency %s is a PostgreSQL server", c.Dependency)
+			case f.Code != "" && w["type"] != pgproxy.TypeError:
 				p.add(path+".code", "an SQLSTATE answers an error fault; this one is %s", f.Type)
 			case f.Code != "" && !sqlstateRE.MatchString(f.Code):
 				p.add(path+".code", "want an SQLSTATE, five digits or capital letters (57014, 53300), got %q", f.Code)
-			}
-			if _, err := regexp.Compile(f.Match); err != nil {
-				p.add(path+".match", "%v", err)
 			}
 		}
 	}
@@ -146,30 +159,26 @@ func (s *Spec) validatePostgresConditions(p *problems) {
 // sqlstateRE is an SQLSTATE: five digits or capital letters.
 var sqlstateRE = regexp.MustCompile(`^[0-9A-Z]{5}$`)
 
-// pgFault maps a condition's fault onto the PostgreSQL plane: latency is
-// a query's answer held, error and abort an ErrorResponse with the fault's
-// SQLSTATE (default: the server's own for a cancelled statement), hang a
-// query never answered. Validated specs have no other types.
-func pgFault(f faultproxy.Fault, match, code string) pgproxy.Fault {
-	g := pgproxy.Fault{Percent: f.Percent, Match: match}
-	switch f.Type {
-	case faultproxy.TypeLatency:
-		g.Type, g.Latency, g.Jitter = pgproxy.TypeLatency, f.Latency, f.Jitter
-	case faultproxy.TypeError, faultproxy.TypeAbort:
-		g.Type, g.Code = pgproxy.TypeError, code
-		if g.Code == "" {
-			g.Code = pgproxy.DefaultCode
-		}
-		g.Message = fmt.Sprintf("injected by the fault proxy (%s)", f.Type)
-	case faultproxy.TypeHang:
-		g.Type = pgproxy.TypeHang
+// pgFault maps a condition's fault onto the PostgreSQL plane: its type's
+// counterpart there (faultproxy.Fault.OnPlane: latency is a query's answer
+// held, error and abort an ErrorResponse, hang a query never answered),
+// with the condition's match and, for an ErrorResponse, its SQLSTATE code
+// (default: the server's own for a cancelled statement), validated by the
+// PostgreSQL plane.
+func pgFault(f faultproxy.Fault, match, code string) (pgproxy.Fault, error) {
+	extra := map[string]any{"match": match}
+	if code != "" {
+		extra["code"] = code
 	}
-	return g
+	var g pgproxy.Fault
+	err := onPlane(f, faultproxy.PlanePostgres, extra, &g)
+	return g, err
 }
 
 // withPostgres fills in fs.Postgres when its dependency is a PostgreSQL
 // server; src, when not nil, are the spec's faults fs.Faults came from
-// (their match and code).
+// (their match and code). Validated specs map every fault
+// (validatePostgresConditions).
 func (s *Spec) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
 	if !s.pgDependency(fs.Dependency) {
 		return fs
@@ -180,7 +189,7 @@ func (s *Spec) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
 		if i < len(src) {
 			match, code = src[i].Match, src[i].Code
 		}
-		fs.Postgres[i] = pgFault(f, match, code)
+		fs.Postgres[i], _ = pgFault(f, match, code)
 	}
 	return fs
 }

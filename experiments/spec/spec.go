@@ -248,34 +248,6 @@ type Condition struct {
 	Bursts *BurstSpec `yaml:"bursts,omitempty"`
 }
 
-// Fault is one fault of the proxy as a spec writes it; the proxy takes it
-// as a faultproxy.Fault (proxyFault, once its durations are resolved).
-type Fault struct {
-	// Type is latency, error, abort, hang, capacity or payload.
-	Type string `yaml:"type"`
-	// Percent of requests affected, in (0, 100]; 0 in a spec means 100.
-	Percent      float64  `yaml:"percent"`
-	Latency      Duration `yaml:"latency,omitempty"`
-	Jitter       Duration `yaml:"jitter,omitempty"`
-	Distribution string   `yaml:"distribution,omitempty"`
-	// Max caps a heavy-tailed (pareto, lognormal) delay.
-	Max     Duration          `yaml:"max,omitempty"`
-	Status  int               `yaml:"status,omitempty"`
-	Body    string            `yaml:"body,omitempty"`
-	Headers map[string]string `yaml:"headers,omitempty"`
-	// Capacity and Queue are a capacity fault's slots and waiting room
-	// (queue 0: up to faultproxy.MaxQueue).
-	Capacity int `yaml:"capacity,omitempty"`
-	Queue    int `yaml:"queue,omitempty"`
-	// Size is a payload fault's JSON document, in bytes ("256KiB").
-	Size ByteSize `yaml:"size,omitempty"`
-	// Match, on a PostgreSQL dependency, is a regular expression the
-	// statement's text must match for the fault to act on a query (empty:
-	// every query); Code an error fault's SQLSTATE (postgres.go).
-	Match string `yaml:"match,omitempty"`
-	Code  string `yaml:"code,omitempty"`
-}
-
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
 // mapping {name: bulkhead, pool_sizes: {a: 2, b: 8}, queues: {a: 2, b: 8}},
 // or a named policy layout {name: shared-breaker, pools: shared,

@@ -103,11 +103,11 @@ func TestParseDefaults(t *testing.T) {
 		{"client timeout", s.Load.ClientTimeout.D, time.Second},
 		{"phases", []time.Duration{s.Phases.Warmup.D, s.Phases.Baseline.D, s.Phases.Fault.D, s.Phases.Recovery.D}, []time.Duration{time.Second, 2500 * time.Millisecond, 2500 * time.Millisecond, 2 * time.Second}},
 		{"conditions", len(s.Conditions), 4},
-		{"slow latency", s.Conditions[1].Faults[0].Latency.D, 225 * time.Millisecond},
-		{"slow jitter", s.Conditions[1].Faults[0].Jitter.D, 10 * time.Millisecond},
-		{"failing status", s.Conditions[2].Faults[0].Status, 503},
+		{"slow latency", s.Conditions[1].Faults[0].duration("latency").D, 225 * time.Millisecond},
+		{"slow jitter", s.Conditions[1].Faults[0].duration("jitter").D, 10 * time.Millisecond},
+		{"failing status", s.Conditions[2].Faults[0].Params["status"], 503},
 		{"busy rate", s.Conditions[3].Rates["a"], 400.0},
-		{"busy extra latency ms", float64(s.Conditions[3].Faults[0].Latency.D) / 1e6, 21.0},
+		{"busy extra latency ms", float64(s.Conditions[3].Faults[0].duration("latency").D) / 1e6, 21.0},
 		{"modes", []string{s.Modes[0].Name, s.Modes[1].Name}, []string{"shared", "bulkhead"}},
 		{"expectations", s.Expectations.Check, []string{"P1", "P2", "RECOVERY", "NO-LEAK", "LIMIT-HOLDS"}},
 	}
@@ -128,7 +128,7 @@ func TestRelativeDurations(t *testing.T) {
 		t.Errorf("fault phase 20T with T=1s = %s", got)
 	}
 	f := s.Conditions[0].Faults[0]
-	if f.Latency.D != 500*time.Millisecond || f.Jitter.D != 10*time.Millisecond || f.Percent != 100 || f.Distribution != "uniform" {
+	if f.duration("latency").D != 500*time.Millisecond || f.duration("jitter").D != 10*time.Millisecond || f.Percent != 100 || f.Params["distribution"] != "uniform" {
 		t.Errorf("fault = %+v", f)
 	}
 }

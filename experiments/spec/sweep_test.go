@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
 const sweepSpec = `name: sw
@@ -120,7 +121,7 @@ func TestSweepGlobalFieldAndGrid(t *testing.T) {
 			continue
 		}
 		found = true
-		if r.Load.Endpoints[0].Rate != 300 || serviceLimit(t, r) != 8 || r.Faults[0].Faults[0].Latency != 125*time.Millisecond {
+		if r.Load.Endpoints[0].Rate != 300 || serviceLimit(t, r) != 8 || r.Faults[0].Faults[0].Params.(faultproxy.Delay).Latency != 125*time.Millisecond {
 			t.Errorf("%s: rate %v limit %d fault %+v", r.ID, r.Load.Endpoints[0].Rate, serviceLimit(t, r), r.Faults[0].Faults[0])
 		}
 		if len(r.Meta.Sweep.Values) != 3 || r.Meta.Sweep.Condition != "slow" {

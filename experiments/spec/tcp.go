@@ -1,8 +1,12 @@
 package spec
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
@@ -79,7 +83,8 @@ func (s *Spec) checkUpstream(p *problems, d string) {
 }
 
 // validateTCPConditions reports the faults of conditions on TCP
-// dependencies that the TCP plane has no counterpart for.
+// dependencies that the TCP plane has no counterpart for: a type without
+// one (faultproxy.Planes), or a parameter its counterpart cannot take.
 func (s *Spec) validateTCPConditions(p *problems) {
 	for i, c := range s.Conditions {
 		if !s.tcpDependency(c.Dependency) {
@@ -87,42 +92,72 @@ func (s *Spec) validateTCPConditions(p *problems) {
 		}
 		for j, f := range c.Faults {
 			path := fmt.Sprintf("conditions[%d].faults[%d]", i, j)
-			switch {
-			case f.Type == faultproxy.TypeLatency && f.Distribution != "" && f.Distribution != "uniform":
-				p.add(path+".distribution", "dependency %s is reached over TCP, whose latency fault is uniform; got %q", c.Dependency, f.Distribution)
-			case f.Type == faultproxy.TypeCapacity || f.Type == faultproxy.TypePayload:
-				p.add(path+".type", "dependency %s is reached over TCP (%s): a condition on it may have latency (→ latency), error or abort (→ reset) and hang (→ timeout) faults, not %s",
-					c.Dependency, s.External.Upstreams[c.Dependency], f.Type)
+			if !slices.Contains(faultproxy.Planes(f.Type), faultproxy.PlaneTCP) {
+				if faultproxy.Planes(f.Type) != nil {
+					p.add(path+".type", "dependency %s is reached over TCP (%s): a condition on it may have faults of the types with a TCP counterpart (%s), not %s",
+						c.Dependency, s.External.Upstreams[c.Dependency], strings.Join(faultproxy.TypesOn(faultproxy.PlaneTCP), ", "), f.Type)
+				}
+				continue
+			}
+			pf, err := f.toProxy()
+			if err != nil || pf.Validate() != nil {
+				continue // validateFault reports it
+			}
+			if _, err := tcpFault(pf); err != nil {
+				addPlaneErr(p, path, err, "dependency %s is reached over TCP", c.Dependency)
 			}
 		}
 	}
 }
 
-// tcpFault maps a condition's fault onto the TCP plane: latency is latency
-// on the answers (downstream), error and abort are a reset as soon as a
-// request arrives, hang is a timeout that never closes (the caller's own
-// deadline ends the wait). Validated specs have no other types.
-func tcpFault(f faultproxy.Fault) tcpproxy.Fault {
-	t := tcpproxy.Fault{Percent: f.Percent}
-	switch f.Type {
-	case faultproxy.TypeLatency:
-		t.Type, t.Stream, t.Latency, t.Jitter = tcpproxy.TypeLatency, tcpproxy.StreamDownstream, f.Latency, f.Jitter
-	case faultproxy.TypeError, faultproxy.TypeAbort:
-		t.Type, t.Stream = tcpproxy.TypeReset, tcpproxy.StreamUpstream
-	case faultproxy.TypeHang:
-		t.Type, t.Stream = tcpproxy.TypeTimeout, tcpproxy.StreamBoth
+// tcpFault maps a condition's fault onto the TCP plane: its type's
+// counterpart there (faultproxy.Fault.OnPlane: latency is latency on the
+// answers, error and abort a reset as soon as a request arrives, hang a
+// timeout that never closes...), validated by the TCP plane.
+func tcpFault(f faultproxy.Fault) (tcpproxy.Fault, error) {
+	var t tcpproxy.Fault
+	err := onPlane(f, faultproxy.PlaneTCP, nil, &t)
+	return t, err
+}
+
+// onPlane decodes into to, a fault of plane (its JSON decoding validates
+// it), the counterpart of f there with the keys of extra added.
+func onPlane(f faultproxy.Fault, plane string, extra map[string]any, to json.Unmarshaler) error {
+	w, err := f.OnPlane(plane)
+	if err != nil {
+		return err
 	}
-	return t
+	w["percent"] = f.Percent
+	maps.Copy(w, extra)
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	return to.UnmarshalJSON(b)
+}
+
+// addPlaneErr reports err, an error of mapping the fault at path onto
+// another plane, at the field it names (a *faultproxy.FieldError's
+// "fault.distribution"), after the words of format.
+func addPlaneErr(p *problems, path string, err error, format string, args ...any) {
+	var fe *faultproxy.FieldError
+	msg := fmt.Sprintf(format, args...)
+	if errors.As(err, &fe) {
+		p.add(path+strings.TrimPrefix(fe.Field, "fault"), "%s: %s", msg, fe.Msg)
+		return
+	}
+	p.add(path, "%s: %v", msg, err)
 }
 
 // withTCP fills in fs.TCP when its dependency is reached over TCP.
+// Validated specs map every fault (validateTCPConditions).
 func (s *Spec) withTCP(fs plan.Faults) plan.Faults {
 	if !s.tcpDependency(fs.Dependency) {
 		return fs
 	}
 	fs.TCP = make([]tcpproxy.Fault, len(fs.Faults))
 	for i, f := range fs.Faults {
-		fs.TCP[i] = tcpFault(f)
+		fs.TCP[i], _ = tcpFault(f)
 	}
 	return fs
 }

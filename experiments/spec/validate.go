@@ -333,9 +333,9 @@ func (s *Spec) validateConditions(p *problems) {
 		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
 			validateFault(p, fmt.Sprintf("%s.faults[%d]", path, j), f)
-			if ct := s.Load.ClientTimeout.D; f.Type == faultproxy.TypeLatency && ct > 0 && f.Latency.D-f.Jitter.D >= ct {
-				p.add(fmt.Sprintf("%s.faults[%d].latency", path, j), "%v (jitter %v) is never shorter than load.client_timeout (%v): every affected call times out; use a hang fault for that, or a shorter latency",
-					f.Latency.D, f.Jitter.D, ct)
+			if h, ct := s.hold(f, c.Dependency), s.Load.ClientTimeout.D; h.Kind == faultproxy.HoldAdds && h.Param != "" && ct > 0 && h.Least >= ct {
+				p.add(fmt.Sprintf("%s.faults[%d].%s", path, j, h.Param), "%s is never shorter than load.client_timeout (%v): every affected call times out; use a hang fault for that, or change its %s",
+					h.Text, ct, h.Param)
 			}
 			switch {
 			case f.Type != faultproxy.TypeCapacity:
@@ -348,27 +348,6 @@ func (s *Spec) validateConditions(p *problems) {
 		if c.Rates != nil {
 			s.validateRates(p, path+".rates", c.Rates, false)
 		}
-	}
-}
-
-// validateFault checks a fault with the fault proxy's own rules, so that a
-// spec that validates is one the proxy accepts when the fault phase starts.
-func validateFault(p *problems, path string, f Fault) {
-	if f.Percent <= 0 || f.Percent > 100 {
-		p.add(path+".percent", "must be in (0, 100], got %g", f.Percent)
-		return
-	}
-	if f.Type == "error" && f.Status == 0 {
-		p.add(path+".status", "must be an HTTP status 200–599, got 0 (leave it out for %d)", DefaultFailStatus)
-		return
-	}
-	err := f.proxyFault().Validate()
-	var fe *faultproxy.FieldError
-	switch {
-	case errors.As(err, &fe):
-		p.add(path+strings.TrimPrefix(fe.Field, "fault"), "%s", fe.Msg)
-	case err != nil:
-		p.add(path, "%v", err)
 	}
 }
 

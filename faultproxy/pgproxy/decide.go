@@ -69,29 +69,14 @@ func (s *faultSet) decide(seed, seq, matched uint64) decision {
 	}
 	r := queryRand(seed, seq)
 	var d decision
-	terminal := false
-	for i, f := range s.faults {
+	for i := range s.faults {
+		f := &s.faults[i]
 		roll := r.Float64()
 		if matched&(1<<i) == 0 || !(roll*100 < f.Percent) {
 			continue
 		}
 		d.fired = append(d.fired, f.Type)
-		switch f.Type {
-		case TypeLatency:
-			l := f.Latency
-			if f.Jitter > 0 {
-				l += time.Duration(r.pcg.Uint64()%uint64(2*f.Jitter+1)) - f.Jitter
-			}
-			d.delay += l
-		case TypeError:
-			if !terminal {
-				terminal, d.err = true, &s.faults[i]
-			}
-		case TypeHang:
-			if !terminal {
-				terminal, d.hang = true, true
-			}
-		}
+		kinds[f.Type].act(f, &r, &d)
 	}
 	if len(d.fired) == 0 {
 		return passDecision

@@ -8,21 +8,41 @@ import (
 	"io"
 	"math"
 	"regexp"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
-// Fault types of the PostgreSQL data plane.
-const (
-	TypeLatency = "latency"
-	TypeError   = "error"
-	TypeHang    = "hang"
-)
+// Types lists every fault type of the PostgreSQL data plane (TypeLatency,
+// TypeError, TypeHang): one file each, which registers it.
+var Types []string
 
-// Types lists every fault type, in the order of the package doc.
-var Types = []string{TypeLatency, TypeError, TypeHang}
+// kind is what a fault type's file declares about it.
+type kind struct {
+	// fields are the parameters it takes besides type, percent and match.
+	fields []string
+	// normalized fills in its defaults.
+	normalized func(f Fault) Fault
+	// validate checks its parameters (their common ranges are checked).
+	validate func(f Fault, field string) error
+	// act enters f, a fault of the type that fired on a query, into the
+	// query's decision d, drawing from r what it needs.
+	act func(f *Fault, r *qrand, d *decision)
+}
+
+// kinds are the fault types by name.
+var kinds = map[string]kind{}
+
+// register adds a fault type; each type's file calls it.
+func register(name string, k kind) {
+	kinds[name] = k
+	Types = append(Types, name)
+}
+
+// params are the parameters of a fault besides type, percent and match, in
+// the order they are checked.
+var params = []string{"latency", "jitter", "code", "message"}
 
 // Limits on parameters.
 const (
@@ -30,13 +50,6 @@ const (
 	MaxDuration   = faultproxy.MaxDuration
 	MaxMatchLen   = 4 << 10 // bytes of a match expression
 	MaxMessageLen = 1 << 10 // bytes of an error fault's message
-)
-
-// DefaultCode and DefaultMessage are an error fault's SQLSTATE and message
-// when it names none: the server's own for a cancelled statement.
-const (
-	DefaultCode    = "57014"
-	DefaultMessage = "canceling statement due to user request"
 )
 
 // Fault is one PostgreSQL fault. Its JSON form is the control API's:
@@ -92,7 +105,7 @@ type wire struct {
 func (f Fault) MarshalJSON() ([]byte, error) {
 	p := f.Percent
 	w := wire{Type: f.Type, Percent: &p, Match: f.Match, Code: f.Code, Message: f.Message}
-	if f.Type == TypeLatency || f.Latency != 0 {
+	if slices.Contains(kinds[f.Type].fields, "latency") || f.Latency != 0 {
 		w.Latency, _ = json.Marshal(f.Latency.String())
 	}
 	if f.Jitter != 0 {
@@ -164,15 +177,10 @@ func parseDur(raw json.RawMessage) (time.Duration, error) {
 	return time.Duration(n * float64(time.Millisecond)), nil
 }
 
-// normalized fills in an error fault's default code and message.
+// normalized fills in the defaults of f's type.
 func (f Fault) normalized() Fault {
-	if f.Type == TypeError {
-		if f.Code == "" {
-			f.Code = DefaultCode
-		}
-		if f.Message == "" {
-			f.Message = DefaultMessage
-		}
+	if k, ok := kinds[f.Type]; ok && k.normalized != nil {
+		return k.normalized(f)
 	}
 	return f
 }
@@ -182,9 +190,8 @@ func (f Fault) validate(field string) error {
 	if math.IsNaN(f.Percent) || f.Percent < 0 || f.Percent > 100 {
 		return fieldErr(field+".percent", "want 0–100, got %v", f.Percent)
 	}
-	switch f.Type {
-	case TypeLatency, TypeError, TypeHang:
-	default:
+	k, ok := kinds[f.Type]
+	if !ok {
 		return fieldErr(field+".type", "want one of %v, got %q", Types, f.Type)
 	}
 	if len(f.Match) > MaxMatchLen {
@@ -200,42 +207,17 @@ func (f Fault) validate(field string) error {
 		if d.v < 0 || d.v > MaxDuration {
 			return fieldErr(field+"."+d.name, "want 0–%v, got %v", MaxDuration, d.v)
 		}
-		if d.v != 0 && f.Type != TypeLatency {
-			return fieldErr(field+"."+d.name, "not a parameter of %s", f.Type)
+	}
+	set := map[string]bool{"latency": f.Latency != 0, "jitter": f.Jitter != 0, "code": f.Code != "", "message": f.Message != ""}
+	for _, name := range params {
+		if set[name] && !slices.Contains(k.fields, name) {
+			return fieldErr(field+"."+name, "not a parameter of %s", f.Type)
 		}
 	}
-	if f.Jitter > f.Latency {
-		return fieldErr(field+".jitter", "want at most latency (%v), got %v", f.Latency, f.Jitter)
-	}
-	if f.Type != TypeError {
-		if f.Code != "" {
-			return fieldErr(field+".code", "not a parameter of %s", f.Type)
-		}
-		if f.Message != "" {
-			return fieldErr(field+".message", "not a parameter of %s", f.Type)
-		}
+	if k.validate == nil {
 		return nil
 	}
-	if !validCode(f.Code) {
-		return fieldErr(field+".code", "want a SQLSTATE of 5 digits or capital letters (57014), got %q", f.Code)
-	}
-	if len(f.Message) > MaxMessageLen || strings.IndexByte(f.Message, 0) >= 0 {
-		return fieldErr(field+".message", "want at most %d bytes and no NUL byte", MaxMessageLen)
-	}
-	return nil
-}
-
-// validCode reports whether c is a SQLSTATE: five of 0-9 and A-Z.
-func validCode(c string) bool {
-	if len(c) != 5 {
-		return false
-	}
-	for i := 0; i < len(c); i++ {
-		if !('0' <= c[i] && c[i] <= '9' || 'A' <= c[i] && c[i] <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return k.validate(f, field)
 }
 
 // ValidateFaults checks a whole set; errors name faults[i].field and wrap
