@@ -125,7 +125,7 @@ func (s *Spec) applyDefaults() {
 		s.Load.Window = Abs(DefaultWindow)
 	}
 	if s.Load.Arrivals == "" {
-		s.Load.Arrivals = loadgen.ArrivalsConstant
+		s.Load.Arrivals = s.defaultArrivals() // arrivals.go
 	}
 	ph := &s.Phases
 	for _, p := range []struct {
