@@ -110,3 +110,38 @@ func TestConstantArrivalsWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestShortFaultPhaseWarned: a fault phase below 4 T is warned about with
+// the value to use — T the service's timeout, or for a service of the
+// user's own a longer latency fault (its real timeout is its own).
+func TestShortFaultPhaseWarned(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"default phases at T = 250ms", minimal, ""},
+		{"default phases at T = 2s", "name: t\nservice: {timeout: 2s}\n", "phases.fault: 2.5s is 1.25 T (T = service.timeout 2s): "},
+		{"relative phase", "name: t\nservice: {timeout: 2s}\nphases: {fault: 4T}\n", ""},
+		{"external latency beyond T", strings.Replace(extOwn, "%s", "conditions:\n  - {name: slower, dependency: A, faults: [{type: latency, latency: 900ms}]}\n", 1),
+			"phases.fault: 2.5s is 2.78 T (a call to A held up to 900ms under slower, longer than service.timeout 250ms): "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("t.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, w := range s.Warnings() {
+				if strings.HasPrefix(w, "phases.fault:") {
+					got = w
+				}
+			}
+			switch {
+			case tt.want == "" && got != "":
+				t.Errorf("warned: %s", got)
+			case tt.want != "" && !strings.HasPrefix(got, tt.want):
+				t.Errorf("warning %q, want it to start %q", got, tt.want)
+			}
+			if tt.want != "" && !strings.Contains(got, "use phases.fault: ") {
+				t.Errorf("warning %q does not say the value to use", got)
+			}
+		})
+	}
+}

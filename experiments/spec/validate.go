@@ -712,6 +712,7 @@ func (s *Spec) Warnings() []string {
 	out = append(out, s.connectionWarnings()...)
 	out = append(out, s.aftermathWarnings()...)
 	out = append(out, s.arrivalsWarnings()...) // arrivals.go
+	out = append(out, s.phaseWarnings()...)    // scale.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
