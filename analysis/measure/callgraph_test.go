@@ -138,3 +138,27 @@ func TestInferSharedSubset(t *testing.T) {
 		})
 	}
 }
+
+// TestResourceOfInferred: for a service without pool metrics, the resource
+// a degraded endpoint is named with is the limit inferred over a
+// dependency it calls (by the call graph): /recommend, calling RECS, under
+// the limit shared by PRICING and RECS; /cart, calling neither, gets the
+// first inferred one, as the first resource that ran out at all.
+func TestResourceOfInferred(t *testing.T) {
+	data := &rundir.Run{Meta: rundata.RunMeta{External: true, Endpoints: []rundata.EndpointInfo{{Name: "price"}, {Name: "recommend"}, {Name: "cart"}}},
+		CallGraph: &rundata.CallGraph{Edges: map[string][]string{"price": {"PRICING"}, "recommend": {"RECS"}, "cart": {"STOCK"}}}}
+	s := RunSummary{Exhausted: Exhaustion{Resource: ResourcePoolInferred},
+		Inferred: []InferredLimit{{Dependencies: []string{"STOCK"}, Limit: 4, AfterFaultS: 0.5}, {Dependencies: []string{"PRICING", "RECS"}, Limit: 8, AfterFaultS: 0.25}}}
+	for ep, want := range map[string]string{"recommend": "pool (inferred) PRICING+RECS", "price": "pool (inferred) PRICING+RECS", "cart": "pool (inferred) STOCK"} {
+		if got := ResourceOf(s, data, ep).Label(); got != want {
+			t.Errorf("/%s: %q, want %q", ep, got, want)
+		}
+	}
+	s.Inferred = s.Inferred[:1]
+	if got := ResourceOf(s, data, "recommend").Label(); got != "pool (inferred) STOCK" {
+		t.Errorf("/recommend without a limit of its own: %q, want the first inferred", got)
+	}
+	if got := ResourceOf(RunSummary{}, data, "recommend"); got.Resource != "" {
+		t.Errorf("nothing ran out: %+v", got)
+	}
+}

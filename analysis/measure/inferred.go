@@ -372,6 +372,11 @@ func (l InferredLimit) String() string {
 	return s
 }
 
+// hit is the limit as a resource that ran out: "pool (inferred) A+B".
+func (l InferredLimit) hit() ResourceHit {
+	return ResourceHit{Resource: ResourcePoolInferred, Name: strings.Join(l.Dependencies, "+"), AfterFaultS: l.AfterFaultS, Detail: l.String()}
+}
+
 // DescribeInferred joins the inferred limits of a run, "" without any.
 func DescribeInferred(ls []InferredLimit) string {
 	var parts []string
