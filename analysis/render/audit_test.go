@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/bulkheadlab/bulkheadlab/analysis/internal/synth"
 	"html"
 	"image"
 	"image/png"
@@ -551,6 +552,53 @@ func TestWriteAuditDegenerate(t *testing.T) {
 			var b bytes.Buffer
 			if err := PrintAudit(&b, m); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestAuditReportHasNoPredictions: the report beside an audit's map
+// opens with the audit and links its map, and judges no predictions: no
+// victim and culprit, no P1–P4 table of SKIPPED verdicts, in report.md,
+// index.html and on the console; an experiment that is not an audit keeps
+// them.
+func TestAuditReportHasNoPredictions(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool { return r.Mode == "bulkhead" && r.Cond != "busy" })
+	audit := "audit:\n  critical: [b]\n  columns:\n    - {condition: slow, dependency: A, fault: slow}\n    - {condition: failing, dependency: A, fault: failing}\n"
+	for _, tt := range []struct {
+		name, spec string
+		audit      bool
+	}{{"audit", audit, true}, {"experiment", "", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := synth.Write(t, t.TempDir(), tt.spec, runs)
+			sum, err := WriteReport(dir, Options{NoImages: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, page := readText(t, dir, "report.md"), readText(t, dir, "index.html")
+			var con bytes.Buffer
+			if err := PrintConsole(&con, sum, ConsoleOptions{Width: 100}); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []struct{ what, text, s string }{
+				{"report.md", md, "Victim endpoint"}, {"report.md", md, "## Verdicts"}, {"index.html", page, "<p>Victim"},
+				{"index.html", page, "<h2>Verdicts</h2>"}, {"console", con.String(), "PREDICTION"},
+			} {
+				if strings.Contains(x.text, x.s) == tt.audit {
+					t.Errorf("%s: %q present: %v, want %v", x.what, x.s, strings.Contains(x.text, x.s), !tt.audit)
+				}
+			}
+			if tt.audit && (strings.Contains(md, "SKIPPED") || strings.Contains(con.String(), "SKIPPED")) {
+				t.Errorf("an audit's report or console shows SKIPPED verdicts")
+			}
+			if tt.audit {
+				if len(sum.Verdicts) != 0 {
+					t.Errorf("an audit's summary holds %d verdicts", len(sum.Verdicts))
+				}
+				if !strings.Contains(md, "A blast-radius audit: its result is the map of endpoints × faults in [audit.md](audit.md) (") ||
+					!strings.Contains(page, `<a href="audit.md">audit.md</a>`) {
+					t.Errorf("the audit's report does not open with its map:\n%s", md[:min(len(md), 600)])
+				}
 			}
 		})
 	}
