@@ -50,8 +50,9 @@ const sharedPoolName = "shared"
 // shared one), a limit inferred from the proxies over a dependency it
 // calls, or a process-wide one (CPU, memory); for a service whose pools
 // are not observed, a limit inferred over a dependency it calls; else the
-// first one ranked or inferred (another endpoint's, the shared resource
-// being unobserved). Empty when none ran out.
+// first one ranked (another endpoint's, the shared resource being
+// unobserved). A limit inferred over dependencies ep does not call is not
+// its resource. Empty when none ran out.
 func ResourceOf(s RunSummary, data *rundir.Run, ep string) ResourceHit {
 	pool := EndpointPool(data, ep)
 	calls := (&Run{data}).calls()[ep]
@@ -72,10 +73,8 @@ func ResourceOf(s RunSummary, data *rundir.Run, ep string) ResourceHit {
 			}
 		}
 	}
-	for _, hs := range [][]ResourceHit{s.Exhausted.Ranked, inferred} {
-		if len(hs) > 0 {
-			return hs[0]
-		}
+	if len(s.Exhausted.Ranked) > 0 {
+		return s.Exhausted.Ranked[0]
 	}
 	return ResourceHit{}
 }

@@ -142,8 +142,8 @@ func TestInferSharedSubset(t *testing.T) {
 // TestResourceOfInferred: for a service without pool metrics, the resource
 // a degraded endpoint is named with is the limit inferred over a
 // dependency it calls (by the call graph): /recommend, calling RECS, under
-// the limit shared by PRICING and RECS; /cart, calling neither, gets the
-// first inferred one, as the first resource that ran out at all.
+// the limit shared by PRICING and RECS; /cart under STOCK's own; a limit
+// over dependencies an endpoint does not call is not its resource.
 func TestResourceOfInferred(t *testing.T) {
 	data := &rundir.Run{Meta: rundata.RunMeta{External: true, Endpoints: []rundata.EndpointInfo{{Name: "price"}, {Name: "recommend"}, {Name: "cart"}}},
 		CallGraph: &rundata.CallGraph{Edges: map[string][]string{"price": {"PRICING"}, "recommend": {"RECS"}, "cart": {"STOCK"}}}}
@@ -155,8 +155,8 @@ func TestResourceOfInferred(t *testing.T) {
 		}
 	}
 	s.Inferred = s.Inferred[:1]
-	if got := ResourceOf(s, data, "recommend").Label(); got != "pool (inferred) STOCK" {
-		t.Errorf("/recommend without a limit of its own: %q, want the first inferred", got)
+	if got := ResourceOf(s, data, "recommend"); got.Resource != "" {
+		t.Errorf("/recommend, only STOCK capped: %+v, want none", got)
 	}
 	if got := ResourceOf(RunSummary{}, data, "recommend"); got.Resource != "" {
 		t.Errorf("nothing ran out: %+v", got)

@@ -29,7 +29,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"conns":        connsHTML,
 	"hasPrefix":    strings.HasPrefix,
 	"auditfile":    auditFile,
-	"auditverdict": func(m verdict.AuditMap) string { return auditVerdict(&m) },
+	"auditverdict": func(m verdict.AuditMap) string { return strings.TrimSuffix(auditVerdict(&m), ".") },
 	"measure": func(m verdict.Measure) string {
 		if m.Op == "" {
 			return "(info)"

@@ -69,7 +69,7 @@ func auditLine(s *verdict.Summary) string {
 	var links []string
 	for i := range s.Audits {
 		f := auditFile(s, i)
-		links = append(links, fmt.Sprintf("[%s](%s) (%s)", f, f, auditVerdict(&s.Audits[i])))
+		links = append(links, fmt.Sprintf("[%s](%s) (%s)", f, f, strings.TrimSuffix(auditVerdict(&s.Audits[i]), ".")))
 	}
 	return fmt.Sprintf("A blast-radius audit: its result is the map of endpoints × faults in %s; this report holds the numbers of its runs (no predictions P1–P4 are judged).",
 		strings.Join(links, ", "))
