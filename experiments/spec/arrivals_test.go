@@ -91,16 +91,7 @@ func TestConstantArrivalsWarned(t *testing.T) {
 		{"external, poisson by default", strings.Replace(extOwn, "%s", "", 1), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Parse("t.yaml", []byte(tt.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			for _, w := range s.Warnings() {
-				if strings.HasPrefix(w, "load.arrivals:") {
-					got = w
-				}
-			}
+			got := warningOf(t, tt.yaml, "load.arrivals:")
 			switch {
 			case tt.want == "" && got != "":
 				t.Errorf("warned: %s", got)
@@ -123,16 +114,7 @@ func TestShortFaultPhaseWarned(t *testing.T) {
 			"phases.fault: 2.5s is 2.78 T (a call to A held up to 900ms under slower, longer than service.timeout 250ms): "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Parse("t.yaml", []byte(tt.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			for _, w := range s.Warnings() {
-				if strings.HasPrefix(w, "phases.fault:") {
-					got = w
-				}
-			}
+			got := warningOf(t, tt.yaml, "phases.fault:")
 			switch {
 			case tt.want == "" && got != "":
 				t.Errorf("warned: %s", got)
@@ -144,4 +126,20 @@ func TestShortFaultPhaseWarned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// warningOf parses a spec and returns its warning that starts with prefix
+// ("" if none).
+func warningOf(t *testing.T, yaml, prefix string) string {
+	t.Helper()
+	s, err := Parse("t.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range s.Warnings() {
+		if strings.HasPrefix(w, prefix) {
+			return w
+		}
+	}
+	return ""
 }
