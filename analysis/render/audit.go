@@ -474,5 +474,5 @@ func noiseText(n measure.Num) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
 	}
-	return measure.Fmt3(v) + "T"
+	return measure.FmtNum(n) + "T"
 }
