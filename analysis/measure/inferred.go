@@ -1,8 +1,11 @@
 package measure
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +54,7 @@ const (
 )
 
 // InferenceRule documents how limits are inferred; the report prints it.
-const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over all) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (baseline holding time × rate, faults added, capped at T); the sum capped is one shared limit when some caller failed, every dependency's callers were held back (failing, or their p99 up beyond P2's bound) and the sum varies less than the most varying dependency's count (their counts move against each other), or when every dependency's callers failed and no dependency capped on its own varies less than the sum; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
+const InferenceRule = "a limit is inferred when, in the fault phase, the proxies' in-flight count (one dependency, or the sum over a set of them) sat within max(1, 5 %) of its median (at it, below 5) in ≥ 60 % of at least 8 samples and above it in ≤ 10 %, while the endpoints calling those dependencies failed ≥ 1 % of requests, and below 90 % of the demand the proxies predict (for each dependency, every endpoint calling it by the call graph — an audit's measured one, else the declared one — at its rate × its calls per request × the dependency's baseline holding time, faults added, capped at T; in the fault phase an endpoint that also calls the faulted dependency is left out of another's demand); the sum over two or more dependencies, each one's callers held back (failing, or their p99 up beyond P2's bound), is one shared limit when some caller failed and the sum varies less than the most varying dependency's count (their counts move against each other), or when every one's callers failed and none capped on its own varies less than the sum — the smallest such set, grown by a dependency whose count makes the sum flatter, sets not overlapping; under a shared limit no dependency is said to be capped on its own (its ceiling is its share)"
 
 // plateauTol is how far below the maximum a sample still counts as at the
 // cap: a permit is free for an instant between two calls. Below 5 the
@@ -66,23 +69,24 @@ func plateauTol(max float64) float64 {
 
 // inferLimits applies InferenceRule to the run. errRate is each endpoint's
 // fault-phase error rate; slowed names the endpoints whose fault-phase p99
-// rose beyond P2's bound (held back without failing).
+// rose beyond P2's bound (held back without failing). Which endpoints call
+// a dependency is the run's call graph (calls): an audit's measured one,
+// else the declared one.
 func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []InferredLimit {
 	fs, ok := r.FaultStart()
 	if !ok {
 		return nil
 	}
 	fe := r.FaultEnd()
+	calls := r.calls()
+	deps := r.dependencies()
 	callers := map[string][]string{} // dependency → endpoints
-	var deps []string
 	for _, e := range r.Meta.Endpoints {
-		if e.Dependency == "" {
-			continue
+		for _, d := range deps {
+			if _, ok := calls[e.Name][d]; ok {
+				callers[d] = append(callers[d], e.Name)
+			}
 		}
-		if _, seen := callers[e.Dependency]; !seen {
-			deps = append(deps, e.Dependency)
-		}
-		callers[e.Dependency] = append(callers[e.Dependency], e.Name)
 	}
 	series := map[string][]rundir.Point{}
 	for _, d := range deps {
@@ -102,35 +106,177 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 		}
 		return false
 	}
+	// Held back: its callers failed, or only waited for a permit (their
+	// p99 up beyond P2's bound). A bulkhead's neighbour is neither, and
+	// its count's noise can make a sum look flat.
+	held := func(d string) bool {
+		return failing([]string{d}) || slices.ContainsFunc(callers[d], func(ep string) bool { return slowed[ep] })
+	}
 	// A cap is a level below what the callers demanded. When the proxies
-	// predict the demand (their baseline holding time × rate, the faults
-	// added, capped at T), a level near it is the demand itself: an
-	// unlimited service whose every call takes T sits flat too.
+	// predict the demand (their baseline holding time × rate × calls per
+	// request, the faults added, capped at T), a level near it is the
+	// demand itself: an unlimited service whose every call takes T sits
+	// flat too.
 	belowDemand := func(l InferredLimit, group []string) bool {
-		pred, ok := r.proxyPrediction(r.callersOf(group))
+		pred, ok := r.demandOn(group)
 		if !ok {
 			return true // cannot tell
 		}
 		return float64(l.Limit) < MaxCapOfDemand*pred[rundata.PhaseFault]
 	}
-	var out []InferredLimit
+	var singles []InferredLimit
 	single := map[string]InferredLimit{}
 	for _, d := range deps {
 		if l, ok := plateau(series[d], fs); ok && failing([]string{d}) && belowDemand(l, []string{d}) {
 			l.Dependencies = []string{d}
-			out = append(out, l)
+			singles = append(singles, l)
 			single[d] = l
 		}
 	}
-	if len(deps) < 2 {
-		return out
+	var members []string // the dependencies a shared limit may be over
+	for _, d := range deps {
+		if len(series[d]) > 0 && held(d) {
+			members = append(members, d)
+		}
 	}
-	// The sum over all dependencies, sampled at the first one's ticks.
+	// sharedCap applies the shared-limit rule to the sum over group.
+	sharedCap := func(group []string) (InferredLimit, bool) {
+		sum := sumSeries(series, group)
+		l, ok := plateau(sum, fs)
+		if !ok || !failing(group) || !belowDemand(l, group) {
+			return l, false
+		}
+		// One limit shared by the dependencies holds back the calls to
+		// every one of them (each is held, by the choice of members), and
+		// the sum is then flatter than the parts (one dependency takes
+		// what the others free): the parts move against each other, so
+		// the sum varies less than the most varying part, where counts of
+		// their own add their variances. Without that sign every
+		// dependency's callers must have failed, and no dependency capped
+		// on its own may vary less than the sum. (Each variance is from
+		// the first sample at the cap: the ramp-up before says nothing
+		// about how flat the cap is.)
+		capped := fs.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second)))
+		var most float64
+		allFailing := true
+		for _, d := range group {
+			allFailing = allFailing && failing([]string{d})
+			most = math.Max(most, variance(series[d], capped))
+		}
+		if l.variance < most {
+			l.Dependencies = slices.Clone(group)
+			return l, true
+		}
+		if !allFailing {
+			return l, false
+		}
+		for _, d := range group {
+			if s, capped := single[d]; capped && s.variance < l.variance {
+				return l, false
+			}
+		}
+		l.Dependencies = slices.Clone(group)
+		return l, true
+	}
+	shared := chooseShared(members, sharedCap)
+	inShared := func(d string) bool {
+		return slices.ContainsFunc(shared, func(l InferredLimit) bool { return slices.Contains(l.Dependencies, d) })
+	}
+	// A dependency's own ceiling under a shared one is its share of it
+	// (what the others left it), not a limit of its own.
+	return append(shared, slices.DeleteFunc(singles, func(l InferredLimit) bool { return inShared(l.Dependencies[0]) })...)
+}
+
+// maxSharedSearch is the most dependencies whose every subset is tried
+// as a shared limit (2^n sums); beyond it only the sum over all of them is.
+const maxSharedSearch = 12
+
+// chooseShared finds the shared limits among members: every subset of two
+// or more that capped (its sum a cap by the shared-limit rule) is a
+// candidate; the smallest, flattest first, each grown by a member while
+// the grown set is a candidate whose sum varies less (the member moves
+// against the others: it is under the same limit), and none overlapping
+// one chosen before. A member capped on its own beside a shared limit
+// adds its own variance to the sum and is not taken in.
+func chooseShared(members []string, capped func([]string) (InferredLimit, bool)) []InferredLimit {
+	n := len(members)
+	if n < 2 {
+		return nil
+	}
+	var masks []uint
+	if n > maxSharedSearch {
+		masks = []uint{1<<n - 1}
+	} else {
+		for m := uint(1); m < 1<<n; m++ {
+			if bits.OnesCount(m) >= 2 {
+				masks = append(masks, m)
+			}
+		}
+	}
+	cands := map[uint]InferredLimit{}
+	for _, m := range masks {
+		if l, ok := capped(subset(members, m)); ok {
+			cands[m] = l
+		}
+	}
+	order := slices.Collect(maps.Keys(cands))
+	slices.SortFunc(order, func(a, b uint) int {
+		if c := bits.OnesCount(a) - bits.OnesCount(b); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(cands[a].variance, cands[b].variance); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	var out []InferredLimit
+	var taken uint
+	for _, m := range order {
+		if m&taken != 0 {
+			continue
+		}
+		for grown := true; grown; {
+			grown = false
+			best := m
+			for i := range n {
+				g := m | 1<<i
+				if g == m || g&taken != 0 {
+					continue
+				}
+				if l, ok := cands[g]; ok && l.variance < cands[best].variance {
+					best = g
+				}
+			}
+			if best != m {
+				m, grown = best, true
+			}
+		}
+		taken |= m
+		out = append(out, cands[m])
+	}
+	return out
+}
+
+// subset is the members whose bits are set in mask, in order.
+func subset(members []string, mask uint) []string {
+	var out []string
+	for i, d := range members {
+		if mask&(1<<i) != 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sumSeries is the sum of the group's counts, sampled at the first one's
+// ticks (the others' values at that time); a tick where one has no value
+// yet is left out.
+func sumSeries(series map[string][]rundir.Point, group []string) []rundir.Point {
 	var sum []rundir.Point
-	for _, p := range series[deps[0]] {
+	for _, p := range series[group[0]] {
 		v := p.Value
 		complete := true
-		for _, d := range deps[1:] {
+		for _, d := range group[1:] {
 			x, ok := rundir.ValueAt(series[d], p.Time)
 			complete = complete && ok
 			v += x
@@ -139,54 +285,7 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 			sum = append(sum, rundir.Point{Time: p.Time, Value: v})
 		}
 	}
-	l, ok := plateau(sum, fs)
-	if !ok || !belowDemand(l, deps) {
-		return out
-	}
-	// One limit shared by the dependencies holds back the calls to every
-	// one of them, and the sum is then flatter than the parts (one
-	// dependency takes what the others free): the parts move against each
-	// other, so the sum varies less than the most varying part, where
-	// counts of their own add their variances. Without that sign every
-	// dependency's callers must have failed, and no dependency capped on
-	// its own may vary less than the sum.
-	// (Each variance is from the first sample at the cap: the ramp-up
-	// before says nothing about how flat the cap is.)
-	// Parts that move against each other are enough once some caller ran
-	// into the cap and every dependency's callers were held back by it —
-	// failing, or only waiting for a permit (their p99 up beyond P2's
-	// bound): a bulkhead's neighbour is neither, and its count's noise can
-	// make the sum look flat.
-	var most float64
-	capped := fs.Add(time.Duration(float64(l.AfterFaultS) * float64(time.Second)))
-	allFailing, allHeld := true, true
-	for _, d := range deps {
-		allFailing = allFailing && failing([]string{d})
-		held := failing([]string{d})
-		for _, ep := range callers[d] {
-			held = held || slowed[ep]
-		}
-		allHeld = allHeld && held
-		most = math.Max(most, variance(series[d], capped))
-	}
-	switch {
-	case !failing(deps):
-		return out
-	case allHeld && l.variance < most:
-	case !allFailing:
-		return out
-	default:
-		for _, d := range deps {
-			if s, capped := single[d]; capped && s.variance < l.variance {
-				return out
-			}
-		}
-	}
-	l.Dependencies = slices.Clone(deps)
-	// A dependency's own ceiling under the shared one is its share of it
-	// (what the others left it), not a limit of its own.
-	out = slices.DeleteFunc(out, func(x InferredLimit) bool { return len(x.Dependencies) == 1 })
-	return append([]InferredLimit{l}, out...)
+	return sum
 }
 
 // variance is the variance of s's values from its first sample on or after
@@ -273,6 +372,11 @@ func (l InferredLimit) String() string {
 	return s
 }
 
+// hit is the limit as a resource that ran out: "pool (inferred) A+B".
+func (l InferredLimit) hit() ResourceHit {
+	return ResourceHit{Resource: ResourcePoolInferred, Name: strings.Join(l.Dependencies, "+"), AfterFaultS: l.AfterFaultS, Detail: l.String()}
+}
+
 // DescribeInferred joins the inferred limits of a run, "" without any.
 func DescribeInferred(ls []InferredLimit) string {
 	var parts []string
@@ -290,15 +394,4 @@ func (l InferredLimit) poolStats() PoolStats {
 	return PoolStats{Pool: strings.Join(l.Dependencies, "+") + " (inferred)", Limit: l.Limit,
 		PredictedDemand: Undefined, MeasuredDemand: l.MeanInFlight, DemandRatio: Undefined, PeakInUse: Num(l.Limit),
 		PredictedExhaustionS: Undefined, MeasuredExhaustionS: l.AfterFaultS, ExhaustionRatio: Undefined}
-}
-
-// callersOf returns the endpoints that call any of deps, in meta order.
-func (r *Run) callersOf(deps []string) []string {
-	var out []string
-	for _, e := range r.Meta.Endpoints {
-		if slices.Contains(deps, e.Dependency) {
-			out = append(out, e.Name)
-		}
-	}
-	return out
 }

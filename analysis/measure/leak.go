@@ -326,17 +326,6 @@ func (r *Run) probePeaks(phase string) map[string]float64 {
 	return out
 }
 
-// dependencies are the run's dependencies, in meta order.
-func (r *Run) dependencies() []string {
-	var out []string
-	for _, e := range r.Meta.Endpoints {
-		if e.Dependency != "" && !slices.Contains(out, e.Dependency) {
-			out = append(out, e.Dependency)
-		}
-	}
-	return out
-}
-
 // nearest is the value of the sample of s closest to t, if one lies within
 // tol of it.
 func nearest(s []rundir.Point, t time.Time, tol time.Duration) (float64, bool) {

@@ -1,7 +1,9 @@
 package measure
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
@@ -72,36 +74,44 @@ func (r *Run) injected(dep string, w float64, timeout float64) float64 {
 
 // proxyPrediction predicts, for a user's service whose holding times the
 // harness did not know before the run, the demand of the endpoints eps by
-// Little's law: each endpoint's rate in the phase times its dependency's
-// holding time measured by the proxy in the baseline (plus the condition's
-// faults in the fault phase). ok is false when the proxies were not
-// sampled in the baseline.
+// Little's law: each endpoint's rate in the phase times the time a request
+// holds it, its calls (calls) one after another — each dependency's
+// holding time measured by its proxy in the baseline (plus the
+// condition's faults in the fault phase, each call capped at T), times its
+// calls per request. ok is false when an endpoint calls nothing known or
+// a proxy was not sampled in the baseline.
 func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
 	if !ok || len(eps) == 0 {
 		return nil, false
 	}
 	t := r.Meta.Timeout.Seconds()
+	calls := r.calls()
 	out := map[string]float64{}
 	for _, ep := range eps {
-		dep := r.EndpointInfo(ep).Dependency
-		if dep == "" {
+		if len(calls[ep]) == 0 {
 			return nil, false
 		}
-		w := r.proxyHolding(dep, base.Start, base.End)
-		if math.IsNaN(w) {
-			return nil, false
+		var hold, holdFault float64
+		for _, dep := range slices.Sorted(maps.Keys(calls[ep])) { // one order: sums agree to the last bit
+			n := calls[ep][dep]
+			w := r.proxyHolding(dep, base.Start, base.End)
+			if math.IsNaN(w) {
+				return nil, false
+			}
+			hold += n * w
+			holdFault += n * r.injected(dep, w, t)
 		}
 		for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
 			ps, ok := r.PhaseSummary(ep, ph)
 			if !ok {
 				continue
 			}
-			hold := w
 			if ph == rundata.PhaseFault {
-				hold = r.injected(dep, w, t)
+				out[ph] += ps.TargetRate * holdFault
+			} else {
+				out[ph] += ps.TargetRate * hold
 			}
-			out[ph] += ps.TargetRate * hold
 		}
 	}
 	return out, true

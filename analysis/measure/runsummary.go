@@ -306,7 +306,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
 			st := l.poolStats()
-			if pred, ok := r.proxyPrediction(r.callersOf(l.Dependencies)); ok {
+			if pred, ok := r.demandOn(l.Dependencies); ok {
 				st.PredictedDemand = Num(pred[r.mainPhase()])
 				st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
 			}

@@ -152,8 +152,9 @@ func cellNumbers(c verdict.AuditCell) bool {
 	return !math.IsNaN(float64(c.P99RiseT)) || !math.IsNaN(float64(c.ErrorRate))
 }
 
-// cellSummary is a cell's class and key numbers, "DEGRADED +0.84T 31%";
-// the class alone when it has no numbers.
+// cellSummary is a cell's class and key numbers, "DEGRADED +0.84T 31%",
+// and how many of its runs degraded when they disagree ("DEGRADED +0.3T
+// 12% (1 of 3 runs degraded)"); the class alone when it has no numbers.
 func cellSummary(c verdict.AuditCell) string {
 	class := orDash(c.Class)
 	if c.Class == verdict.CellExpected && c.Degraded {
@@ -162,7 +163,20 @@ func cellSummary(c verdict.AuditCell) string {
 	if !cellNumbers(c) {
 		return class
 	}
-	return class + " " + riseText(c.P99RiseT) + " " + errText(c.ErrorRate)
+	s := class + " " + riseText(c.P99RiseT) + " " + errText(c.ErrorRate)
+	if d := disagreement(c); d != "" {
+		s += " (" + d + ")"
+	}
+	return s
+}
+
+// disagreement says how many of a cell's runs degraded when they do not
+// all agree, "2 of 3 runs degraded"; empty when they do.
+func disagreement(c verdict.AuditCell) string {
+	if c.Runs < 2 || c.DegradedRuns <= 0 || c.DegradedRuns >= c.Runs {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d runs degraded", c.DegradedRuns, c.Runs)
 }
 
 // countNoun is n and noun, with an s unless n is 1.
@@ -206,8 +220,14 @@ func auditThresholds(m *verdict.AuditMap) []string {
 	cfg := auditConfig(m)
 	lines := []string{
 		fmt.Sprintf("T = %s ms.", measure.FmtNum(m.TimeoutMs)),
-		fmt.Sprintf("A cell is degraded when the endpoint's fault-phase p99 rose at least %s T over its baseline, or its fault-phase error rate reached %s, beyond what the control run shows of the same endpoint.",
+		fmt.Sprintf("A cell is degraded when the endpoint's fault-phase p99 rose at least %s T over the lower of its run's baseline p99 and the control run's fault-phase p99, or its fault-phase error rate reached %s, each beyond the control run's noise for the same endpoint (see Control run).",
 			words.FmtHuman(cfg.DegradedP99RiseT), words.FmtHuman(100*cfg.DegradedErrorRate)+" %"),
+	}
+	switch m.Arrivals {
+	case "poisson":
+		lines = append(lines, "Arrivals: Poisson (seeded exponential gaps): streams keep no phase between them that could hide a coupling.")
+	case "constant":
+		lines = append(lines, "Arrivals: constant (evenly spaced): two streams sharing a pool without a queue can keep a phase in which a coupling never shows; Poisson arrivals cannot.")
 	}
 	var faults []string
 	for _, f := range cfg.Faults {
@@ -341,6 +361,9 @@ func auditGraph(m *verdict.AuditMap) []graphRow {
 	for e := range m.Config.Calls {
 		add(e)
 	}
+	for e := range m.Declared {
+		add(e)
+	}
 	perReq := map[string]map[string]float64{}
 	if g := m.CallGraph; g != nil {
 		for e := range g.Edges {
@@ -354,9 +377,17 @@ func auditGraph(m *verdict.AuditMap) []graphRow {
 	sort.Strings(extra)
 	eps = append(eps, extra...)
 	var rows []graphRow
+	declared := m.Declared
+	if declared == nil { // a map written before it said
+		declared = m.Config.Calls
+	}
 	for _, e := range eps {
-		decl := slices.Sorted(slices.Values(m.Config.Calls[e]))
+		decl, isDeclared := declared[e]
+		decl = slices.Sorted(slices.Values(decl))
 		row := graphRow{Endpoint: endpointLabel(e), Declared: orNoneText(decl)}
+		if !isDeclared {
+			row.Declared = "—"
+		}
 		if g := m.CallGraph; g != nil {
 			meas := slices.Sorted(slices.Values(g.Edges[e]))
 			var parts []string
@@ -368,7 +399,7 @@ func auditGraph(m *verdict.AuditMap) []graphRow {
 				}
 			}
 			row.Measured = orNoneText(parts)
-			row.Differs = !slices.Equal(slices.Compact(meas), slices.Compact(decl))
+			row.Differs = isDeclared && !slices.Equal(slices.Compact(meas), slices.Compact(decl))
 			row.Failed = g.Failed[e]
 		} else {
 			row.Measured = "—"
@@ -389,7 +420,7 @@ func orNoneText(v []string) string {
 type auditDetail struct {
 	Endpoint, Column, Class, Calls, Runs                string
 	BaseP99, FaultP99, Rise, Errors, ErrPoints, Degrade string
-	Resource, Detail                                    string
+	Failures, Resource, Detail                          string
 	Violation                                           bool
 }
 
@@ -415,8 +446,12 @@ func auditDetails(m *verdict.AuditMap) []auditDetail {
 			if c.Aborted != "" {
 				detail = strings.TrimSpace(detail + " aborted: " + c.Aborted)
 			}
+			runs := fmt.Sprint(c.Runs)
+			if c.Runs > 1 && c.DegradedRuns > 0 {
+				runs += fmt.Sprintf(" (%d degraded)", c.DegradedRuns)
+			}
 			out = append(out, auditDetail{
-				Endpoint: endpointLabel(ep), Column: columnLabel(col), Class: class, Calls: calls, Runs: fmt.Sprint(c.Runs),
+				Endpoint: endpointLabel(ep), Column: columnLabel(col), Class: class, Calls: calls, Runs: runs, Failures: orDash(c.Failures),
 				BaseP99: measure.FmtNum(c.BaselineP99Ms), FaultP99: measure.FmtNum(c.FaultP99Ms), Rise: riseText(c.P99RiseT),
 				Errors: pct(c.ErrorRate), ErrPoints: measure.FmtNum(c.ErrorPoints), Degrade: measure.FmtNum(c.TimeToDegradeS),
 				Resource: orDash(c.Resource), Detail: orDash(detail), Violation: violates(crit, c),
@@ -432,4 +467,13 @@ func skippedText(n int) string {
 		return "1 cell was skipped: the audit stopped before it"
 	}
 	return fmt.Sprintf("%d cells were skipped: the audit stopped before them", n)
+}
+
+// noiseText is a control's noise in T: "0.04T", "—" undefined.
+func noiseText(n measure.Num) string {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return measure.FmtNum(n) + "T"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/bulkheadlab/bulkheadlab/analysis/internal/synth"
 	"html"
 	"image"
 	"image/png"
@@ -46,7 +47,7 @@ func synthAudit(nEP, nDep int) *verdict.AuditMap {
 	eps := []string{"checkout", "cart", "search", hostile, "profile", "orders", "inventory", "reviews", "login", "health"}[:nEP]
 	deps := []string{"PAY", "DB", "CACHE", "AUTH", "MAIL", "QUEUE"}[:nDep]
 	m := &verdict.AuditMap{
-		Experiment: "shop-audit", Mode: "shared", TimeoutMs: 1000, Endpoints: eps,
+		Experiment: "shop-audit", Mode: "shared", TimeoutMs: 1000, Endpoints: eps, Arrivals: "poisson", Declared: map[string][]string{},
 		Config: rundata.Audit{
 			Faults: []string{rundata.AuditSlow, rundata.AuditFailing}, Critical: []string{"checkout"},
 			Calls: map[string][]string{},
@@ -64,12 +65,17 @@ func synthAudit(nEP, nDep int) *verdict.AuditMap {
 	graph := &rundata.CallGraph{Requests: 20, Rate: 20, Edges: map[string][]string{}}
 	for i, ep := range eps {
 		dep := deps[i%nDep]
-		m.Config.Calls[ep] = []string{dep}
+		if ep != "search" { // declares nothing: the audit measures it
+			m.Declared[ep] = []string{dep}
+		}
+		if ep == "checkout" {
+			m.Config.Calls[ep] = []string{dep}
+		}
 		graph.Edges[ep] = []string{dep}
 		graph.Endpoints = append(graph.Endpoints, rundata.EndpointCalls{Endpoint: ep, OK: 20, Calls: map[string]float64{dep: 1}})
-		m.Control = append(m.Control, verdict.AuditControl{Endpoint: ep, P99Ms: 12.5, P99RiseT: 0.004, ErrorRate: 0})
+		m.Control = append(m.Control, verdict.AuditControl{Endpoint: ep, P99Ms: 12.5, P99RiseT: 0.004, ErrorRate: 0, NoiseT: 0.004})
 		if ep == hostile {
-			m.Control[i].P99RiseT, m.Control[i].ErrorRate = nan, nan
+			m.Control[i].P99RiseT, m.Control[i].ErrorRate, m.Control[i].NoiseT = nan, nan, nan
 		}
 		row := make([]verdict.AuditCell, len(m.Columns))
 		for j, col := range m.Columns {
@@ -101,6 +107,7 @@ func synthAudit(nEP, nDep int) *verdict.AuditMap {
 	set(0, 2, func(c *verdict.AuditCell) {
 		c.Class, c.Degraded, c.FaultP99Ms, c.P99RiseT, c.ErrorRate, c.ErrorPoints, c.TimeToDegradeS = verdict.CellDegraded, true, 852.5, 0.84, 0.31, 30.6, 0.3
 		c.Resource, c.Detail = "pool core", "pool core full 0.3 s after fault start"
+		c.Failures, c.DegradedRuns = "30 % rejected by a pool (503 X-Reject: pool), 1 % unanswered within the client's timeout", 3
 	})
 	finding(0, 2, "/checkout degraded when DB was slow: p99 +0.84 T, 31 % errors after 0.3 s; ran out first: pool core", "pool core")
 	set(3, 4, func(c *verdict.AuditCell) {
@@ -110,6 +117,7 @@ func synthAudit(nEP, nDep int) *verdict.AuditMap {
 	finding(3, 4, "/"+hostile+" degraded when CACHE was slow: p99 +1.7 T", "connections shared | <i>")
 	set(1, 3, func(c *verdict.AuditCell) {
 		c.Degraded, c.FaultP99Ms, c.P99RiseT, c.ErrorRate, c.ErrorPoints, c.TimeToDegradeS = true, 13, 0.0005, 0.12, 11.6, 0.2
+		c.DegradedRuns = 2 // the runs disagree
 	})
 	set(2, 1, func(c *verdict.AuditCell) {
 		*c = verdict.AuditCell{Class: verdict.CellInvalid, BaselineP99Ms: nan, FaultP99Ms: nan, P99RiseT: nan, ErrorRate: nan,
@@ -421,16 +429,19 @@ func TestAuditMarkdownAndHTML(t *testing.T) {
 	for _, want := range []string{
 		"2 findings, 1 critical violation", "**DEGRADED +0.84T 31%** ✗", "DEGRADED +1.70T —", "EXPECTED (degraded) +0.9T 20%",
 		"ISOLATED +0.0015T 0%", "| INVALID |", "| SKIPPED |", "ABORTED +1.29T 82%", "/cart error rate 0.82 over the last 500ms (41 of 50) — /cart",
-		"cart calls PAY (measured), not declared", "| /cart | DB (1.00/req), PAY (0.5/req) | DB | differs |", "calibration failed: 3 of 20 requests answered 503",
+		"EXPECTED (degraded) +0.0005T 12% (2 of 3 runs degraded)", "| 3 (2 degraded) |",
+		"cart calls PAY (measured), not declared", "| /cart | DB (1.00/req), PAY (0.5/req) | DB | differs |", "| /checkout | PAY (1.00/req) | PAY |  |",
+		"| /search | CACHE (1.00/req) | — | calibration failed: 3 of 20 requests answered 503 |",
+		"| 30 % rejected by a pool (503 X-Reject: pool), 1 % unanswered within the client's timeout |", "Arrivals: Poisson",
 		"at least 0.25 T", "reached 1 %", "slow (a delay of 0.9 T)", "each endpoint's error rate ≥ 50 % for 500ms", "(asked every 100ms) for 1s",
-		"Critical endpoints (must stay ISOLATED from every dependency they do not call): /checkout.", "| /checkout | 12.50 | +0.004T | 0 % |", "| /\\<script>alert(\"x\")\\</script> | 12.50 | — | — |",
+		"Critical endpoints (must stay ISOLATED from every dependency they do not call): /checkout.", "| /checkout | 12.50 | +0.004T | 0.004T | 0 % |", "| /\\<script>alert(\"x\")\\</script> | 12.50 | — | — | — |",
 		"1 cell was skipped: the audit stopped before it.", "](" + AuditMapFile + ")",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("audit.md lacks %q", want)
 		}
 	}
-	for _, want := range []string{"2 findings, 1 critical violation", `src="` + AuditMapFile + `"`, "td.c-degraded{background:#b71c1c",
+	for _, want := range []string{"2 findings, 1 critical violation", `src="` + AuditMapFile + `"`, "td.c-degraded{background:#b71c1c", "<br>2 of 3 runs degraded</td>",
 		`class="cell c-degraded violation"`, `class="cell c-isolated"`, `class="cell c-aborted"`, `class="cell c-none"`, `class="cell c-expected-deg"`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("audit.html lacks %q", want)
@@ -541,6 +552,53 @@ func TestWriteAuditDegenerate(t *testing.T) {
 			var b bytes.Buffer
 			if err := PrintAudit(&b, m); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestAuditReportHasNoPredictions: the report beside an audit's map
+// opens with the audit and links its map, and judges no predictions: no
+// victim and culprit, no P1–P4 table of SKIPPED verdicts, in report.md,
+// index.html and on the console; an experiment that is not an audit keeps
+// them.
+func TestAuditReportHasNoPredictions(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool { return r.Mode == "bulkhead" && r.Cond != "busy" })
+	audit := "audit:\n  critical: [b]\n  columns:\n    - {condition: slow, dependency: A, fault: slow}\n    - {condition: failing, dependency: A, fault: failing}\n"
+	for _, tt := range []struct {
+		name, spec string
+		audit      bool
+	}{{"audit", audit, true}, {"experiment", "", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := synth.Write(t, t.TempDir(), tt.spec, runs)
+			sum, err := WriteReport(dir, Options{NoImages: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, page := readText(t, dir, "report.md"), readText(t, dir, "index.html")
+			var con bytes.Buffer
+			if err := PrintConsole(&con, sum, ConsoleOptions{Width: 100}); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []struct{ what, text, s string }{
+				{"report.md", md, "Victim endpoint"}, {"report.md", md, "## Verdicts"}, {"index.html", page, "<p>Victim"},
+				{"index.html", page, "<h2>Verdicts</h2>"}, {"console", con.String(), "PREDICTION"},
+			} {
+				if strings.Contains(x.text, x.s) == tt.audit {
+					t.Errorf("%s: %q present: %v, want %v", x.what, x.s, strings.Contains(x.text, x.s), !tt.audit)
+				}
+			}
+			if tt.audit && (strings.Contains(md, "SKIPPED") || strings.Contains(con.String(), "SKIPPED")) {
+				t.Errorf("an audit's report or console shows SKIPPED verdicts")
+			}
+			if tt.audit {
+				if len(sum.Verdicts) != 0 {
+					t.Errorf("an audit's summary holds %d verdicts", len(sum.Verdicts))
+				}
+				if !strings.Contains(md, "A blast-radius audit: its result is the map of endpoints × faults in [audit.md](audit.md) (") ||
+					!strings.Contains(page, `<a href="audit.md">audit.md</a>`) {
+					t.Errorf("the audit's report does not open with its map:\n%s", md[:min(len(md), 600)])
+				}
 			}
 		})
 	}

@@ -41,15 +41,17 @@ func PrintVerdicts(w io.Writer, s *verdict.Summary) error {
 	return printVerdicts(w, s, DefaultConsoleWidth)
 }
 
-// PrintConsole writes what a run or a report prints: the verdict table,
-// then what the reader must know before trusting it (the notices: how many
+// PrintConsole writes what a run or a report prints: the verdict table
+// (not for an audit, whose maps PrintAudit prints), then what the reader must know before trusting it (the notices: how many
 // runs were left out for what, what to change), the runs × rules table of
 // the left-out runs, with Verbose every reason, and a closing WARNING when
 // a run was left out. Every line fits opts.Width.
 func PrintConsole(w io.Writer, s *verdict.Summary, opts ConsoleOptions) error {
 	width := opts.width()
-	if err := printVerdicts(w, s, width); err != nil {
-		return err
+	if s.Audits == nil { // an audit prints its maps instead (PrintAudit)
+		if err := printVerdicts(w, s, width); err != nil {
+			return err
+		}
 	}
 	var b strings.Builder
 	for _, n := range s.Notices {

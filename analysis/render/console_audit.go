@@ -37,6 +37,9 @@ func consoleCell(c verdict.AuditCell, critical bool) string {
 	if (c.Class == verdict.CellDegraded || c.Degraded) && cellNumbers(c) {
 		s += " " + riseText(c.P99RiseT) + " " + errText(c.ErrorRate)
 	}
+	if disagreement(c) != "" {
+		s += fmt.Sprintf(" %d/%d", c.DegradedRuns, c.Runs)
+	}
 	if violates(critical, c) {
 		s += " ✗"
 	}
@@ -82,7 +85,7 @@ func printAudit(w io.Writer, m *verdict.AuditMap, width int) error {
 			}
 			b.WriteString(wrapTable(part, width, "  "))
 		}
-		b.WriteString(block("  ", "  ", "ok = ISOLATED, calls = EXPECTED (the endpoint calls the dependency); numbers: p99 rise over the baseline in T, fault-phase error rate; * critical endpoint, ✗ --check fails", width))
+		b.WriteString(block("  ", "  ", "ok = ISOLATED, calls = EXPECTED (the endpoint calls the dependency); numbers: p99 rise in T, fault-phase error rate, k/n runs degraded where they disagree; * critical endpoint, ✗ --check fails", width))
 	} else {
 		b.WriteString("  the map has no cells\n")
 	}

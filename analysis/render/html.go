@@ -11,24 +11,26 @@ import (
 )
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"est":       measure.FormatEstimate,
-	"num":       measure.FmtNum,
-	"pct":       pct,
-	"status":    statusText,
-	"join":      func(v []string) string { return strings.Join(v, "; ") },
-	"sched":     func(n measure.NoiseFloor, c string) string { return measure.FmtNum(n.SchedP99Ms[c]) },
-	"inferred":  func(ls []measure.InferredLimit) string { return orDash(measure.DescribeInferred(ls)) },
-	"fleet":     fleetHTML,
-	"after":     aftermathHTML,
-	"key":       keyNumber,
-	"groups":    groupExcluded,
-	"anchor":    runAnchor,
-	"short":     shortWhy,
-	"reasons":   runReasons,
-	"ruletab":   leftOutTable,
-	"degrade":   degradeText,
-	"conns":     connsHTML,
-	"hasPrefix": strings.HasPrefix,
+	"est":          measure.FormatEstimate,
+	"num":          measure.FmtNum,
+	"pct":          pct,
+	"status":       statusText,
+	"join":         func(v []string) string { return strings.Join(v, "; ") },
+	"sched":        func(n measure.NoiseFloor, c string) string { return measure.FmtNum(n.SchedP99Ms[c]) },
+	"inferred":     func(ls []measure.InferredLimit) string { return orDash(measure.DescribeInferred(ls)) },
+	"fleet":        fleetHTML,
+	"after":        aftermathHTML,
+	"key":          keyNumber,
+	"groups":       groupExcluded,
+	"anchor":       runAnchor,
+	"short":        shortWhy,
+	"reasons":      runReasons,
+	"ruletab":      leftOutTable,
+	"degrade":      degradeText,
+	"conns":        connsHTML,
+	"hasPrefix":    strings.HasPrefix,
+	"auditfile":    auditFile,
+	"auditverdict": func(m verdict.AuditMap) string { return strings.TrimSuffix(auditVerdict(&m), ".") },
 	"measure": func(m verdict.Measure) string {
 		if m.Op == "" {
 			return "(info)"
@@ -48,26 +50,27 @@ tr:target td{outline:2px solid #e68a00}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.4em 0}summary{cursor:pointer}
 </style></head><body>
 <h1>bulkheadlab report: {{.Experiment}}</h1>
-<p>Victim /{{.Expectations.Victim}}, culprit /{{.Expectations.Culprit}}. Means over complete repeats, 95 % bootstrap interval over repeats in brackets (3 or more repeats).</p>
+{{if .Audits}}<p>A blast-radius audit: its result is the map of endpoints × faults in {{range $i, $m := .Audits}}{{if $i}}, {{end}}{{with auditfile $ $i}}<a href="{{.}}">{{.}}</a>{{end}} ({{auditverdict $m}}){{end}}; this page holds the numbers of its runs (no predictions P1–P4 are judged). Means over complete repeats, 95 % bootstrap interval over repeats in brackets (3 or more repeats).</p>
+{{else}}<p>Victim /{{.Expectations.Victim}}, culprit /{{.Expectations.Culprit}}. Means over complete repeats, 95 % bootstrap interval over repeats in brackets (3 or more repeats).</p>{{end}}
 {{if .Notices}}<div class="notice"><ul>
 {{range .Notices}}<li>{{.}}</li>
 {{end}}</ul></div>{{end}}
-<h2>Verdicts</h2>
+{{if not .Audits}}<h2>Verdicts</h2>
 <table><tr><th>prediction</th><th>outcome</th><th>key number</th><th>reason</th><th>runs left out</th></tr>
 {{range .Verdicts}}<tr><td><a href="#v-{{.Name}}">{{.Name}}</a></td><td class="{{.Outcome}}"><b>{{.Outcome}}</b></td><td>{{key .}}</td><td>{{.Reason}}</td><td>{{with .Excluded}}{{len .}}:{{range $k, $g := groups .}}{{if $k}};{{end}} {{$g.Stem}}{{range $i, $id := $g.IDs}} <a href="#{{anchor $id}}">{{index $g.Tags $i}}</a>{{end}}{{end}}{{end}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{end}}
 {{with ruletab .}}{{if .Rows}}<details><summary>Runs left out: each rule as its worst value against the limit (✓ kept)</summary>
 <table><tr><th>run</th>{{range .Rules}}<th>{{.}}</th>{{end}}<th>CPU busy</th><th>steal</th><th>retried</th></tr>
 {{range .Rows}}<tr><td><a href="#{{anchor .Run}}">{{.Run}}</a></td>{{range .Cells}}<td{{if eq . "✓"}} class="ok"{{end}}>{{.}}</td>{{end}}<td>{{pct .Busy}}</td><td>{{pct .Steal}}</td><td>{{if .Retried}}{{.Retried}}{{else}}—{{end}}</td></tr>
 {{end}}{{if .Others}}<tr><td>the other {{.Others}}</td>{{range .Rules}}<td class="ok">✓</td>{{end}}<td></td><td></td><td></td></tr>{{end}}</table></details>{{end}}{{end}}
-{{range .Verdicts}}<h3 id="v-{{.Name}}">{{.Name}} — {{.Outcome}}</h3><p>{{.Claim}}.</p>
+{{if not .Audits}}{{range .Verdicts}}<h3 id="v-{{.Name}}">{{.Name}} — {{.Outcome}}</h3><p>{{.Claim}}.</p>
 <table><tr><th>number</th><th>measured</th><th>unit</th><th>threshold</th></tr>
 {{range .Measures}}<tr><td>{{.Name}}</td><td>{{est .Value}}</td><td>{{.Unit}}</td><td>{{measure .}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Fault phase by condition and mode</h2>
 <table><tr><th>condition</th><th>mode</th><th>runs</th><th>/{{.Expectations.Victim}} p99 ms</th><th>/{{.Expectations.Victim}} error rate</th><th>/{{.Expectations.Culprit}} p99 ms</th><th>/{{.Expectations.Culprit}} error rate</th><th>/{{.Expectations.Culprit}} ok req/s</th><th>time to degrade (T)</th></tr>
 {{range .Cells}}<tr><td>{{.Condition}}</td><td>{{.Mode}}</td><td>{{len .Runs}}{{with .Excluded}} (+{{len .}} left out){{end}}</td><td>{{est .VictimP99Ms}}</td><td>{{est .VictimErrorRate}}</td><td>{{est .CulpritP99Ms}}</td><td>{{est .CulpritErrorRate}}</td><td>{{est .CulpritOKRate}}</td><td>{{est .TimeToDegradeT}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{end}}
 {{range .Images}}{{if not (hasPrefix . "run-")}}<figure><img src="{{.}}" alt="{{.}}"><figcaption>{{.}}</figcaption></figure>
 {{end}}{{end}}<h2>Latency by endpoint and phase</h2>
 <p>p50 / p99 in ms and error rate, means over the cell's runs.</p>

@@ -36,7 +36,9 @@ type auditPageRow struct {
 type auditPageCell struct {
 	// CSS is the cell's class attribute: one of auditCSSClasses' keys.
 	CSS, Class, Numbers string
-	Violation           bool
+	// Runs says how many runs degraded when they disagree.
+	Runs      string
+	Violation bool
 }
 
 // auditCSSClass is the page's class of a cell (its colour).
@@ -103,6 +105,7 @@ func newAuditPage(m *verdict.AuditMap) auditPage {
 			}
 			if cellNumbers(c) {
 				pc.Numbers = riseText(c.P99RiseT) + " " + errText(c.ErrorRate)
+				pc.Runs = disagreement(c)
 			}
 			row.Cells = append(row.Cells, pc)
 		}
@@ -116,6 +119,7 @@ var auditTmpl = template.Must(template.New("audit").Funcs(template.FuncMap{
 	"human":   words.FmtHuman,
 	"pct":     pct,
 	"rise":    riseText,
+	"noise":   noiseText,
 	"label":   endpointLabel,
 	"finding": findingText,
 	"join":    func(v []string) string { return strings.Join(v, ", ") },
@@ -132,11 +136,11 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 </style></head><body>
 <h1>bulkheadlab blast-radius audit: {{.M.Experiment}}</h1>
 <p class="verdict{{if .M.Violations}} bad{{end}}">{{.Verdict}}</p>
-<p>Mode {{.M.Mode}}; T = {{num .M.TimeoutMs}} ms; {{len .M.Endpoints}} endpoints × {{len .M.Columns}} faults, after a control run without a fault. Each cell is an endpoint (row) while one dependency has one fault (column): its class, then its fault-phase p99 rise over its baseline in T and its fault-phase error rate (means over the cell's valid runs; — undefined).</p>
+<p>Mode {{.M.Mode}}; T = {{num .M.TimeoutMs}} ms; {{len .M.Endpoints}} endpoints × {{len .M.Columns}} faults, after a control run without a fault. Each cell is an endpoint (row) while one dependency has one fault (column): its class, then its fault-phase p99 rise in T (over the lower of its baseline and the control run's p99) and its fault-phase error rate (means over the cell's valid runs; — undefined), and how many runs degraded where they disagree.</p>
 <p>ISOLATED: does not call the dependency and stayed at its baseline. DEGRADED: does not call it, yet degraded (a finding). EXPECTED: calls it (degraded or not). INVALID: no valid run. ABORTED: a stop condition removed the fault. SKIPPED: not run. A critical endpoint's cell that fails --check is outlined and marked ✗.</p>
 <figure><img src="{{.Image}}" alt="blast-radius map"><figcaption>{{.Image}}</figcaption></figure>
 {{if .Rows}}<table class="map"><tr><th>endpoint</th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.Endpoint}}{{if .Critical}} (critical){{end}}</th>{{range .Cells}}<td class="cell {{.CSS}}{{if .Violation}} violation{{end}}"><b>{{.Class}}</b>{{if .Violation}} ✗{{end}}{{with .Numbers}}<br>{{.}}{{end}}</td>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Endpoint}}{{if .Critical}} (critical){{end}}</th>{{range .Cells}}<td class="cell {{.CSS}}{{if .Violation}} violation{{end}}"><b>{{.Class}}</b>{{if .Violation}} ✗{{end}}{{with .Numbers}}<br>{{.}}{{end}}{{with .Runs}}<br>{{.}}{{end}}</td>{{end}}</tr>
 {{end}}</table>{{else}}<p>The map has no cells.</p>{{end}}
 <h2>Findings</h2>
 {{if .M.Findings}}<ul>
@@ -147,13 +151,13 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 {{range .M.Violations}}<li class="bad">{{.}}</li>
 {{end}}</ul>{{else}}<p>None.</p>{{end}}
 <h2>Control run</h2>
-{{if .M.Control}}<p>Each endpoint without a fault: the noise the thresholds are raised to.</p>
-<table><tr><th>endpoint</th><th>p99 ms</th><th>p99 rise (T)</th><th>error rate</th></tr>
-{{range .M.Control}}<tr><td>{{label .Endpoint}}</td><td>{{num .P99Ms}}</td><td>{{rise .P99RiseT}}</td><td>{{pct .ErrorRate}}</td></tr>
+{{if .M.Control}}<p>Each endpoint without a fault: the p99 a cell's rise is also measured from, and the noise the thresholds are raised by (how far the p99 rose between the control's phases or differed between its runs, in T; its error rate).</p>
+<table><tr><th>endpoint</th><th>p99 ms</th><th>p99 rise (T)</th><th>noise (T)</th><th>error rate</th></tr>
+{{range .M.Control}}<tr><td>{{label .Endpoint}}</td><td>{{num .P99Ms}}</td><td>{{rise .P99RiseT}}</td><td>{{noise .NoiseT}}</td><td>{{pct .ErrorRate}}</td></tr>
 {{end}}</table>{{else}}<p>No control run.</p>{{end}}
 <h2>Call graph: measured and declared</h2>
 {{with .M.CallGraph}}<p>Measured by the calibration: {{.Requests}} requests to each endpoint alone at {{human .Rate}}/s, the calls each dependency's proxy saw per request. The map's Calls follow the measured graph.</p>{{else}}<p>No calibration: the map's Calls follow the declared graph.</p>{{end}}
-<table><tr><th>endpoint</th><th>measured</th><th>declared</th><th></th></tr>
+<table><tr><th>endpoint</th><th>measured</th><th>declared (audit.calls, else its dependency; — none)</th><th></th></tr>
 {{range .Graph}}<tr><td>{{.Endpoint}}</td><td>{{.Measured}}</td><td>{{.Declared}}</td><td>{{if .Differs}}<b class="bad">differs</b>{{end}}{{with .Failed}} calibration failed: {{.}}{{end}}</td></tr>
 {{end}}</table>
 {{with .M.GraphDiffs}}<p>Differences:</p><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
@@ -163,9 +167,9 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 {{if .Aborted}}<ul>{{range .Aborted}}<li>{{.Column}}: {{.Trigger}} — {{join .Endpoints}}</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 {{with .Skipped}}<p>{{.}}.</p>{{end}}
 {{if .Details}}<h2>Cells</h2>
-<p>p99 in the runs' baseline and fault phases (ms), its rise in T, the fault phase's error rate and its rise over the baseline's (points), the time from fault start to the first degraded window (s), and what the exhaustion ranking names first.</p>
-<table><tr><th>endpoint</th><th>fault</th><th>class</th><th>calls it</th><th>runs</th><th>baseline p99 ms</th><th>fault p99 ms</th><th>p99 rise</th><th>error rate</th><th>error rise (points)</th><th>time to degrade s</th><th>resource</th><th>detail</th></tr>
-{{range .Details}}<tr><td>{{.Endpoint}}</td><td>{{.Column}}</td><td>{{.Class}}{{if .Violation}} ✗{{end}}</td><td>{{.Calls}}</td><td>{{.Runs}}</td><td>{{.BaseP99}}</td><td>{{.FaultP99}}</td><td>{{.Rise}}</td><td>{{.Errors}}</td><td>{{.ErrPoints}}</td><td>{{.Degrade}}</td><td>{{.Resource}}</td><td>{{.Detail}}</td></tr>
+<p>p99 in the runs' baseline and fault phases (ms), its rise in T (over the lower of the baseline and the control run's p99), the fault phase's error rate and its rise over the baseline's (points), the time from fault start to the first degraded window (s), what the failures were as the service's answers told, and what the exhaustion ranking names first.</p>
+<table><tr><th>endpoint</th><th>fault</th><th>class</th><th>calls it</th><th>runs</th><th>baseline p99 ms</th><th>fault p99 ms</th><th>p99 rise</th><th>error rate</th><th>error rise (points)</th><th>time to degrade s</th><th>failures</th><th>resource</th><th>detail</th></tr>
+{{range .Details}}<tr><td>{{.Endpoint}}</td><td>{{.Column}}</td><td>{{.Class}}{{if .Violation}} ✗{{end}}</td><td>{{.Calls}}</td><td>{{.Runs}}</td><td>{{.BaseP99}}</td><td>{{.FaultP99}}</td><td>{{.Rise}}</td><td>{{.Errors}}</td><td>{{.ErrPoints}}</td><td>{{.Degrade}}</td><td>{{.Failures}}</td><td>{{.Resource}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>{{end}}
 </body></html>
 `))

@@ -27,8 +27,13 @@ func renderMarkdown(s *verdict.Summary) []byte {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	p("# bulkheadlab report: %s\n", s.Experiment)
-	p("%s Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
-		rolesLine(s), measure.MinRepeatsForCI)
+	if s.Audits != nil {
+		p("%s Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
+			auditLine(s), measure.MinRepeatsForCI)
+	} else {
+		p("%s Numbers are means over complete repeats; with %d or more repeats a 95 %% bootstrap interval over repeats follows in brackets.\n",
+			rolesLine(s), measure.MinRepeatsForCI)
+	}
 	if len(s.Notices) > 0 {
 		p("## Read this first\n")
 		for _, n := range s.Notices {
@@ -36,6 +41,45 @@ func renderMarkdown(s *verdict.Summary) []byte {
 		}
 		p("")
 	}
+	if s.Audits == nil {
+		writeVerdictsMD(&b, s)
+		writeCellsMD(&b, s)
+	} else {
+		writeLeftOutMD(&b, s)
+	}
+	writePhasesMD(&b, s)
+	writeLittleMD(&b, s)
+	writeRetriesMD(&b, s)
+	writeSizingMD(&b, s)
+	writeConnWaitsMD(&b, s)
+	writeFleetMD(&b, s)
+	writeAftermathMD(&b, s)
+	writeRunsMD(&b, s)
+	if len(s.Images) > 0 {
+		p("## Figures\n")
+		for _, img := range s.Images {
+			p("![%s](%s)\n", img, img)
+		}
+	}
+	return b.Bytes()
+}
+
+// auditLine opens an audit's report: its result is the map, which it
+// links; this report holds the runs' numbers.
+func auditLine(s *verdict.Summary) string {
+	var links []string
+	for i := range s.Audits {
+		f := auditFile(s, i)
+		links = append(links, fmt.Sprintf("[%s](%s) (%s)", f, f, strings.TrimSuffix(auditVerdict(&s.Audits[i]), ".")))
+	}
+	return fmt.Sprintf("A blast-radius audit: its result is the map of endpoints × faults in %s; this report holds the numbers of its runs (no predictions P1–P4 are judged).",
+		strings.Join(links, ", "))
+}
+
+// writeVerdictsMD writes the verdicts: their table, the runs left out,
+// the repeats they needed and each verdict's numbers.
+func writeVerdictsMD(b *bytes.Buffer, s *verdict.Summary) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
 	p("## Verdicts\n")
 	p("| prediction | outcome | key number | reason | runs left out |")
 	p("|---|---|---|---|---|")
@@ -43,7 +87,7 @@ func renderMarkdown(s *verdict.Summary) []byte {
 		p("| %s | **%s** | %s | %s | %s |", v.Name, v.Outcome, mdEscape(keyNumber(v)), mdEscape(v.Reason), orDash(excludedText(v.Excluded)))
 	}
 	p("")
-	writeLeftOutMD(&b, s)
+	writeLeftOutMD(b, s)
 	if len(s.RepeatsNeeded) > 0 {
 		p("Repeats: auto. Repeats each checked verdict needed to be clear of its threshold (its interval wholly on one side):\n")
 		for _, n := range s.RepeatsNeeded {
@@ -68,22 +112,6 @@ func renderMarkdown(s *verdict.Summary) []byte {
 			p("Runs left out — %s (the reasons are under Runs: validity and noise floor).\n", excludedText(v.Excluded))
 		}
 	}
-	writeCellsMD(&b, s)
-	writePhasesMD(&b, s)
-	writeLittleMD(&b, s)
-	writeRetriesMD(&b, s)
-	writeSizingMD(&b, s)
-	writeConnWaitsMD(&b, s)
-	writeFleetMD(&b, s)
-	writeAftermathMD(&b, s)
-	writeRunsMD(&b, s)
-	if len(s.Images) > 0 {
-		p("## Figures\n")
-		for _, img := range s.Images {
-			p("![%s](%s)\n", img, img)
-		}
-	}
-	return b.Bytes()
 }
 
 func writeCellsMD(b *bytes.Buffer, s *verdict.Summary) {
@@ -350,4 +378,13 @@ func rolesLine(s *verdict.Summary) string {
 		return fmt.Sprintf("Victim endpoint /%s (healthy dependency), culprit /%s (faulted dependency).", ex.Victim, ex.Culprit)
 	}
 	return fmt.Sprintf("Victim endpoint /%s (%s, healthy), culprit /%s (%s, faulted).", ex.Victim, vd, ex.Culprit, cd)
+}
+
+// auditFile is the i-th audit map's audit.md, relative to the report
+// (AuditDir).
+func auditFile(s *verdict.Summary, i int) string {
+	if len(s.Audits) == 1 {
+		return AuditMarkdownFile
+	}
+	return "audit-" + s.Audits[i].Mode + "/" + AuditMarkdownFile
 }

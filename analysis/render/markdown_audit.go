@@ -22,7 +22,7 @@ func renderAuditMarkdown(m *verdict.AuditMap) []byte {
 	p("# bulkheadlab blast-radius audit: %s\n", mdText(m.Experiment))
 	p("**%s**\n", mdText(auditVerdict(m)))
 	p("Mode %s; T = %s ms; %s × %s, after a control run without a fault. "+
-		"Each cell is an endpoint (row) while one dependency has one fault (column): its class, then its fault-phase p99 rise over its baseline in T and its fault-phase error rate (means over the cell's valid runs; — undefined).\n",
+		"Each cell is an endpoint (row) while one dependency has one fault (column): its class, then its fault-phase p99 rise in T (over the lower of its baseline and the control run's p99) and its fault-phase error rate (means over the cell's valid runs; — undefined), and how many runs degraded where they disagree.\n",
 		mdText(orDash(m.Mode)), measure.FmtNum(m.TimeoutMs), countNoun(len(m.Endpoints), "endpoint"), countNoun(len(m.Columns), "fault"))
 	p("ISOLATED: does not call the dependency and stayed at its baseline. DEGRADED: does not call it, yet degraded (a finding). " +
 		"EXPECTED: calls it (degraded or not). INVALID: no valid run. ABORTED: a stop condition removed the fault. SKIPPED: not run. " +
@@ -63,11 +63,11 @@ func renderAuditMarkdown(m *verdict.AuditMap) []byte {
 	if len(m.Control) == 0 {
 		p("No control run.\n")
 	} else {
-		p("Each endpoint without a fault: the noise the thresholds are raised to.\n")
-		p("| endpoint | p99 ms | p99 rise (T) | error rate |")
-		p("|---|---|---|---|")
+		p("Each endpoint without a fault: the p99 a cell's rise is also measured from, and the noise the thresholds are raised by (how far the p99 rose between the control's phases or differed between its runs, in T; its error rate).\n")
+		p("| endpoint | p99 ms | p99 rise (T) | noise (T) | error rate |")
+		p("|---|---|---|---|---|")
 		for _, c := range m.Control {
-			p("| %s | %s | %s | %s |", mdText(endpointLabel(c.Endpoint)), measure.FmtNum(c.P99Ms), riseText(c.P99RiseT), pct(c.ErrorRate))
+			p("| %s | %s | %s | %s | %s |", mdText(endpointLabel(c.Endpoint)), measure.FmtNum(c.P99Ms), riseText(c.P99RiseT), noiseText(c.NoiseT), pct(c.ErrorRate))
 		}
 		p("")
 	}
@@ -146,7 +146,7 @@ func writeAuditGraphMD(b *bytes.Buffer, m *verdict.AuditMap) {
 	} else {
 		p("No calibration: the map's Calls follow the declared graph.\n")
 	}
-	p("| endpoint | measured | declared | |")
+	p("| endpoint | measured | declared (audit.calls, else its dependency; — none) | |")
 	p("|---|---|---|---|")
 	for _, r := range auditGraph(m) {
 		note := ""
@@ -176,16 +176,16 @@ func writeAuditDetailsMD(b *bytes.Buffer, m *verdict.AuditMap) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
 	p("## Cells\n")
-	p("p99 in the runs' baseline and fault phases (ms), its rise in T, the fault phase's error rate and its rise over the baseline's (points), the time from fault start to the first degraded window (s), and what the exhaustion ranking names first.\n")
-	p("| endpoint | fault | class | calls it | runs | baseline p99 ms | fault p99 ms | p99 rise | error rate | error rise (points) | time to degrade s | resource | detail |")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	p("p99 in the runs' baseline and fault phases (ms), its rise in T (over the lower of the baseline and the control run's p99), the fault phase's error rate and its rise over the baseline's (points), the time from fault start to the first degraded window (s), what the failures were as the service's answers told, and what the exhaustion ranking names first.\n")
+	p("| endpoint | fault | class | calls it | runs | baseline p99 ms | fault p99 ms | p99 rise | error rate | error rise (points) | time to degrade s | failures | resource | detail |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, d := range ds {
 		class := d.Class
 		if d.Violation {
 			class += " ✗"
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", mdText(d.Endpoint), mdText(d.Column), mdText(class), d.Calls, d.Runs,
-			d.BaseP99, d.FaultP99, d.Rise, d.Errors, d.ErrPoints, d.Degrade, mdText(d.Resource), mdText(d.Detail))
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", mdText(d.Endpoint), mdText(d.Column), mdText(class), d.Calls, d.Runs,
+			d.BaseP99, d.FaultP99, d.Rise, d.Errors, d.ErrPoints, d.Degrade, mdText(d.Failures), mdText(d.Resource), mdText(d.Detail))
 	}
 	p("")
 }

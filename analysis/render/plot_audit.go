@@ -193,7 +193,11 @@ func auditCellLines(c verdict.AuditCell) [2]string {
 	if !cellNumbers(c) || c.Class == verdict.CellInvalid || c.Class == verdict.CellSkipped {
 		return [2]string{figText(orDash(c.Class), 12), ""}
 	}
-	return [2]string{riseText(c.P99RiseT), errText(c.ErrorRate)}
+	second := errText(c.ErrorRate)
+	if disagreement(c) != "" {
+		second += fmt.Sprintf(" %d/%d", c.DegradedRuns, c.Runs)
+	}
+	return [2]string{riseText(c.P99RiseT), second}
 }
 
 // newAuditFig lays out m's heatmap: rows the endpoints, columns the
@@ -201,7 +205,7 @@ func auditCellLines(c verdict.AuditCell) [2]string {
 func newAuditFig(m *verdict.AuditMap) *auditFig {
 	f := &auditFig{
 		title: figText("Blast radius: "+m.Experiment, auditTitleRunes),
-		subtitle: figText(fmt.Sprintf("%s, %s · mode %s · T = %s ms · each cell: p99 rise over baseline (T), fault-phase error rate",
+		subtitle: figText(fmt.Sprintf("%s, %s · mode %s · T = %s ms · each cell: p99 rise (T), fault-phase error rate, k/n runs degraded where they disagree",
 			countNoun(len(m.Findings), "finding"), countNoun(len(m.Violations), "critical violation"), orDash(m.Mode), measure.FmtNum(m.TimeoutMs)), 2*auditTitleRunes),
 	}
 	for _, c := range m.Columns {

@@ -43,6 +43,22 @@ type Experiment struct {
 	// measured call graph (callgraph.json), if any.
 	Audit     *rundata.Audit
 	CallGraph *rundata.CallGraph
+	// Arrivals is the spec's load.arrivals ("" when the spec does not
+	// say); Rules its external.rules, how a user's service's responses
+	// were classified (nil for the built-in service's, or none given).
+	Arrivals string
+	Rules    []Rule
+}
+
+// Rule is one of a spec's external.rules as written: the responses
+// (status, header and its value, or the client's error text) the class
+// was given to.
+type Rule struct {
+	Status string `yaml:"status"`
+	Header string `yaml:"header"`
+	Value  string `yaml:"value"`
+	Error  string `yaml:"error"`
+	Class  string `yaml:"class"`
 }
 
 // Run is one run's data. Partial runs are kept: Problems says what is
@@ -61,6 +77,12 @@ type Run struct {
 	// cannot be trusted: an undecodable line, a count or time that cannot
 	// be, a duplicate record. A damaged run is not evidence.
 	Damaged []string
+	// CallGraph is the call graph its experiment's calibration measured
+	// (an audit's), and DeclaredCalls the audit's audit.calls: what each
+	// endpoint calls beyond the dependency its metadata declares. Nil
+	// outside an audit.
+	CallGraph     *rundata.CallGraph
+	DeclaredCalls map[string][]string
 }
 
 // Complete reports whether the run finished and all its data files were read
@@ -107,10 +129,11 @@ func Load(dir string) (*Experiment, error) {
 	if err := checkIndex(exp.Index); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotResults, idxPath, err)
 	}
-	exp.Expectations, exp.AutoRepeats, exp.Audit, err = readExpectations(filepath.Join(dir, rundata.SpecFile))
+	keys, err := readSpecKeys(filepath.Join(dir, rundata.SpecFile))
 	if err != nil {
 		return nil, err
 	}
+	exp.Expectations, exp.AutoRepeats, exp.Audit, exp.Arrivals, exp.Rules = keys.expectations, keys.autoRepeats, keys.audit, keys.arrivals, keys.rules
 	if exp.Audit != nil {
 		gp := filepath.Join(dir, rundata.CallGraphFile)
 		var g rundata.CallGraph
@@ -125,7 +148,11 @@ func Load(dir string) (*Experiment, error) {
 		if e.Status == rundata.StatusSkipped {
 			continue
 		}
-		exp.Runs = append(exp.Runs, loadRun(filepath.Join(dir, rundata.RunsDir, e.ID), e))
+		r := loadRun(filepath.Join(dir, rundata.RunsDir, e.ID), e)
+		if exp.Audit != nil {
+			r.CallGraph, r.DeclaredCalls = exp.CallGraph, exp.Audit.Calls
+		}
+		exp.Runs = append(exp.Runs, r)
 	}
 	return exp, nil
 }
@@ -146,31 +173,55 @@ func checkIndex(ix rundata.Index) error {
 	return nil
 }
 
-// readExpectations reads only the `expectations:`, `auto_repeats:` and
-// `audit:` keys of a spec file. A missing file gives the defaults; a
-// malformed one is an ErrNotResults error.
-func readExpectations(path string) (rundata.Expectations, bool, *rundata.Audit, error) {
+// specKeys are the keys of a spec file the analysis reads.
+type specKeys struct {
+	expectations rundata.Expectations
+	autoRepeats  bool
+	audit        *rundata.Audit
+	arrivals     string
+	rules        []Rule
+}
+
+// readSpecKeys reads only the `expectations:`, `auto_repeats:`, `audit:`,
+// `load.arrivals` and `external.rules` keys of a spec file. A missing file
+// gives the defaults; a malformed one is an ErrNotResults error. Rules
+// that do not decode are left out: they only name what a class meant.
+func readSpecKeys(path string) (specKeys, error) {
 	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rundata.DefaultExpectations(), false, nil, nil
+		return specKeys{expectations: rundata.DefaultExpectations()}, nil
 	}
 	if err != nil {
-		return rundata.Expectations{}, false, nil, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
+		return specKeys{}, fmt.Errorf("%w: %s: %v", ErrNotResults, path, err)
 	}
 	var doc struct {
 		Expectations rundata.Expectations `yaml:"expectations"`
 		AutoRepeats  bool                 `yaml:"auto_repeats"`
 		Audit        *rundata.Audit       `yaml:"audit"`
+		Load         struct {
+			Arrivals string `yaml:"arrivals"`
+		} `yaml:"load"`
+		External struct {
+			Rules yaml.Node `yaml:"rules"`
+		} `yaml:"external"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return rundata.Expectations{}, false, nil, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
+		return specKeys{}, fmt.Errorf("%w: %s: expectations: %v", ErrNotResults, path, err)
 	}
-	var a *rundata.Audit
+	k := specKeys{expectations: doc.Expectations.WithDefaults(), autoRepeats: doc.AutoRepeats, arrivals: doc.Load.Arrivals}
 	if doc.Audit != nil {
 		x := doc.Audit.WithDefaults()
-		a = &x
+		k.audit = &x
 	}
-	return doc.Expectations.WithDefaults(), doc.AutoRepeats, a, nil
+	if doc.External.Rules.Kind == yaml.SequenceNode {
+		for _, n := range doc.External.Rules.Content {
+			var r Rule
+			if n.Decode(&r) == nil {
+				k.rules = append(k.rules, r)
+			}
+		}
+	}
+	return k, nil
 }
 
 func loadRun(dir string, e rundata.IndexEntry) *Run {

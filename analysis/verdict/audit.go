@@ -49,6 +49,12 @@ type AuditMap struct {
 	// e.g. "checkout calls PAY (measured), not declared".
 	CallGraph  *rundata.CallGraph `json:"call_graph,omitempty"`
 	GraphDiffs []string           `json:"graph_differences,omitempty"`
+	// Declared is the declared call graph: audit.calls, else each
+	// endpoint's declared dependency (nil when nothing is declared).
+	Declared map[string][]string `json:"declared,omitempty"`
+	// Arrivals is the load's arrival process (constant or poisson; ""
+	// when the spec did not say).
+	Arrivals string `json:"arrivals,omitempty"`
 	// Findings are the DEGRADED cells, in map order.
 	Findings []AuditFinding `json:"findings"`
 	// Mispredicted are the measured cells (ISOLATED or DEGRADED) whose
@@ -79,7 +85,9 @@ type AuditCell struct {
 	// EXPECTED cell too).
 	Degraded bool `json:"degraded"`
 	// BaselineP99Ms and FaultP99Ms are the endpoint's p99 in the runs'
-	// baseline and fault phases; P99RiseT their difference in T.
+	// baseline and fault phases; P99RiseT how far the fault-phase p99 rose
+	// above the lower of the run's baseline p99 and the control run's
+	// fault-phase p99, in T.
 	BaselineP99Ms measure.Num `json:"baseline_p99_ms"`
 	FaultP99Ms    measure.Num `json:"fault_p99_ms"`
 	P99RiseT      measure.Num `json:"p99_rise_t"`
@@ -95,6 +103,11 @@ type AuditCell struct {
 	// evidence; for a DEGRADED cell, why it degraded.
 	Resource string `json:"resource,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+	// Failures says what the fault phase's failures were, by class, as
+	// the service's answers told (the classification rules), e.g. "30 %
+	// rejected by a pool (503 X-Reject: pool), 1 % unanswered within the
+	// client's timeout"; empty without failures.
+	Failures string `json:"failures,omitempty"`
 	// Runs are the cell's valid runs; DegradedRuns those of them whose own
 	// numbers crossed the thresholds (the cell is clear when it is 0 or
 	// Runs: repeats: auto stops once every measured cell is).
@@ -114,6 +127,9 @@ type AuditControl struct {
 	P99Ms     measure.Num `json:"p99_ms"`
 	P99RiseT  measure.Num `json:"p99_rise_t"`
 	ErrorRate measure.Num `json:"error_rate"`
+	// NoiseT is how far its p99 rose without a fault, in T (controlNoise):
+	// what the p99 threshold is raised by.
+	NoiseT measure.Num `json:"noise_t"`
 }
 
 // AuditFinding is a DEGRADED cell: an endpoint taken down by a

@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
+	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // AuditRule documents how an audit's cells are classed; the report prints
 // it.
-const AuditRule = "a cell is the endpoint's numbers in the fault phase of the cell's valid runs (means over repeats). It is DEGRADED when the endpoint does not call the dependency (by the measured call graph, else the declared one) and its p99 rose above its baseline p99 by at least degraded_p99_rise_t × T, or its error rate reached degraded_error_rate — each threshold raised by what the control run (no fault) shows of the same endpoint; ISOLATED when it does not call it and stayed below; EXPECTED when it calls it (degraded or not); ABORTED when a stop condition removed the fault; INVALID when no run of the cell was valid; SKIPPED when the audit stopped before it. A DEGRADED cell is a finding, named with the first resource the exhaustion ranking saw run out among those its endpoint draws on"
+const AuditRule = "a cell is the endpoint's numbers in the fault phase of the cell's valid runs (means over repeats). Its p99 rise is how far its fault-phase p99 rose above the lower of its run's baseline p99 and the control run's fault-phase p99 (the same endpoint without a fault: a baseline inflated by stragglers hides no rise), in T. It is DEGRADED when the endpoint does not call the dependency (by the measured call graph, else the declared one) and its p99 rose by at least degraded_p99_rise_t × T, or its error rate reached degraded_error_rate — each threshold raised by the control run's noise (how far the same endpoint's p99 rose between its phases and differed between the control's runs; its error rate); ISOLATED when it does not call it and stayed below; EXPECTED when it calls it (degraded or not); ABORTED when a stop condition removed the fault; INVALID when no run of the cell was valid; SKIPPED when the audit stopped before it. A cell whose runs disagree says how many of them degraded. A DEGRADED cell is a finding, named with the first resource the exhaustion ranking saw run out among those its endpoint draws on (a limit inferred from the proxies over a dependency it calls, for a service without pool metrics), and with what its failures were as the service's answers told (the classification rules)"
 
 // BuildAudit maps a blast-radius audit's runs, one map per mode (in the
 // order of the runs), from the runs' summaries in s. It returns nil when
@@ -79,7 +80,8 @@ func mean[T any](xs []T, f func(T) measure.Num) measure.Num {
 
 func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, mode string) AuditMap {
 	a := *exp.Audit
-	m := AuditMap{Experiment: exp.Index.Experiment, Mode: mode, Config: a, TimeoutMs: measure.Undefined, Columns: a.Columns, CallGraph: exp.CallGraph, Findings: []AuditFinding{}}
+	m := AuditMap{Experiment: exp.Index.Experiment, Mode: mode, Config: a, TimeoutMs: measure.Undefined, Columns: a.Columns, CallGraph: exp.CallGraph,
+		Arrivals: exp.Arrivals, Findings: []AuditFinding{}}
 	// Rows: the endpoints as the runs list them (the spec's order).
 	declared := map[string][]string{} // the service's own say: endpoint → its dependency
 	for _, r := range exp.Runs {
@@ -97,6 +99,9 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 	}
 	for e, deps := range a.Calls { // the audit's declaration, endpoint by endpoint
 		declared[e] = deps
+	}
+	if len(declared) > 0 {
+		m.Declared = declared
 	}
 	calls := declared
 	if g := exp.CallGraph; g != nil {
@@ -125,12 +130,14 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 			P99Ms:     mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultP99Ms }),
 			P99RiseT:  mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.P99RiseT(e) }),
 			ErrorRate: mean(ctl.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultErrorRate }),
+			NoiseT:    controlNoise(ctl.sums, e),
 		}
 		m.Control = append(m.Control, c)
-		thrRise[e], thrErr[e] = riseT+positive(c.P99RiseT), errRate+positive(c.ErrorRate)
+		thrRise[e], thrErr[e] = riseT+positive(c.NoiseT), errRate+positive(c.ErrorRate)
 	}
+	tells := failureTells(exp)
 
-	for _, e := range m.Endpoints {
+	for i, e := range m.Endpoints {
 		row := make([]AuditCell, len(m.Columns))
 		for j, col := range m.Columns {
 			cr := cellRuns(exp, sums, col.Condition, mode)
@@ -149,17 +156,19 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 				ownAbort = ownAbort || ab.Endpoint == e
 			}
 			if len(cr.usable) > 0 {
+				ctlP99 := float64(m.Control[i].P99Ms)
+				rise := func(s measure.RunSummary) measure.Num { return riseOver(s, e, ctlP99) }
 				cell.BaselineP99Ms = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).BaselineP99Ms })
 				cell.FaultP99Ms = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultP99Ms })
-				cell.P99RiseT = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.P99RiseT(e) })
+				cell.P99RiseT = mean(cr.sums, rise)
 				cell.ErrorRate = mean(cr.sums, func(s measure.RunSummary) measure.Num { return s.Endpoint(e).FaultErrorRate })
 				cell.ErrorPoints = mean(cr.sums, func(s measure.RunSummary) measure.Num {
 					return 100 * (s.Endpoint(e).FaultErrorRate - phaseErrorRate(s.Endpoint(e), rundata.PhaseBaseline))
 				})
-				cell.TimeToDegradeS = mean(cr.usable, func(r *rundir.Run) measure.Num { return measure.FirstDegradedS(r, e, thrRise[e], thrErr[e]) })
+				cell.TimeToDegradeS = mean(cr.usable, func(r *rundir.Run) measure.Num { return measure.FirstDegradedS(r, e, thrRise[e], thrErr[e], ctlP99) })
 				cell.Degraded = float64(cell.P99RiseT) >= thrRise[e] || float64(cell.ErrorRate) >= thrErr[e]
 				for _, s := range cr.sums {
-					if float64(s.P99RiseT(e)) >= thrRise[e] || float64(s.Endpoint(e).FaultErrorRate) >= thrErr[e] {
+					if float64(rise(s)) >= thrRise[e] || float64(s.Endpoint(e).FaultErrorRate) >= thrErr[e] {
 						cell.DegradedRuns++
 					}
 				}
@@ -167,6 +176,7 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 					cell.Resource = strings.TrimSpace(h.Resource + " " + h.Name)
 					cell.Detail = h.Detail
 				}
+				cell.Failures = failuresOf(cr.sums, e, tells)
 			}
 			if len(cr.all) > 0 {
 				cell.Predicted = predictedClass(cr.all[0], e, cell.Calls)
@@ -240,10 +250,17 @@ func predictedClass(r *rundir.Run, ep string, calls bool) string {
 // finding describes a DEGRADED cell in one line.
 func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	var b strings.Builder
-	fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T), errors %s %%",
-		e, col.Dependency, col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT), measure.FmtNum(100*c.ErrorRate))
+	fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T)",
+		e, col.Dependency, col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
 	if !math.IsNaN(float64(c.TimeToDegradeS)) {
-		fmt.Fprintf(&b, ", after %.2f s", float64(c.TimeToDegradeS))
+		fmt.Fprintf(&b, " after %.2f s", float64(c.TimeToDegradeS))
+	}
+	fmt.Fprintf(&b, ", errors %s %%", words.FmtHuman(100*float64(c.ErrorRate)))
+	if c.Failures != "" {
+		b.WriteString(": " + c.Failures)
+	}
+	if c.Runs > 1 && c.DegradedRuns < c.Runs {
+		fmt.Fprintf(&b, "; in %d of %d runs", c.DegradedRuns, c.Runs)
 	}
 	if c.Resource == "" {
 		b.WriteString("; no bounded resource the harness observes ran out")
@@ -252,10 +269,14 @@ func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 }
 
 // graphDiffs lists where the measured call graph and the declared one
-// disagree.
+// disagree, for the endpoints that declare their calls (one that declares
+// none leaves it to the measurement).
 func graphDiffs(endpoints []string, measured, declared map[string][]string) []string {
 	var out []string
 	for _, e := range endpoints {
+		if _, ok := declared[e]; !ok {
+			continue
+		}
 		for _, d := range measured[e] {
 			if !slices.Contains(declared[e], d) {
 				out = append(out, fmt.Sprintf("/%s calls %s (measured), which is not declared", e, d))
@@ -294,4 +315,51 @@ func fmtGap(a *rundata.Abort) string {
 		return "never: removing a fault failed"
 	}
 	return a.Cleared.Sub(a.At).Round(100_000).String()
+}
+
+// riseOver is endpoint e's fault-phase p99 rise in run s, in T, over the
+// lower of its baseline p99 and ctlP99 (the control run's fault-phase p99,
+// NaN if unknown): a baseline p99 inflated by a few stragglers hides no
+// rise that the control shows.
+func riseOver(s measure.RunSummary, e string, ctlP99 float64) measure.Num {
+	own := s.P99RiseT(e)
+	t := float64(s.TimeoutMs)
+	fault := float64(s.Endpoint(e).FaultP99Ms)
+	if math.IsNaN(ctlP99) || math.IsNaN(fault) || !(t > 0) {
+		return own
+	}
+	over := measure.Num((fault - ctlP99) / t)
+	if math.IsNaN(float64(own)) || over > own {
+		return over
+	}
+	return own
+}
+
+// controlNoise is how much endpoint e's p99 moves without a fault, in T:
+// the most any control run's fault-phase p99 rose above its baseline p99
+// (a baseline above it, inflated by stragglers, is no noise of the fault
+// phase), or the control runs' fault-phase p99s differ from one another;
+// undefined without a control run.
+func controlNoise(runs []measure.RunSummary, e string) measure.Num {
+	noise, n := 0.0, 0
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range runs {
+		t := float64(s.TimeoutMs)
+		if !(t > 0) {
+			continue
+		}
+		if r := float64(s.P99RiseT(e)); !math.IsNaN(r) {
+			noise, n = math.Max(noise, r), n+1
+		}
+		if f := float64(s.Endpoint(e).FaultP99Ms); !math.IsNaN(f) {
+			lo, hi = math.Min(lo, f/t), math.Max(hi, f/t)
+		}
+	}
+	if hi > lo {
+		noise, n = math.Max(noise, hi-lo), n+1
+	}
+	if n == 0 {
+		return measure.Undefined
+	}
+	return measure.Num(noise)
 }

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,5 +224,119 @@ func TestAuditGraphAndControl(t *testing.T) {
 	}
 	if len(m.Unmeasured) == 0 || !strings.HasPrefix(m.Unmeasured[0], "control run: no valid run") {
 		t.Errorf("unmeasured %q, want the control run first", m.Unmeasured)
+	}
+}
+
+// TestAuditRiseAgainstControl: /b's baseline p99 inflated by a few
+// stragglers (250 ms) hides a rise of its fault-phase p99 from 14 to 240
+// ms behind a bulkhead when the rise is against its own baseline alone;
+// against the control run's fault-phase p99 (14 ms) it is DEGRADED. The
+// same stragglers with no rise stay ISOLATED, and a control as noisy as
+// the rise raises the threshold beyond it.
+func TestAuditRiseAgainstControl(t *testing.T) {
+	build := func(tweak func(r *synth.Run)) AuditMap {
+		runs := synth.Matrix(1, func(r *synth.Run) bool {
+			tweak(r)
+			return r.Mode == "bulkhead" && (r.Cond == "healthy" || r.Cond == "slow")
+		})
+		maps := auditOf(t, synth.Write(t, t.TempDir(), auditSpecText, runs))
+		return maps[0]
+	}
+	for _, tt := range []struct {
+		name  string
+		tweak func(r *synth.Run)
+		want  string
+	}{
+		{"stragglers hide a rise", func(r *synth.Run) {
+			r.BBaselineP99Ms = 250
+			if r.Cond == "slow" {
+				r.BFaultMs = 240
+			}
+		}, CellDegraded},
+		{"stragglers, no rise", func(r *synth.Run) { r.BBaselineP99Ms = 250 }, CellIsolated},
+		{"a control as noisy", func(r *synth.Run) {
+			r.BFaultMs = 240 // the control's /b as slow as the slow A's
+		}, CellIsolated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := build(tt.tweak)
+			c := m.Cells[1][0] // /b × A slow
+			if c.Class != tt.want {
+				t.Errorf("/b × A slow: %s (rise %.3g T, control noise %.3g T), want %s", c.Class, float64(c.P99RiseT), float64(m.Control[1].NoiseT), tt.want)
+			}
+		})
+	}
+}
+
+// TestAuditFailuresNamed: a finding says what its failures were as the
+// service's answers told: the built-in service's bulkhead rejections by
+// their header, a service of the user's own by its classification rules
+// (503 X-Reject: pool → rejected by a pool).
+func TestAuditFailuresNamed(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool {
+		r.DegradeAt = 0
+		return r.Mode == "shared" && (r.Cond == "healthy" || r.Cond == "slow")
+	})
+	dir := synth.Write(t, t.TempDir(), auditSpecText, runs)
+	m := auditOf(t, dir)[0]
+	want := "50 % rejected by a bulkhead (503 X-Bulkhead-Reject)"
+	if c := m.Cells[1][0]; c.Failures != want || len(m.Findings) != 1 || !strings.Contains(m.Findings[0].Summary, "errors 50 %: "+want) {
+		t.Errorf("/b × A slow: failures %q, findings %+v; want %q", c.Failures, m.Findings, want)
+	}
+	if c := m.Cells[1][1]; c.Failures != "" {
+		t.Errorf("/b × A failing: failures %q, want none", c.Failures)
+	}
+	// The same runs as a user's service's, classified by its rules.
+	for _, id := range []string{"healthy-shared-r1", "slow-shared-r1"} {
+		mp := filepath.Join(dir, rundata.RunsDir, id, rundata.MetaFile)
+		var meta rundata.RunMeta
+		b, _ := os.ReadFile(mp)
+		if err := json.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		meta.External = true
+		b, _ = json.Marshal(meta)
+		if err := os.WriteFile(mp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := "external:\n  rules:\n    - {status: 503, header: X-Reject, value: pool, class: rejected}\n    - {status: \"5xx\", class: dep_error}\n"
+	if err := os.WriteFile(filepath.Join(dir, rundata.SpecFile), []byte(auditSpecText+rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = auditOf(t, dir)[0]
+	if got, want := m.Cells[1][0].Failures, "50 % rejected by a pool (503 X-Reject: pool)"; got != want {
+		t.Errorf("/b × A slow, a service's own rules: failures %q, want %q", got, want)
+	}
+	if got, want := m.Cells[0][0].Failures, "75 % rejected by a pool (503 X-Reject: pool)"; got != want {
+		t.Errorf("/a × A slow: failures %q, want %q", got, want)
+	}
+}
+
+// TestAuditDeclaredGraph: the map carries the declared graph (audit.calls
+// over the endpoints' own dependency), which the report's "declared"
+// column shows; an endpoint that declares nothing is left to the
+// measurement and is not a difference.
+func TestAuditDeclaredGraph(t *testing.T) {
+	runs := synth.Matrix(1, func(r *synth.Run) bool { return r.Mode == "bulkhead" && r.Cond != "busy" })
+	spec := strings.Replace(auditSpecText, "  critical: [b]\n", "  critical: [b]\n  calls: {a: [A, B]}\n", 1)
+	dir := synth.Write(t, t.TempDir(), spec, runs)
+	m := auditOf(t, dir)[0]
+	if got, want := fmt.Sprint(m.Declared), "map[a:[A B] b:[B]]"; got != want {
+		t.Errorf("declared %s, want %s", got, want)
+	}
+	g := rundata.CallGraph{Requests: 10, Rate: 20, Edges: map[string][]string{"a": {"A"}, "b": {"B", "C"}}}
+	b, _ := json.Marshal(g)
+	if err := os.WriteFile(filepath.Join(dir, rundata.CallGraphFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// /b declares B (its dependency): C is a difference; /a declares A
+	// and B and was measured calling A only.
+	m = auditOf(t, dir)[0]
+	if got, want := strings.Join(m.GraphDiffs, "; "), "/a is declared to call B, which no calibration request reached; /b calls C (measured), which is not declared"; got != want {
+		t.Errorf("graph differences %q, want %q", got, want)
+	}
+	if got := graphDiffs([]string{"a"}, map[string][]string{"a": {"A"}}, map[string][]string{}); len(got) != 0 {
+		t.Errorf("an endpoint that declares nothing: differences %v, want none", got)
 	}
 }

@@ -71,6 +71,10 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 	total := time.Duration(len(runs)) * s.RunDuration()
 	fmt.Fprintf(w, "  matrix: %d conditions × %d modes × %d repeats = %d runs of %s ≈ %s of load, about %s in all\n",
 		len(s.Conditions), len(s.Modes), s.Repeats, len(runs), s.RunDuration(), total, s.EstimatedDuration().Round(time.Second))
+	fmt.Fprintf(w, "  load: %s\n", s.LoadLine())
+	if r := s.RolesLine(); r != "" {
+		fmt.Fprintf(w, "  roles: %s\n", r)
+	}
 	if s.Audit != nil {
 		fmt.Fprintf(w, "  audit: %d cells of faults (each dependency × %s) after a control run, the call graph measured first (%s); critical: %s\n",
 			len(s.Audit.Columns), strings.Join(s.Audit.Faults, ", "), s.CalibrationDuration().Round(time.Second), orNone(s.Audit.Critical))

@@ -104,20 +104,9 @@ func (s *Spec) addAuditColumn(dep, fault, name string, slowT float64) {
 }
 
 // auditDependencies are the dependencies an audit slows in turn: the
-// endpoints' (in order of first use), or the external section's upstreams
-// (sorted) when the endpoints do not name them.
-func (s *Spec) auditDependencies() []string {
-	deps := s.DependencyNames()
-	if s.External != nil {
-		for d := range s.External.Upstreams {
-			if !slices.Contains(deps, d) {
-				deps = append(deps, d)
-			}
-		}
-		slices.Sort(deps[len(s.DependencyNames()):])
-	}
-	return deps
-}
+// endpoints' (in order of first use), then the external section's
+// upstreams that no endpoint names (sorted).
+func (s *Spec) auditDependencies() []string { return s.DependencyNames() }
 
 // planAudit gives an audit's runs with a fault its stop conditions, and
 // the plan what to do after one fired.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/claims"
@@ -108,15 +109,17 @@ func (s *Spec) applyDefaults() {
 	if s.Load.Rates == nil {
 		s.Load.Rates = Rates{}
 	}
-	for _, e := range s.Endpoints {
-		d, path := s.Dependencies[e.Dependency], "dependencies."+e.Dependency
+	for _, name := range s.DependencyNames() { // an endpoint's, or an external audit's upstream
+		d, path := s.Dependencies[name], "dependencies."+name
 		if !s.set(path+".latency") && !s.set(path+".jitter") {
 			d.Latency, d.Jitter = Abs(service.DefaultDepLatency), Abs(service.DefaultDepJitter)
 		}
 		if !s.set(path + ".size") {
 			d.Size = service.DefaultDepSize
 		}
-		s.Dependencies[e.Dependency] = d
+		s.Dependencies[name] = d
+	}
+	for _, e := range s.Endpoints {
 		if _, ok := s.Load.Rates[e.Name]; !ok {
 			s.Load.Rates[e.Name] = DefaultRate
 		}
@@ -125,7 +128,7 @@ func (s *Spec) applyDefaults() {
 		s.Load.Window = Abs(DefaultWindow)
 	}
 	if s.Load.Arrivals == "" {
-		s.Load.Arrivals = loadgen.ArrivalsConstant
+		s.Load.Arrivals = s.defaultArrivals() // arrivals.go
 	}
 	ph := &s.Phases
 	for _, p := range []struct {
@@ -150,6 +153,7 @@ func (s *Spec) applyDefaults() {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
 	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
+	s.inferRoles() // roles.go
 	s.auditRoles() // audit.go
 	s.modeRoles()  // decidable.go
 	switch {
@@ -358,7 +362,8 @@ func (s *Spec) Busy() (rate float64, extra time.Duration) {
 }
 
 // DependencyOf returns the dependency endpoint calls, "" if there is no
-// such endpoint.
+// such endpoint or it declares none (an external audit's endpoint, whose
+// calls the audit measures).
 func (s *Spec) DependencyOf(endpoint string) string {
 	for _, e := range s.Endpoints {
 		if e.Name == endpoint {
@@ -366,6 +371,11 @@ func (s *Spec) DependencyOf(endpoint string) string {
 		}
 	}
 	return ""
+}
+
+// hasEndpoint reports whether the spec has an endpoint of that name.
+func (s *Spec) hasEndpoint(name string) bool {
+	return slices.ContainsFunc(s.Endpoints, func(e Endpoint) bool { return e.Name == name })
 }
 
 // EndpointNames returns the endpoint names in order.

@@ -140,18 +140,31 @@ func (s *Spec) FaultRates(c *Condition) Rates {
 }
 
 // DependencyNames returns the dependencies the endpoints call, in endpoint
-// order, each once.
+// order, each once; an external audit's, which measures who calls them,
+// are also its upstreams that no endpoint declares (sorted, after them).
 func (s *Spec) DependencyNames() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range s.Endpoints {
-		if !seen[e.Dependency] {
+		if e.Dependency != "" && !seen[e.Dependency] {
 			seen[e.Dependency] = true
 			out = append(out, e.Dependency)
 		}
 	}
+	if s.measuresGraph() {
+		for _, d := range sortedKeys(s.External.Upstreams) {
+			if !seen[d] {
+				out = append(out, d)
+			}
+		}
+	}
 	return out
 }
+
+// measuresGraph reports whether the spec is an audit of a service of the
+// user's own: its calibration measures which endpoint calls which of the
+// upstreams, so an endpoint need not declare its dependency.
+func (s *Spec) measuresGraph() bool { return s.Audit != nil && s.External != nil }
 
 // RunOverhead is what a run costs beyond its phases, as measured on a
 // 2-core machine: starting and stopping five processes and writing the run

@@ -92,7 +92,7 @@ func TestEndpointKeysValidated(t *testing.T) {
 		{"endpoints:\n  - {name: a, dependency: A}\n  - {name: a, dependency: B}\n", `endpoints[1].name: duplicate endpoint "a"`},
 		{"endpoints:\n  - {name: 'A/x', dependency: A}\n", "endpoints[0].name:"},
 		{"endpoints:\n  - {name: a, dependency: 'x y'}\n", "endpoints[0].dependency:"},
-		{"expectations: {victim: c}\n", "expectations: victim and culprit must be two different endpoints"},
+		{"expectations: {victim: c}\n", "expectations: name the victim (the endpoint whose dependency stays healthy) and the culprit"},
 		{"conditions:\n  - {name: x, dependency: C, rates: {a: 1}}\n", `conditions[0].dependency: must be one of A, B, got "C"`},
 	}
 	for _, c := range cases {

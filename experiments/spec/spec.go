@@ -53,6 +53,8 @@ type Spec struct {
 	file  string         // the file name used in error messages
 	lines map[string]int // field path → line, from decoding
 	sweep *sweepInfo     // set when Sweep is: the base and the points
+	// rolesWhy says where the victim and the culprit come from (roles.go).
+	rolesWhy string
 }
 
 // Validity holds the rules that make a run valid: the harness must show

@@ -189,7 +189,9 @@ func TestPresetsValidateAndRoundTrip(t *testing.T) {
 			}
 			continue
 		}
+		// Where the decoding found things (lines, the roles' source) is not the spec.
 		s.file, s.lines, s2.file, s2.lines = "", nil, "", nil
+		s.rolesWhy, s2.rolesWhy = "", ""
 		if !reflect.DeepEqual(s, s2) {
 			t.Errorf("preset %s: round trip differs:\n%+v\n%+v", n, s, s2)
 		}

@@ -88,7 +88,13 @@ func (s *Spec) validateEndpoints(p *problems) bool {
 			ok = false
 		}
 		seen[e.Name] = true
-		if !depNameRE.MatchString(e.Dependency) {
+		switch {
+		case e.Dependency == "" && s.measuresGraph():
+			// the audit's calibration measures what the endpoint calls
+		case e.Dependency == "":
+			p.add(path+".dependency", "%s", s.missingDependency(e.Name))
+			ok = false
+		case !depNameRE.MatchString(e.Dependency):
 			p.add(path+".dependency", "%q: use 1–32 of A-Z, a-z, 0-9, '_', '-'", e.Dependency)
 			ok = false
 		}
@@ -211,8 +217,8 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 
 func (s *Spec) validateDeps(p *problems) {
 	used := map[string]bool{}
-	for _, e := range s.Endpoints {
-		used[e.Dependency] = true
+	for _, d := range s.DependencyNames() {
+		used[d] = true
 	}
 	for _, name := range sortedKeys(s.Dependencies) {
 		d, path := s.Dependencies[name], "dependencies."+name
@@ -243,7 +249,10 @@ func (s *Spec) validateDeps(p *problems) {
 func (s *Spec) endpointList() string {
 	parts := make([]string, len(s.Endpoints))
 	for i, e := range s.Endpoints {
-		parts[i] = e.Name + "→" + e.Dependency
+		parts[i] = e.Name
+		if e.Dependency != "" {
+			parts[i] += "→" + e.Dependency
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -258,7 +267,7 @@ func validRate(p *problems, path string, r float64, zeroOK bool) {
 // validateRates checks a rates map: every key an endpoint, every rate valid.
 func (s *Spec) validateRates(p *problems, path string, rates Rates, zeroOK bool) {
 	for _, k := range sortedKeys(rates) {
-		if s.DependencyOf(k) == "" {
+		if !s.hasEndpoint(k) {
 			p.add(path+"."+k, "no endpoint %q (endpoints: %s)", k, strings.Join(s.EndpointNames(), ", "))
 			continue
 		}
@@ -326,9 +335,14 @@ func (s *Spec) validateConditions(p *problems) {
 		}
 		seen[c.Name] = true
 		// An empty dependency is the culprit's, which validateExpectations
-		// reports when it does not exist.
-		if _, ok := s.Dependencies[c.Dependency]; !ok && c.Dependency != "" {
+		// reports when it does not exist; an audit's culprit may declare
+		// none.
+		switch _, ok := s.Dependencies[c.Dependency]; {
+		case !ok && c.Dependency != "":
 			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.DependencyNames(), ", "), c.Dependency)
+		case c.Dependency == "" && s.hasEndpoint(s.Expectations.Culprit) && (len(c.Faults) > 0 || len(c.Rates) > 0 || c.Cancel != nil || c.Bursts != nil || isBuiltin(c.Name) && c.Name != CondHealthy):
+			p.add(path+".dependency", "required: the dependency this condition acts on (one of %s); by default it is the culprit's, and /%s declares none",
+				strings.Join(s.DependencyNames(), ", "), s.Expectations.Culprit)
 		}
 		capacity := -1 // the condition's capacity fault
 		for j, f := range c.Faults {
@@ -394,7 +408,18 @@ func (s *Spec) validateExpectations(p *problems) {
 	// An audit has no victim or culprit of its own: every endpoint is
 	// both, in turn (its defaults are the first and last endpoints).
 	roles := s.Audit == nil || s.set("expectations.victim") || s.set("expectations.culprit")
-	if roles && (s.DependencyOf(e.Victim) == "" || s.DependencyOf(e.Culprit) == "" || e.Victim == e.Culprit) {
+	switch {
+	case !roles:
+	case !s.hasEndpoint(e.Victim) || !s.hasEndpoint(e.Culprit):
+		why := ""
+		if !s.set("expectations.victim") && !s.set("expectations.culprit") {
+			why = fmt.Sprintf(" (the defaults %s and %s name no endpoint here, and they are inferred only for two endpoints calling two dependencies, the conditions faulting one)",
+				e.Victim, e.Culprit)
+		}
+		p.add("expectations", "name the victim (the endpoint whose dependency stays healthy) and the culprit (the one whose dependency gets the fault) among %s, "+
+			"e.g. expectations: {victim: %s, culprit: %s}; got victim=%q culprit=%q%s",
+			strings.Join(s.EndpointNames(), ", "), s.Endpoints[len(s.Endpoints)-1].Name, s.Endpoints[0].Name, e.Victim, e.Culprit, why)
+	case e.Victim == e.Culprit:
 		p.add("expectations", "victim and culprit must be two different endpoints (%s), got victim=%q culprit=%q",
 			strings.Join(s.EndpointNames(), ", "), e.Victim, e.Culprit)
 	}
@@ -568,7 +593,7 @@ func (s *Spec) validateExternal(p *problems) {
 // every endpoint when needTargets, or when any is given.
 func (s *Spec) validateExternalService(p *problems, path string, x ExternalService, needTargets bool) {
 	for _, k := range sortedKeys(x.Targets) {
-		if s.DependencyOf(k) == "" {
+		if !s.hasEndpoint(k) {
 			p.add(path+".targets."+k, "no endpoint %q", k)
 		}
 	}
@@ -610,7 +635,7 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 		}
 		pools[pl.Name] = true
 		for j, e := range pl.Endpoints {
-			if s.DependencyOf(e) == "" {
+			if !s.hasEndpoint(e) {
 				p.add(fmt.Sprintf("%s.endpoints[%d]", pp, j), "no endpoint %q", e)
 			}
 		}
@@ -690,6 +715,8 @@ func (s *Spec) Warnings() []string {
 	}
 	out = append(out, s.connectionWarnings()...)
 	out = append(out, s.aftermathWarnings()...)
+	out = append(out, s.arrivalsWarnings()...) // arrivals.go
+	out = append(out, s.phaseWarnings()...)    // scale.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
@@ -760,4 +787,13 @@ func (s *Spec) connectionWarnings() []string {
 		}
 	}
 	return out
+}
+
+// missingDependency says why an endpoint must name its dependency here.
+func (s *Spec) missingDependency(ep string) string {
+	if s.External == nil {
+		return fmt.Sprintf("required: the dependency /%s calls — the built-in service calls one per endpoint, and each run starts a stub and a fault proxy under that name (e.g. A)", ep)
+	}
+	return fmt.Sprintf("required: which of external.upstreams (%s) /%s calls — a run faults the culprit's dependency and judges the victim by its own; "+
+		"only an audit (an audit: block) measures what each endpoint calls, and there it may be left out", strings.Join(sortedKeys(s.External.Upstreams), ", "), ep)
 }

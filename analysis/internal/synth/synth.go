@@ -29,7 +29,11 @@ type Run struct {
 	SlowReject bool    // bulkhead+slow: /a's rejections wait a full T
 	Gap        bool    // /b has an empty window and a window with no successes
 	Conns      int     // > 0: the service shares this many connections and exports the pool
-	Seed       uint64
+	// BFaultMs, if set, is /b's fault-phase p99 in ms (p50 four fifths of
+	// it, no failures) under any condition; BBaselineP99Ms /b's baseline
+	// p99 (stragglers of a warm-up).
+	BFaultMs, BBaselineP99Ms float64
+	Seed                     uint64
 }
 
 var synthBase = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -134,6 +138,12 @@ func (r Run) behave(ep, phase string, since float64, rng *rand.Rand) behaviour {
 		b.failShare, b.failClass, b.failMs = 1, rundata.ClassDepError, 2
 	case r.Cond == "failing" && fault && ep == "b" && r.Mode == "shared":
 		b.p99 = 20 * jit
+	}
+	switch {
+	case ep == "b" && fault && r.BFaultMs > 0:
+		b.p50, b.p99, b.failShare = 0.8*r.BFaultMs, r.BFaultMs, 0
+	case ep == "b" && phase == rundata.PhaseBaseline && r.BBaselineP99Ms > 0:
+		b.p99 = r.BBaselineP99Ms
 	}
 	return b
 }
