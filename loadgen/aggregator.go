@@ -32,6 +32,12 @@ type sample struct {
 	seq               uint64
 	bytesIn, bytesOut uint64
 	errText           string
+	// timing are the metrics of the response's Server-Timing headers when
+	// it carried any (stSeen); stBad and stDropped count the entries
+	// ParseServerTiming found malformed and left out.
+	timing           []TimingEntry
+	stSeen           bool
+	stBad, stDropped uint32
 }
 
 // done is when s completed, as an offset from t0 (an attempt record: 0).
@@ -104,6 +110,7 @@ type phaseAgg struct {
 	h         *winHists
 	byClass   [NumClasses]*hist
 	other     map[uint16]int64 // status codes of results no rule classified
+	timing    timingAgg
 }
 
 // epAgg is the per-endpoint state.
@@ -188,6 +195,7 @@ func (a *aggregator) add(s sample) {
 			p.other[s.code]++
 		}
 		recordInto(p.h, s, lag)
+		p.timing.add(&s)
 		if p.byClass[s.class] == nil {
 			p.byClass[s.class] = newHist()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
@@ -18,7 +19,10 @@ import (
 //	uvarint target | byte flags | zigzag intended | zigzag actual |
 //	zigzag latency | uvarint code | byte class | uvarint seq |
 //	uvarint bytes in | uvarint bytes out |
-//	[4 uvarint retry counts, flag attempt] | [uvarint len, error text, flag error]
+//	[4 uvarint retry counts, flag attempt] | [uvarint len, error text, flag error] |
+//	[uvarint bad | uvarint dropped | uvarint n | n × (uvarint len, name |
+//	 uvarint len, desc | uvarint dur), flag timing: the response carried
+//	 Server-Timing]
 //
 // Offsets are nanoseconds from the shard's t0. A batch holds at most
 // MaxBatchSamples samples and an error text at most maxBatchError bytes.
@@ -32,7 +36,8 @@ const (
 	flagCancelled
 	flagAttempt
 	flagError
-	flagAll = flagHarness | flagCancelled | flagAttempt | flagError
+	flagTiming
+	flagAll = flagHarness | flagCancelled | flagAttempt | flagError | flagTiming
 )
 
 // ErrBadBatch is wrapped by every error of DecodeBatch.
@@ -62,6 +67,9 @@ func appendSample(b []byte, s *sample) []byte {
 	if s.errText != "" {
 		flags |= flagError
 	}
+	if s.stSeen {
+		flags |= flagTiming
+	}
 	b = binary.AppendUvarint(b, uint64(s.ep))
 	b = append(b, flags)
 	b = binary.AppendVarint(b, s.intended)
@@ -82,7 +90,33 @@ func appendSample(b []byte, s *sample) []byte {
 		b = binary.AppendUvarint(b, uint64(len(e)))
 		b = append(b, e...)
 	}
+	if flags&flagTiming != 0 {
+		b = appendTiming(b, s)
+	}
 	return b
+}
+
+// appendTiming appends s's Server-Timing fields (at most
+// rundata.MaxTimingEntries entries, as ParseServerTiming returns).
+func appendTiming(b []byte, s *sample) []byte {
+	es := s.timing[:min(len(s.timing), rundata.MaxTimingEntries)]
+	b = binary.AppendUvarint(b, uint64(s.stBad))
+	b = binary.AppendUvarint(b, min(uint64(s.stDropped)+uint64(len(s.timing)-len(es)), math.MaxUint32))
+	b = binary.AppendUvarint(b, uint64(len(es)))
+	for _, e := range es {
+		b = appendText(b, e.Name)
+		b = appendText(b, e.Desc)
+		b = binary.AppendUvarint(b, uint64(min(max(e.Dur, 0), MaxTimingDur)))
+	}
+	return b
+}
+
+// appendText appends s, cut to rundata.MaxTimingText bytes, with its
+// length.
+func appendText(b []byte, s string) []byte {
+	s = s[:min(len(s), rundata.MaxTimingText)]
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // batchReader reads a batch's fields, remembering the first error.
@@ -179,6 +213,9 @@ func decodeBatch(b []byte, targets int, ss []sample) (watermark int64, _ []sampl
 				r.b = r.b[l:]
 			}
 		}
+		if flags&flagTiming != 0 {
+			r.timing(&s)
+		}
 		if r.err == nil {
 			ss = append(ss, s)
 		}
@@ -187,4 +224,34 @@ func decodeBatch(b []byte, targets int, ss []sample) (watermark int64, _ []sampl
 		r.fail("trailing bytes")
 	}
 	return watermark, ss, r.err
+}
+
+// timing reads a sample's Server-Timing fields into s.
+func (r *batchReader) timing(s *sample) {
+	s.stSeen = true
+	s.stBad = uint32(r.uvarint("timing bad", math.MaxUint32))
+	s.stDropped = uint32(r.uvarint("timing dropped", math.MaxUint32))
+	n := r.uvarint("timing entries", rundata.MaxTimingEntries)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		e := TimingEntry{Name: r.text("timing name"), Desc: r.text("timing desc")}
+		e.Dur = time.Duration(r.uvarint("timing dur", uint64(MaxTimingDur)))
+		if r.err == nil && e.Name == "" {
+			r.fail("timing name")
+		}
+		s.timing = append(s.timing, e)
+	}
+}
+
+// text reads a string of at most rundata.MaxTimingText bytes.
+func (r *batchReader) text(what string) string {
+	l := r.uvarint(what, rundata.MaxTimingText)
+	if r.err == nil && uint64(len(r.b)) < l {
+		r.fail(what)
+	}
+	if r.err != nil {
+		return ""
+	}
+	v := string(r.b[:l])
+	r.b = r.b[l:]
+	return v
 }

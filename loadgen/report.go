@@ -68,6 +68,7 @@ func (a *aggregator) phaseStats(stop int64, sent []int64, cfg Config) []PhaseSta
 			}
 			lag := p.h.lag.quantiles()
 			ps.LagP99, ps.LagMax = lag.P99, lag.Max
+			ps.ServerTiming = p.timing.record()
 			for c, h := range p.byClass {
 				if h != nil && h.n > 0 {
 					if ps.ByClass == nil {

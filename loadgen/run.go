@@ -261,6 +261,10 @@ func (f forwarder) run(in <-chan *vegeta.Result, raw io.Writer, name string) err
 			bytesOut: r.BytesOut,
 			errText:  r.Error,
 		}
+		if vals := r.Headers.Values(rundata.ServerTimingHeader); len(vals) > 0 {
+			s.stSeen = true
+			s.timing, s.stBad, s.stDropped = parseTiming(vals)
+		}
 		if f.giveUp.took(r.Seq) {
 			s.class, s.harness, s.cancelled = ClassClientTimeout, false, true
 		}

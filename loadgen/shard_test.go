@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -96,10 +97,13 @@ func TestBatchRoundTrip(t *testing.T) {
 		{intended: -3, actual: 0, latency: 0, ep: 0, code: 0, class: ClassTransportError, harness: true, errText: "dial tcp: refused"},
 		{intended: 40, ep: 1, retry: rundata.RetryCounts{Attempts: 2, Retries: 1}},
 		{intended: 41, actual: 45, latency: 3, ep: 1, code: 504, class: ClassClientTimeout, cancelled: true},
+		{intended: 50, actual: 51, latency: 90e6, ep: 0, code: 503, class: ClassRejected, stSeen: true, stBad: 2, stDropped: 1,
+			timing: []TimingEntry{{Name: "pool", Desc: "wait", Dur: 85200 * time.Microsecond}, {Name: "db", Dur: 10800 * time.Microsecond}}},
+		{intended: 52, actual: 53, latency: 1e6, ep: 0, code: 200, class: ClassOK, stSeen: true},
 	}
 	b := appendBatch(nil, 1234, in)
 	wm, out, err := decodeBatch(b, 2, nil)
-	if err != nil || wm != 1234 || !slices.Equal(in, out) {
+	if err != nil || wm != 1234 || !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip: wm %d err %v\n got %+v\nwant %+v", wm, err, out, in)
 	}
 	if _, _, err := decodeBatch(b, 1, nil); err == nil {
@@ -114,6 +118,7 @@ func TestBatchRoundTrip(t *testing.T) {
 
 func FuzzDecodeBatch(f *testing.F) {
 	f.Add(appendBatch(nil, 7, []sample{{intended: 1, actual: 2, latency: 3, ep: 0, code: 200, errText: "x"}}))
+	f.Add(appendBatch(nil, 7, []sample{{intended: 1, ep: 0, code: 200, stSeen: true, timing: []TimingEntry{{Name: "db", Desc: "q", Dur: 5}}}}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		wm, ss, err := decodeBatch(b, 3, nil)
@@ -123,7 +128,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		// What decodes encodes back to the same batch.
 		if again := appendBatch(nil, wm, ss); !slices.Equal(again, b) {
 			_, ss2, err := decodeBatch(again, 3, nil)
-			if err != nil || !slices.Equal(ss, ss2) {
+			if err != nil || !reflect.DeepEqual(ss, ss2) {
 				t.Fatalf("re-encoded batch decodes differently: %v", err)
 			}
 		}

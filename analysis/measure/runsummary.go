@@ -83,6 +83,10 @@ type RunSummary struct {
 	// ConnWaits are the endpoints' waits for a connection, when the
 	// service exports its connection pools.
 	ConnWaits []ConnWait `json:"conn_waits,omitempty"`
+	// WhereTime is where the endpoints' time went, waiting or working,
+	// when the service says so in Server-Timing headers or exports its
+	// connection hold times.
+	WhereTime *WhereTime `json:"where_time_went,omitempty"`
 	// Policy holds the culprit's policy numbers when the experiment names
 	// policy claims.
 	Policy *PolicyRun `json:"policy,omitempty"`
@@ -334,6 +338,7 @@ type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
 var runFamilies = []runFamily{
 	aftermath,    // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
 	connsFamily,  // conns.go: the endpoints' waits for a connection
+	timingFamily, // timing.go: where the time went, waiting or working
 	policyFamily, // policy.go: breakers, adaptive limits, retries
 	cpuFamily,    // cpu.go: the service's CPU
 	fleetFamily,  // fleet.go: each instance, and what the fleet put on the culprit's dependency

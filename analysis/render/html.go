@@ -28,6 +28,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ruletab":      leftOutTable,
 	"degrade":      degradeText,
 	"conns":        connsHTML,
+	"timing":       timingHTML,
 	"hasPrefix":    strings.HasPrefix,
 	"auditfile":    auditFile,
 	"auditverdict": func(m verdict.AuditMap) string { return strings.TrimSuffix(auditVerdict(&m), ".") },
@@ -81,7 +82,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}details{margin:.4em 0}sum
 <table><tr><th>condition</th><th>mode</th><th>pool</th><th>limit</th><th>demand predicted</th><th>measured</th><th>ratio</th><th>exhaustion predicted s</th><th>measured s</th><th>ratio</th></tr>
 {{range .Little}}<tr><td>{{.Condition}}</td><td>{{.Mode}}</td><td>{{.Pool}}</td><td>{{.Limit}}</td><td>{{est .PredictedDemand}}</td><td>{{est .MeasuredDemand}}</td><td>{{est .DemandRatio}}</td><td>{{est .PredictedExhaustionS}}</td><td>{{est .MeasuredExhaustionS}}</td><td>{{est .ExhaustionRatio}}</td></tr>
 {{end}}</table>
-{{conns .}}{{fleet .}}{{after .}}<h2>Runs: validity and noise floor</h2>
+{{conns .}}{{timing .}}{{fleet .}}{{after .}}<h2>Runs: validity and noise floor</h2>
 <table><tr><th>run</th><th>status</th><th>valid</th><th>why not / run again</th><th>canary p99 ms (limit)</th><th>lag p99 ms</th><th>service sched p99 ms</th><th>load generator sched p99 ms</th><th>machine CPU busy</th><th>of it steal</th></tr>
 {{range .Runs}}<tr id="{{anchor .ID}}"{{if not .Valid}} class="invalid"{{end}}><td>{{.ID}}</td><td>{{status .Status}}</td><td>{{.Valid}}</td><td>{{short .}}{{with reasons .}}<details><summary>every reason</summary><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></details>{{end}}</td><td>{{num .Noise.CanaryP99Ms}} ({{num .Noise.CanaryLimitMs}})</td><td>{{num .Noise.LagP99Ms}}</td><td>{{sched .Noise "service"}}</td><td>{{sched .Noise "loadgen"}}</td><td>{{pct .Noise.MachineBusy}}</td><td>{{pct .Noise.MachineSteal}}</td></tr>
 {{end}}</table>

@@ -52,6 +52,7 @@ func renderMarkdown(s *verdict.Summary) []byte {
 	writeRetriesMD(&b, s)
 	writeSizingMD(&b, s)
 	writeConnWaitsMD(&b, s)
+	writeTimingMD(&b, s)
 	writeFleetMD(&b, s)
 	writeAftermathMD(&b, s)
 	writeRunsMD(&b, s)

@@ -381,6 +381,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 	m.RecoveryAllowance = r.Mode.breakerDelay()
 	if s.External != nil {
 		m.External = true
+		m.TimingRoles = s.External.Timing.roles()
 		m.Pools = nil
 		pool := map[string]string{}
 		for _, pl := range s.ExternalOf(r.Mode).Pools {

@@ -308,6 +308,9 @@ type External struct {
 	// Rules classify responses (status/header → result class); kept opaque
 	// here and decoded by the load generator.
 	Rules *yaml.Node `yaml:"rules,omitempty"`
+	// Timing, if set, declares which Server-Timing metrics of the service
+	// are waits and which work (the report's "Where the time went").
+	Timing *ExternalTiming `yaml:"timing,omitempty"`
 	// Kubernetes, if set, is how `run --kubernetes` lays the experiment
 	// out on a cluster (its flags override it). With it, proxies may be
 	// left out: in a cluster each is a Service.

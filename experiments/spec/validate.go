@@ -535,6 +535,7 @@ func (s *Spec) validateExternal(p *problems) {
 		}
 	}
 	s.validateTCPConditions(p)
+	s.validateTiming(p) // timing.go
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
 	}

@@ -45,6 +45,9 @@ type PhaseStats struct {
 	// RetryCounts are the client's attempts for the phase's requests, when
 	// it retries.
 	RetryCounts
+	// ServerTiming is what the phase's responses said of their time in
+	// their Server-Timing headers; nil when none carried one.
+	ServerTiming *ServerTiming `json:"server_timing,omitempty"`
 	// LagP99 and LagMax summarise schedule lag over the phase.
 	LagP99 time.Duration `json:"lag_p99_ns"`
 	LagMax time.Duration `json:"lag_max_ns"`

@@ -48,6 +48,10 @@ type RunMeta struct {
 	// External is set when the service under test is a user's own: the
 	// harness knows of it only what the spec declares and what it measures.
 	External bool `json:"external,omitempty"`
+	// TimingRoles are the Server-Timing metric names the spec declares as
+	// wait, work or left out (external.timing); the rest take
+	// DefaultTimingRole.
+	TimingRoles *TimingRoles `json:"server_timing_roles,omitempty"`
 	// Canary describes the canary (CanaryEndpoint in the windows and
 	// phases), if the run had one.
 	Canary *CanaryInfo `json:"canary,omitempty"`

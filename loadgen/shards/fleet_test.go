@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,12 +22,14 @@ const testVersion = "test"
 // testToken is the run's token of the tests' shards and fleets.
 const testToken = "5a7e0c1d2b3f4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f"
 
-// target is a service answering ok after d, counting its requests.
+// target is a service answering ok after d, counting its requests; each
+// answer says its time in a Server-Timing header.
 func target(t *testing.T, d time.Duration, count *atomic.Int64) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		count.Add(1)
 		time.Sleep(d)
+		w.Header().Set("Server-Timing", `app;desc="sleep";dur=`+strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64))
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(s.Close)
@@ -97,6 +100,11 @@ func TestFleetMergesExactly(t *testing.T) {
 		}
 		if !ps.Valid {
 			t.Errorf("%s/%s invalid: %v", ps.Endpoint, ps.Phase, ps.Broken)
+		}
+		// The shards' batches carry every answer's Server-Timing.
+		app, _ := ps.ServerTiming.Metric("app")
+		if st := ps.ServerTiming; st == nil || st.With != ps.Counts.Total() || app.Dur.Count != st.With || app.Desc != "sleep" || app.Dur.P50 < time.Millisecond*99/100 {
+			t.Errorf("%s/%s: Server-Timing %+v of %d results, want app (sleep, 1 ms) in every one", ps.Endpoint, ps.Phase, st, ps.Counts.Total())
 		}
 	}
 	for _, w := range rep.Windows {
