@@ -30,9 +30,11 @@ const DefaultDelayBuffer = 4 << 20
 // keeps the stages it was pushed with: when a latency fault is cleared or
 // changed, the chunks it holds go at their due time.
 //
-// The line holds at most limit bytes (one chunk if it is larger): past it
-// the reader waits until the writer has let bytes go, so the source's
-// sender meets TCP's backpressure as it would meet a slow peer.
+// The line holds at most limit bytes of copies (one chunk if it is
+// larger), counted by the memory they take (a chunk over half a pooled
+// buffer takes one, 32 KiB): past it the reader waits until the writer has
+// let bytes go, so the source's sender meets TCP's backpressure as it
+// would meet a slow peer.
 type delayLine struct {
 	w     *pipe // the writer's view of the pipe (inLine)
 	limit int64
@@ -41,16 +43,23 @@ type delayLine struct {
 	wg    sync.WaitGroup
 
 	mu     sync.Mutex
-	q      []delayed
+	q      []delayed // from head on
+	head   int
 	held   int64
 	failed bool // the writer ended the connection; the line takes no more
 }
 
-// delayed is one chunk in a delay line: a copy (from largeBufs if pooled),
-// when it was read, and the stage (nil: none) and chain it goes on through.
+// keepQueue is the most chunks whose room an empty line keeps (for the
+// next burst); a longer queue's array is let go.
+const keepQueue = 64
+
+// delayed is one chunk in a delay line: a copy (in a buffer of largeBufs
+// if pooled), the memory it takes, when it was read, and the stage (nil:
+// none) and chain it goes on through.
 type delayed struct {
 	b      []byte
 	pooled *[]byte
+	size   int64
 	at     time.Time
 	st     stage
 	next   *link
@@ -65,7 +74,11 @@ func newDelayLine(p *pipe) *delayLine {
 // (nil: none) and next; it waits while the line is full. It returns
 // errDone or errStopped if the connection or the proxy ends first.
 func (l *delayLine) push(p *pipe, b []byte, st stage, next *link) error {
+	pool := len(b) > largeBuf/2 && len(b) <= largeBuf
 	n := int64(len(b))
+	if pool {
+		n = largeBuf
+	}
 	l.mu.Lock()
 	for !l.failed && l.held > 0 && l.held+n > l.limit {
 		l.mu.Unlock()
@@ -82,19 +95,26 @@ func (l *delayLine) push(p *pipe, b []byte, st stage, next *link) error {
 		l.mu.Unlock()
 		return errDone
 	}
-	d := delayed{at: p.readAt, st: st, next: next}
-	if len(b) > smallBuf {
+	d := delayed{size: n, at: p.readAt, st: st, next: next}
+	if pool {
 		d.pooled = largeBufs.Get().(*[]byte)
 		d.b = append((*d.pooled)[:0], b...)
 	} else {
 		d.b = append([]byte(nil), b...)
+	}
+	if len(l.q) == cap(l.q) && l.head >= len(l.q)/2 {
+		// Full, and half of it chunks gone: the rest moves to the front.
+		k := copy(l.q, l.q[l.head:])
+		clear(l.q[k:])
+		l.q, l.head = l.q[:k], 0
 	}
 	l.q = append(l.q, d)
 	l.held += n
 	p.c.p.noteDelayed(n, l.held)
 	if !l.busy.Load() {
 		l.busy.Store(true)
-		l.wg.Go(l.run)
+		l.wg.Add(1)
+		go l.run()
 	}
 	l.mu.Unlock()
 	return nil
@@ -104,15 +124,19 @@ func (l *delayLine) push(p *pipe, b []byte, st stage, next *link) error {
 // line is empty, or a stage fails (then it drops the rest and ends the
 // connection).
 func (l *delayLine) run() {
+	defer l.wg.Done()
 	for {
 		l.mu.Lock()
-		if len(l.q) == 0 {
-			l.q = nil
+		if l.head == len(l.q) {
+			l.q, l.head = l.q[:0], 0
+			if cap(l.q) > keepQueue {
+				l.q = nil
+			}
 			l.busy.Store(false)
 			l.mu.Unlock()
 			return
 		}
-		d := l.q[0]
+		d := l.q[l.head]
 		l.mu.Unlock()
 		l.w.readAt = d.at
 		var err error
@@ -122,14 +146,14 @@ func (l *delayLine) run() {
 			err = d.next.write(l.w, d.b)
 		}
 		l.mu.Lock()
-		l.q[0] = delayed{}
-		l.q = l.q[1:]
+		l.q[l.head] = delayed{}
+		l.head++
 		freed := d.release()
 		if err != nil {
-			for _, x := range l.q {
+			for _, x := range l.q[l.head:] {
 				freed += x.release()
 			}
-			l.q, l.failed = nil, true
+			l.q, l.head, l.failed = nil, 0, true
 			l.busy.Store(false)
 		}
 		l.held -= freed
@@ -146,12 +170,12 @@ func (l *delayLine) run() {
 	}
 }
 
-// release gives d's buffer back and returns its length.
+// release gives d's buffer back and returns the memory it took.
 func (d delayed) release() int64 {
 	if d.pooled != nil {
 		largeBufs.Put(d.pooled)
 	}
-	return int64(len(d.b))
+	return d.size
 }
 
 // wait returns once the writer has passed on every chunk the line holds,
