@@ -39,6 +39,35 @@ func TestTCPAttackEcho(t *testing.T) {
 	}
 }
 
+// TestPipelineTrialEcho times both pipelined shapes on an in-process echo
+// server: every answer comes back, quickly, and the writer is done.
+func TestPipelineTrialEcho(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer func() { l.Close(); wg.Wait() }()
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_, _ = io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
+			})
+		}
+	})
+	for _, sh := range pipelineShapes {
+		d, err := pipelineTrial(l.Addr().String(), pipelineN, sh.size, sh.gap, 2*time.Second)
+		if err != nil || d <= 0 || d > time.Second {
+			t.Errorf("%s: %v, %v; want the answers within a second", sh.name, d, err)
+		}
+	}
+}
+
 func TestTCPCellHeld(t *testing.T) {
 	for _, tc := range []struct {
 		c    tcpCell
