@@ -253,45 +253,32 @@ func TestLatencyChangedMidQueue(t *testing.T) {
 
 // TestLatencyPassesCloseAfterData: the upstream writes 20 chunks and
 // closes; through a latency fault the client gets every byte, then the
-// close (a FIN goes once the delay line is empty). With limit_data ahead
-// of the latency, the bytes within the limit arrive before the close.
+// close (a FIN goes once the delay line is empty). (With limit_data ahead
+// of the latency: TestLimitDataClosesAfterBytes.)
 func TestLatencyPassesCloseAfterData(t *testing.T) {
 	checkFDs(t)
 	const lat = 100 * time.Millisecond
-	t.Run("fin", func(t *testing.T) {
-		e := newEnv(t, func(c net.Conn) {
-			b := pattern(20 * 1000)
-			for i := range 20 {
-				if _, err := c.Write(b[1000*i : 1000*(i+1)]); err != nil {
-					return
-				}
-				time.Sleep(2 * time.Millisecond)
+	e := newEnv(t, func(c net.Conn) {
+		b := pattern(20 * 1000)
+		for i := range 20 {
+			if _, err := c.Write(b[1000*i : 1000*(i+1)]); err != nil {
+				return
 			}
-		}, Fault{Type: TypeLatency, Percent: 100, Latency: lat})
-		c := e.dial(t)
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		start := time.Now()
-		if err := readPattern(c, 20*1000); err != nil {
-			t.Fatal(err)
+			time.Sleep(2 * time.Millisecond)
 		}
-		if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
-			t.Fatalf("after the data: %d, %v; want EOF", n, err)
-		}
-		if took := time.Since(start); took < lat {
-			t.Errorf("data and close came after %v, before the latency %v", took, lat)
-		}
-	})
-	t.Run("limit_data", func(t *testing.T) {
-		e := newEnv(t, echo, Fault{Type: TypeLimitData, Percent: 100, Bytes: 1000},
-			Fault{Type: TypeLatency, Percent: 100, Latency: lat})
-		c := e.dial(t)
-		go func() { _, _ = c.Write(make([]byte, 5000)) }()
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		n, err := io.Copy(io.Discard, c)
-		if n != 1000 || (err != nil && !isReset(err)) {
-			t.Errorf("client got %d bytes, %v; want exactly 1000 then a close", n, err)
-		}
-	})
+	}, Fault{Type: TypeLatency, Percent: 100, Latency: lat})
+	c := e.dial(t)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if err := readPattern(c, 20*1000); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("after the data: %d, %v; want EOF", n, err)
+	}
+	if took := time.Since(start); took < lat {
+		t.Errorf("data and close came after %v, before the latency %v", took, lat)
+	}
 }
 
 // TestEndMidQueueLeavesNothing: a connection whose latency fault holds
