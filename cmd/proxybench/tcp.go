@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +22,9 @@ import (
 // does. Ours is bulkheadlab proxy --protocol tcp; Toxiproxy's is a second
 // proxy of the same server. Beside them: direct (the upstream itself) and
 // the bare relay (the floor). Rounds interleave the targets, reversed in
-// odd rounds.
+// odd rounds. Under the latency fault, a pipelining client (several
+// requests written before the first answer is read) is timed on both
+// proxies too.
 
 const toxiTCPName = "benchtcp"
 
@@ -190,23 +194,120 @@ func (b *bench) tcpDelay(ctx context.Context, tb *tcpBench) (err error) {
 			cells[t.name] = append(cells[t.name], c)
 		}
 	}
-	fmt.Fprintf(b.out, "### Latency fault: %v on the answers at %d exchanges/s\n\nerror = client-measured exchange − %v (signed):\n\n| target | exchanges | ok | error p50 | error p99 |\n|---|---|---|---|---|\n",
+	fmt.Fprintf(b.out, "### Latency fault: %v on the answers at %d exchanges/s\n\nerror = client-measured exchange − %v (signed). CPU: the proxy process's, per exchange.\n\n| target | exchanges | ok | error p50 | error p99 | CPU per exchange |\n|---|---|---|---|---|---|\n",
 		o.delay, o.delayRate, o.delay)
+	cpuPer := map[string]time.Duration{}
 	for _, name := range []string{"ours", "toxiproxy"} {
 		var errs []time.Duration
 		sent, ok := 0, 0
+		var cpu time.Duration
 		for _, c := range cells[name] {
-			sent, ok = sent+c.sent, ok+c.ok
+			sent, ok, cpu = sent+c.sent, ok+c.ok, cpu+c.cpu
 			for _, l := range c.lat {
 				errs = append(errs, l-o.delay)
 			}
 		}
 		slices.Sort(errs)
-		fmt.Fprintf(b.out, "| %s | %d | %.3f %% | %+.3f ms | %+.3f ms |\n", name, sent, 100*float64(ok)/float64(max(sent, 1)),
-			msf(quantile(errs, 0.5)), msf(quantile(errs, 0.99)))
+		cpuPer[name] = perReq(cpu, sent)
+		fmt.Fprintf(b.out, "| %s | %d | %.3f %% | %+.3f ms | %+.3f ms | %.1f µs |\n", name, sent, 100*float64(ok)/float64(max(sent, 1)),
+			msf(quantile(errs, 0.5)), msf(quantile(errs, 0.99)), usf(cpuPer[name]))
+	}
+	if t := cpuPer["toxiproxy"]; t > 0 {
+		fmt.Fprintf(b.out, "\nCPU per exchange, ours / toxiproxy: %.2f\n", float64(cpuPer["ours"])/float64(t))
+	}
+	fmt.Fprintln(b.out)
+	return b.tcpPipelined(ctx, ts)
+}
+
+// Pipelined clients of the tcp phase: one kept connection writes
+// pipelineN requests before it reads the first answer.
+const pipelineN = 8
+
+var pipelineShapes = []struct {
+	name string
+	size int
+	gap  time.Duration
+}{
+	{"8 × 64 B, 2 ms apart", 64, 2 * time.Millisecond},
+	{"8 × 32 KiB, back to back", 32 << 10, 0},
+}
+
+// tcpPipelined measures a pipelining client through the latency fault
+// that tcpDelay put on both proxies: per request shape, -rounds trials per
+// target (interleaved, reversed in odd rounds) of pipelineTrial; it
+// reports the median time to the last answer in units of the latency.
+func (b *bench) tcpPipelined(ctx context.Context, ts []tcpTarget) error {
+	o := b.o
+	fmt.Fprintf(b.out, "### Pipelined client under the latency fault\n\nOne new connection writes %d requests before it reads the first answer (the echo of each); time from the first write to the last answer's last byte, median of %d trials, in units of the latency (%v):\n\n| requests | ours | toxiproxy | ours / toxiproxy |\n|---|---|---|---|\n",
+		pipelineN, o.rounds, o.delay)
+	for _, sh := range pipelineShapes {
+		took := map[string][]time.Duration{}
+		for r := range o.rounds {
+			order := slices.Clone(ts)
+			if r%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, t := range order {
+				if err := b.sleep(ctx, o.pause); err != nil {
+					return err
+				}
+				d, err := pipelineTrial(t.addr, pipelineN, sh.size, sh.gap, o.timeout)
+				if err != nil {
+					return fmt.Errorf("%s: pipelined %s: %w", t.name, sh.name, err)
+				}
+				took[t.name] = append(took[t.name], d)
+			}
+		}
+		ours, toxi := median(took["ours"]), median(took["toxiproxy"])
+		fmt.Fprintf(b.out, "| %s | %.2f × | %.2f × | %.2f |\n", sh.name, float64(ours)/float64(o.delay),
+			float64(toxi)/float64(o.delay), float64(ours)/float64(max(toxi, 1)))
 	}
 	fmt.Fprintln(b.out)
 	return nil
+}
+
+// pipelineTrial dials addr, makes one 1-byte exchange (so that the proxy
+// has its upstream connection), then writes n requests of size bytes, gap
+// apart, while it reads their echoes; it returns the time from the first
+// write to the last echo's last byte. Bounded by timeout.
+func pipelineTrial(addr string, n, size int, gap, timeout time.Duration) (time.Duration, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	_ = nc.(*net.TCPConn).SetNoDelay(true)
+	_ = nc.SetDeadline(time.Now().Add(2 * timeout))
+	one := []byte{1}
+	if _, err := nc.Write(one); err != nil {
+		return 0, err
+	}
+	if _, err := io.ReadFull(nc, one); err != nil {
+		return 0, err
+	}
+	req := make([]byte, size)
+	wrote := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		for i := range n {
+			if i > 0 && gap > 0 {
+				time.Sleep(gap)
+			}
+			if _, err := nc.Write(req); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	_, err = io.ReadFull(nc, make([]byte, n*size))
+	took := time.Since(start)
+	if err != nil {
+		nc.Close() // ends the writer
+		<-wrote
+		return 0, err
+	}
+	return took, <-wrote
 }
 
 // tcpMax steps the rate up from -max-start by -max-factor until a target

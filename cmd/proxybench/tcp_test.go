@@ -9,15 +9,16 @@ import (
 	"time"
 )
 
-// TestTCPAttackEcho runs a short attack on an in-process echo server: every
-// exchange is answered and timed, and none is left running.
-func TestTCPAttackEcho(t *testing.T) {
+// echoServer serves an in-process echo on a loopback port until the test
+// ends (and its connections have closed).
+func echoServer(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	defer func() { l.Close(); wg.Wait() }()
+	t.Cleanup(func() { l.Close(); wg.Wait() })
 	wg.Go(func() {
 		for {
 			c, err := l.Accept()
@@ -30,12 +31,31 @@ func TestTCPAttackEcho(t *testing.T) {
 			})
 		}
 	})
-	c, err := tcpAttack(context.Background(), "echo", l.Addr().String(), 0, 500, 4, 200*time.Millisecond, 2*time.Second)
+	return l.Addr().String()
+}
+
+// TestTCPAttackEcho runs a short attack on an in-process echo server: every
+// exchange is answered and timed, and none is left running.
+func TestTCPAttackEcho(t *testing.T) {
+	addr := echoServer(t)
+	c, err := tcpAttack(context.Background(), "echo", addr, 0, 500, 4, 200*time.Millisecond, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.sent != 100 || c.ok != 100 || len(c.lat) != 100 || len(c.errs) != 0 || !c.held() {
 		t.Errorf("cell %d sent, %d ok, %d timed, errors %v, held %v; want 100 answered", c.sent, c.ok, len(c.lat), c.errs, c.held())
+	}
+}
+
+// TestPipelineTrialEcho times both pipelined shapes on an in-process echo
+// server: every answer comes back, quickly, and the writer is done.
+func TestPipelineTrialEcho(t *testing.T) {
+	addr := echoServer(t)
+	for _, sh := range pipelineShapes {
+		d, err := pipelineTrial(addr, pipelineN, sh.size, sh.gap, 2*time.Second)
+		if err != nil || d <= 0 || d > time.Second {
+			t.Errorf("%s: %v, %v; want the answers within a second", sh.name, d, err)
+		}
 	}
 }
 

@@ -137,6 +137,16 @@ func (c *conn) close(outcome string, rst bool) {
 	})
 }
 
+// isDone reports whether the connection is being closed.
+func (c *conn) isDone() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *conn) noteDelay(d time.Duration) {
 	c.delay.Add(int64(d))
 	c.p.m.delay.Observe(d.Seconds())

@@ -14,7 +14,9 @@
 // act on one direction, "upstream" (client to upstream), "downstream"
 // (upstream to client, the default) or "both":
 //
-//   - latency: each chunk is written Latency ± Jitter after it was read;
+//   - latency: each chunk is written Latency ± Jitter after it was read,
+//     in order, while the next ones are read (a pipelining client sees
+//     the latency once, as with Toxiproxy);
 //   - bandwidth: at most BytesPerSecond;
 //   - timeout: data is dropped; the connection is closed Timeout after the
 //     fault applies to it, or never (0);
@@ -37,5 +39,12 @@
 // a 4 KiB buffer of its own and borrowing a 32 KiB one while its reads
 // keep filling the small one; a chunk goes through the stages of the
 // faults that apply, synchronously, so a pass-through connection costs a
-// read and a write per chunk. A half close (FIN) is passed on as one.
+// read and a write per chunk. A latency fault is the exception: it copies
+// the chunk into the direction's delay line, whose writer goroutine (one
+// while the line holds chunks) waits each one's delay and passes it on
+// through the rest of its faults, in order, while the reader goes on
+// reading; past Config.DelayBuffer bytes held (DefaultDelayBuffer, 4 MiB)
+// the reader waits. A chunk held when the fault set changes keeps its due
+// time, and data read after the change goes behind it. A half close (FIN)
+// is passed on as one, after the data held.
 package tcpproxy

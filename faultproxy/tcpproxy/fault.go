@@ -76,7 +76,9 @@ type Fault struct {
 	Stream string
 
 	// Latency and Jitter: each chunk of data waits Latency ± Jitter
-	// (uniform, Jitter ≤ Latency) from when it was read.
+	// (uniform, Jitter ≤ Latency) from when it was read, while later
+	// chunks are read (up to Config.DelayBuffer bytes held); chunks keep
+	// their order.
 	Latency, Jitter time.Duration
 	// BytesPerSecond is a bandwidth fault's rate.
 	BytesPerSecond int64

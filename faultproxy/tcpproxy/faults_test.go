@@ -171,15 +171,26 @@ func TestSlowCloseDelaysClose(t *testing.T) {
 	}
 }
 
+// TestLimitDataClosesAfterBytes: 1000 bytes pass, then the connection is
+// closed; with a latency fault after it, the close waits for the 1000
+// bytes the latency holds.
 func TestLimitDataClosesAfterBytes(t *testing.T) {
 	checkFDs(t)
-	e := newEnv(t, echo, Fault{Type: TypeLimitData, Percent: 100, Bytes: 1000})
-	c := e.dial(t)
-	go func() { _, _ = c.Write(make([]byte, 5000)) }()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	n, err := io.Copy(io.Discard, c)
-	if n != 1000 || (err != nil && !isReset(err)) {
-		t.Errorf("client got %d bytes, %v; want exactly 1000 then a close", n, err)
+	limit := Fault{Type: TypeLimitData, Percent: 100, Bytes: 1000}
+	for name, fs := range map[string][]Fault{
+		"alone":          {limit},
+		"before-latency": {limit, {Type: TypeLatency, Percent: 100, Latency: 100 * time.Millisecond}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, echo, fs...)
+			c := e.dial(t)
+			go func() { _, _ = c.Write(make([]byte, 5000)) }()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := io.Copy(io.Discard, c)
+			if n != 1000 || (err != nil && !isReset(err)) {
+				t.Errorf("client got %d bytes, %v; want exactly 1000 then a close", n, err)
+			}
+		})
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 )
 
 // latency: each chunk of the stream is written Latency ± Jitter (uniform)
-// after it was read. Toxiproxy's latency toxic, with durations.
+// after it was read, and never before an earlier chunk. The reader goes on
+// reading while chunks wait (they wait in the pipe's delay line, see
+// delayLine), so the delays of a pipelining client's requests overlap.
+// Toxiproxy's latency toxic, with durations.
 
 func init() {
 	kinds[TypeLatency] = kind{
@@ -34,12 +37,18 @@ func (s *latencyStage) delay() time.Duration {
 	return d
 }
 
+// pass, on the reader, hands b to the delay line, which calls pass again
+// on its writer, in order: there it waits until b is due, from when it was
+// read (or, behind another latency fault, from when that one let it go).
 func (s *latencyStage) pass(p *pipe, b []byte, next *link) error {
-	d := s.delay()
-	at := p.readAt.Add(d)
+	if !p.inLine {
+		return p.delayLine().push(p, b, s, next)
+	}
+	at := p.readAt.Add(s.delay())
 	if err := p.sleepUntil(at); err != nil {
 		return err
 	}
 	p.c.noteDelay(time.Since(p.readAt))
+	p.readAt = at
 	return next.write(p, b)
 }

@@ -108,7 +108,15 @@ func newEnv(t testing.TB, handle func(net.Conn), fs ...Fault) *env {
 
 func newEnvTo(t testing.TB, up *upstream, addr string, fs ...Fault) *env {
 	t.Helper()
-	p, err := New(Config{Upstream: addr, Seed: 1, DialTimeout: 2 * time.Second, HalfOpenTimeout: 300 * time.Millisecond, ErrorLog: log.New(io.Discard, "", 0)})
+	return newEnvConfig(t, up, Config{Upstream: addr}, fs...)
+}
+
+// newEnvConfig is newEnvTo with cfg's other fields (its Upstream is the
+// address).
+func newEnvConfig(t testing.TB, up *upstream, cfg Config, fs ...Fault) *env {
+	t.Helper()
+	cfg.Seed, cfg.DialTimeout, cfg.HalfOpenTimeout, cfg.ErrorLog = 1, 2*time.Second, 300*time.Millisecond, log.New(io.Discard, "", 0)
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,10 @@ func newMetrics(p *Proxy) *metrics {
 			Name: "faultproxy_inflight_peak",
 			Help: "TCP data plane: the most connections open at once since the previous scrape of /metrics (a scrape resets it to the count open).",
 		}, func() float64 { return float64(p.scrapePeak()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "faultproxy_tcp_delayed_bytes",
+			Help: "Bytes that latency faults hold (read, not yet written), over all connections; at most the delay buffer per direction of a connection.",
+		}, func() float64 { return float64(p.delayed.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "faultproxy_ledger_dropped_total",
 			Help: "Ledger entries dropped because the ledger writer fell behind.",

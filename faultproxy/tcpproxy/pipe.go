@@ -16,7 +16,8 @@ import (
 // Buffer sizes of a pipe: every pipe reads into a small buffer of its own,
 // and borrows a large one from a pool while its reads keep filling the
 // small one (a stream), so an idle connection holds 2 × smallBuf and a
-// streaming one at most 2 × (smallBuf + largeBuf).
+// streaming one at most 2 × (smallBuf + largeBuf), besides what latency
+// faults hold (at most Config.DelayBuffer per direction, see delayLine).
 const (
 	smallBuf = 4 << 10
 	largeBuf = 32 << 10
@@ -32,14 +33,20 @@ var (
 )
 
 // pipe is one direction of a connection: it reads src and writes dst
-// through the stages of the connection's current plan.
+// through the stages of the connection's current plan. A chunk's stages up
+// to its first latency fault run on the reader (run); that fault pushes it
+// to the pipe's delay line, whose writer runs the rest with a pipe of its
+// own (inLine) that shares c, src and dst.
 type pipe struct {
 	c        *conn
 	dir      int
 	src, dst *net.TCPConn
-	readAt   time.Time // when the chunk in hand was read
-	bytes    prometheus.Counter
-	small    [smallBuf]byte
+	// readAt is when the chunk in hand was read; in the delay line's
+	// writer, after a latency fault, when that fault let it go (due).
+	readAt time.Time
+	bytes  prometheus.Counter
+	line   *delayLine // made by the reader at its first latency fault
+	inLine bool       // this is the delay line writer's pipe
 }
 
 func newPipe(c *conn, dir int, src, dst *net.TCPConn) *pipe {
@@ -49,12 +56,14 @@ func newPipe(c *conn, dir int, src, dst *net.TCPConn) *pipe {
 // run relays until src ends (then dst's write side is closed, after a
 // slow_close's delay) or the connection ends.
 func (p *pipe) run() {
-	buf := p.small[:]
+	small := make([]byte, smallBuf)
+	buf := small
 	var large *[]byte
 	defer func() {
 		if large != nil {
 			largeBufs.Put(large)
 		}
+		p.drain() // the connection is being closed: at once
 	}()
 	for {
 		n, err := p.src.Read(buf)
@@ -64,6 +73,9 @@ func (p *pipe) run() {
 		if n > 0 {
 			p.readAt = time.Now()
 			if werr := p.c.plan.Load().chain[p.dir].write(p, buf[:n]); werr != nil {
+				if errors.Is(werr, errLimit) {
+					p.drain() // the bytes within the limit go first
+				}
 				p.fail(werr)
 				return
 			}
@@ -73,7 +85,7 @@ func (p *pipe) run() {
 				buf = *large
 			case n < smallBuf && large != nil:
 				largeBufs.Put(large)
-				large, buf = nil, p.small[:]
+				large, buf = nil, small
 			}
 		}
 		if err == nil {
@@ -85,6 +97,10 @@ func (p *pipe) run() {
 		}
 		if !errors.Is(err, io.EOF) {
 			p.c.close(outcomeError, false)
+			return
+		}
+		// The close goes after the data that latency faults hold.
+		if p.drain(); p.c.isDone() {
 			return
 		}
 		if d := p.c.plan.Load().closeDelay[p.dir]; d > 0 {
@@ -116,8 +132,28 @@ func (p *pipe) fail(err error) {
 	}
 }
 
-// out writes b to the destination.
+// drain waits until the delay line (if any) has passed on every chunk it
+// holds, or the connection is being closed.
+func (p *pipe) drain() {
+	if p.line != nil {
+		p.line.wait()
+	}
+}
+
+// delayLine returns the pipe's delay line, made on first use.
+func (p *pipe) delayLine() *delayLine {
+	if p.line == nil {
+		p.line = newDelayLine(p)
+	}
+	return p.line
+}
+
+// out writes b to the destination; on the reader, while the delay line
+// holds chunks, behind them.
 func (p *pipe) out(b []byte) error {
+	if !p.inLine && p.line != nil && p.line.busy.Load() {
+		return p.line.push(p, b, nil, nil)
+	}
 	n, err := p.dst.Write(b)
 	if n > 0 {
 		p.bytes.Add(float64(n))
@@ -133,6 +169,12 @@ func (p *pipe) sleepUntil(t time.Time) error {
 	if faultproxy.SleepUntil(p.c.done, p.c.p.ctx.Done(), t) {
 		return nil
 	}
+	return p.ended()
+}
+
+// ended is the error of a wait that the connection's or the proxy's end
+// cut: errStopped if the proxy is closed, else errDone.
+func (p *pipe) ended() error {
 	if p.c.p.ctx.Err() != nil {
 		return errStopped
 	}

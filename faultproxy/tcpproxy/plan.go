@@ -15,7 +15,9 @@ const (
 // stage acts on the chunks of one stream of one connection under one fault
 // set, in the set's order: it hands each chunk (possibly changed, split or
 // delayed) to next, or drops it, or ends the connection with an error. A
-// stage belongs to one pipe and is used by its goroutine only.
+// stage belongs to one pipe and is used by one goroutine at a time: the
+// pipe's reader if it comes before the chain's first latency fault, else
+// the writer of the pipe's delay line.
 type stage interface {
 	pass(p *pipe, b []byte, next *link) error
 }

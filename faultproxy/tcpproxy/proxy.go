@@ -50,6 +50,13 @@ type Config struct {
 	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
 	// none is asked. The Host, Origin and Content-Type checks hold anyway.
 	Token string
+	// DelayBuffer bounds the bytes latency faults hold for one direction of
+	// a connection (chunks read, waiting for their delay): past it the
+	// proxy stops reading that direction until the oldest have been
+	// written, so the sender meets TCP's backpressure, and a stream's
+	// throughput under a latency L is at most DelayBuffer per L. Zero
+	// means DefaultDelayBuffer.
+	DelayBuffer int
 	// MaxConns bounds the client connections served at once: beyond it
 	// new clients wait in the listener's queue until one ends, so that the
 	// connections leave file descriptors to the control API. 0 means
@@ -79,6 +86,12 @@ type Proxy struct {
 	ctx      context.Context // done when the proxy is closed
 	cancel   context.CancelFunc
 
+	// delayBuffer is Config.DelayBuffer; delayed the bytes every delay
+	// line holds, delayPeak the most one line has held.
+	delayBuffer int64
+	delayed     atomic.Int64
+	delayPeak   atomic.Int64
+
 	mu    sync.Mutex // guards conns
 	conns map[*conn]struct{}
 	setMu sync.Mutex // serialises SetFaults (taken before mu)
@@ -102,8 +115,13 @@ func New(cfg Config) (*Proxy, error) {
 	if errLog == nil {
 		errLog = log.Default()
 	}
+	db := int64(cfg.DelayBuffer)
+	if db <= 0 {
+		db = DefaultDelayBuffer
+	}
 	p := &Proxy{upstream: cfg.Upstream, seed: cfg.Seed, dialer: net.Dialer{Timeout: dt}, halfOpen: ho,
-		ledger: cfg.Ledger, errLog: errLog, token: cfg.Token, maxConns: cfg.MaxConns, conns: map[*conn]struct{}{}}
+		ledger: cfg.Ledger, errLog: errLog, token: cfg.Token, maxConns: cfg.MaxConns, delayBuffer: db,
+		conns: map[*conn]struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.set.Store(&faultSet{})
 	p.m = newMetrics(p)
@@ -201,6 +219,17 @@ func (p *Proxy) scrapePeak() int64 {
 		}
 	}
 	return peak
+}
+
+// noteDelayed counts delta bytes into or out of a delay line, which now
+// holds held bytes (0: unknown, when it lets bytes go).
+func (p *Proxy) noteDelayed(delta, held int64) {
+	p.delayed.Add(delta)
+	for peak := p.delayPeak.Load(); held > peak; peak = p.delayPeak.Load() {
+		if p.delayPeak.CompareAndSwap(peak, held) {
+			break
+		}
+	}
 }
 
 func (p *Proxy) ledgerDropped() uint64 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +88,74 @@ func TestRedisThroughProxy(t *testing.T) {
 	}
 	rc.Close()
 	testkit.WaitFor(t, 5*time.Second, "the client's connections to end", func() bool { return e.p.Open() == 0 })
+}
+
+// TestRedisPipelineUnderLatency sends go-redis pipelines of 16 commands
+// through a 50ms latency fault on the answers: each takes about 50ms, not
+// 50ms per chunk of its answers. 16 GETs of 64 KiB values answer 1 MiB,
+// which the proxy reads in some 35 chunks: held one at a time, as they were
+// before the delay line, they took 35 × 50ms.
+func TestRedisPipelineUnderLatency(t *testing.T) {
+	checkFDs(t)
+	const lat = 50 * time.Millisecond
+	addr := redistest.Start(t)
+	e := newEnvTo(t, nil, addr)
+	rc := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), DisableIdentity: true, Protocol: 2, MaxRetries: -1,
+		PoolSize: 1, DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer rc.Close()
+	ctx := context.Background()
+	value := strings.Repeat("v", 64<<10)
+	for i := range 16 {
+		if err := rc.Set(ctx, fmt.Sprintf("big%d", i), value, 0).Err(); err != nil {
+			t.Fatalf("SET through the proxy: %v", err)
+		}
+	}
+	// A go-redis client's first pipeline takes one more round trip (2 ×
+	// the latency, measured): it goes before the fault.
+	warm := rc.Pipeline()
+	warm.Incr(ctx, "warm")
+	if _, err := warm.Exec(ctx); err != nil {
+		t.Fatalf("pipeline through the proxy: %v", err)
+	}
+	e.put(t, `{"faults":[{"type":"latency","stream":"downstream","latency":"50ms"}]}`)
+	for _, tc := range []struct {
+		name string
+		cmds func(redis.Pipeliner) []redis.Cmder
+		ok   func(i int, c redis.Cmder) bool
+	}{
+		{"16 INCR", func(p redis.Pipeliner) (cs []redis.Cmder) {
+			for range 16 {
+				cs = append(cs, p.Incr(ctx, "n"))
+			}
+			return cs
+		}, func(i int, c redis.Cmder) bool { return c.(*redis.IntCmd).Val() == int64(i+1) }},
+		{"16 GET of 64 KiB", func(p redis.Pipeliner) (cs []redis.Cmder) {
+			for i := range 16 {
+				cs = append(cs, p.Get(ctx, fmt.Sprintf("big%d", i)))
+			}
+			return cs
+		}, func(_ int, c redis.Cmder) bool { return c.(*redis.StringCmd).Val() == value }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pipe := rc.Pipeline()
+			cmds := tc.cmds(pipe)
+			start := time.Now()
+			_, err := pipe.Exec(ctx)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("pipeline: %v", err)
+			}
+			for i, c := range cmds {
+				if !tc.ok(i, c) {
+					t.Fatalf("command %d of the pipeline: %v", i, c)
+				}
+			}
+			t.Logf("pipeline of %s under latency %v: %v (%.2f × latency)", tc.name, lat, took, float64(took)/float64(lat))
+			if took < lat || took > lat*5/2 {
+				t.Errorf("pipeline of %s under latency %v took %v; want at least %v and under %v", tc.name, lat, took, lat, lat*5/2)
+			}
+		})
+	}
+	rc.Close()
+	testkit.WaitFor(t, 5*time.Second, "the client's connection to end", func() bool { return e.p.Open() == 0 })
 }
