@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,14 +96,7 @@ expectations: {check: [P1, P2]}
 	// The failing condition reached the service as the SQLSTATE's error
 	// (502), not a timeout or a dropped connection, and only on /a.
 	for _, id := range []string{"failing-shared-r1", "failing-bulkhead-r1"} {
-		b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, id, rundata.PhasesFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var phases []rundata.PhaseStats
-		if err := json.Unmarshal(b, &phases); err != nil {
-			t.Fatal(err)
-		}
+		phases := readPhases(t, dir, id)
 		for _, v := range phases {
 			if v.Phase != rundata.PhaseFault {
 				continue

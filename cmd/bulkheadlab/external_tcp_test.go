@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -150,14 +149,7 @@ modes: [bulkhead]
 		if m.Status != rundata.StatusComplete || len(m.Faults) != 2 {
 			t.Errorf("%s: status %q, fault events %+v; want complete with set and clear", tc.run, m.Status, m.Faults)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, tc.run, rundata.PhasesFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var phases []rundata.PhaseStats
-		if err := json.Unmarshal(b, &phases); err != nil {
-			t.Fatal(err)
-		}
+		phases := readPhases(t, dir, tc.run)
 		for _, p := range phases {
 			if p.Phase != "fault" {
 				continue

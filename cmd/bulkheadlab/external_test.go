@@ -79,14 +79,7 @@ modes: [bulkhead]
 	if m.Status != rundata.StatusComplete || len(m.Faults) != 2 {
 		t.Fatalf("meta: status %q, fault events %+v; want complete with set and clear", m.Status, m.Faults)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, "slow-bulkhead-r1", rundata.PhasesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var phases []rundata.PhaseStats
-	if err := json.Unmarshal(b, &phases); err != nil {
-		t.Fatal(err)
-	}
+	phases := readPhases(t, dir, "slow-bulkhead-r1")
 	for _, p := range phases {
 		if p.Phase != "fault" {
 			continue
@@ -188,4 +181,18 @@ func stubDeps(t *testing.T, cfg service.DepConfig) map[string]string {
 		deps[d] = "http://" + serveOn(t, dep.Serve)
 	}
 	return deps
+}
+
+// readPhases reads the per-phase records of run in the results folder dir.
+func readPhases(t *testing.T, dir, run string) []rundata.PhaseStats {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, run, rundata.PhasesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []rundata.PhaseStats
+	if err := json.Unmarshal(b, &phases); err != nil {
+		t.Fatal(err)
+	}
+	return phases
 }

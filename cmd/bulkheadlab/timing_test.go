@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -109,14 +108,7 @@ expectations: {slow: slowa}
 	}
 
 	// The run's data: every endpoint's every phase after the warmup has its record.
-	b, err := os.ReadFile(filepath.Join(dir, rundata.RunsDir, "slowa-shared-r1", rundata.PhasesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var phases []rundata.PhaseStats
-	if err := json.Unmarshal(b, &phases); err != nil {
-		t.Fatal(err)
-	}
+	phases := readPhases(t, dir, "slowa-shared-r1")
 	for _, p := range phases {
 		if p.Endpoint == rundata.CanaryEndpoint || p.Phase == rundata.PhaseWarmup {
 			continue
