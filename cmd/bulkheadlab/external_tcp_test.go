@@ -157,8 +157,10 @@ modes: [bulkhead]
 			switch {
 			case p.Endpoint == "a" && !tc.a(p):
 				t.Errorf("%s: /a in the fault phase: %v, ok p50 %s; want it %s", tc.run, p.Counts, p.LatencyOK.P50, tc.wantA)
-			case p.Endpoint == "b" && p.Counts[loadgen.ClassOK] != p.Counts.Total():
-				t.Errorf("%s: /b in the fault phase: %v, want all ok behind its bulkhead", tc.run, p.Counts)
+			case p.Endpoint == "b" && (p.Counts.Total() == 0 || p.Counts.Failed()*20 > p.Counts.Total()):
+				// At least 95 %: a shared pool fails most of /b; a
+				// failure or two is a stall of a loaded test machine.
+				t.Errorf("%s: /b in the fault phase: %v, want at least 95 %% ok behind its bulkhead", tc.run, p.Counts)
 			}
 		}
 	}

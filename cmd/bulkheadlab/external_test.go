@@ -87,8 +87,12 @@ modes: [bulkhead]
 		switch {
 		case p.Endpoint == "a" && (p.Counts[loadgen.ClassRejected] == 0 || p.LatencyOK.P50 < 200*time.Millisecond && p.LatencyOK.Count > 0):
 			t.Errorf("/a in the fault phase: %v, ok p50 %s — the slow fault did not reach the service", p.Counts, p.LatencyOK.P50)
-		case p.Endpoint == "b" && p.Counts[loadgen.ClassOK] != p.Counts.Total():
-			t.Errorf("/b in the fault phase: %v, want all ok behind its bulkhead", p.Counts)
+		case p.Endpoint == "b" && (p.Counts.Total() == 0 || p.Counts.Failed()*20 > p.Counts.Total()):
+			// Behind its own bulkhead /b stays at its baseline; a
+			// shared pool fails most of it. One or two failures are a
+			// stall of a loaded test machine (the race detector, other
+			// packages' tests), not the fault spreading.
+			t.Errorf("/b in the fault phase: %v, want at least 95 %% ok behind its bulkhead", p.Counts)
 		}
 	}
 }
