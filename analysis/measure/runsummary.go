@@ -102,6 +102,12 @@ type RunSummary struct {
 	// Fleet is what the fleet put on the culprit's dependency, when the
 	// experiment names fleet claims.
 	Fleet *FleetRun `json:"fleet,omitempty"`
+	// RateLimit is what the culprit's rate limiter did, when the
+	// experiment names the rate-limit claim (ratelimit.go).
+	RateLimit *RateLimitRun `json:"ratelimit,omitempty"`
+	// Memory is the calls in flight and the service's memory over the
+	// fault phase, when the experiment names the memory claim (memory.go).
+	Memory *MemoryRun `json:"memory,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -336,12 +342,14 @@ type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
 // in this list and in verdict's families, and its field of RunSummary (the
 // record of summary.json).
 var runFamilies = []runFamily{
-	aftermath,    // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
-	connsFamily,  // conns.go: the endpoints' waits for a connection
-	timingFamily, // timing.go: where the time went, waiting or working
-	policyFamily, // policy.go: breakers, adaptive limits, retries
-	cpuFamily,    // cpu.go: the service's CPU
-	fleetFamily,  // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
+	connsFamily,     // conns.go: the endpoints' waits for a connection
+	timingFamily,    // timing.go: where the time went, waiting or working
+	policyFamily,    // policy.go: breakers, adaptive limits, retries
+	cpuFamily,       // cpu.go: the service's CPU
+	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
+	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -29,6 +29,8 @@ var families = [][]decision{
 	connsDecisions,      // conns.go: connection pools
 	cpuDecisions,        // cpu.go: CPU not isolated
 	fleetDecisions,      // fleet.go: the fleet's multiplication
+	rateLimitDecisions,  // ratelimit.go: a rate limiter is not a bulkhead
+	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
 }
 
 // decisionOf is every family's decision by claim name.

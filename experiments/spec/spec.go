@@ -123,6 +123,11 @@ type Service struct {
 	// leak-on-cancel, racy-counter), so that a detector can be shown to
 	// fail against a service with the bug it looks for.
 	Defects []string `yaml:"defects,omitempty"`
+	// RequestStateBytes is the memory each dependency call of the built-in
+	// service holds until it returns (a request's state while it awaits
+	// its dependency; default 0: none), so that calls in flight cost
+	// memory as they do on an event-loop runtime (nolayout.go).
+	RequestStateBytes ByteSize `yaml:"request_state_bytes,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
@@ -275,8 +280,10 @@ type Mode struct {
 	// others) or its own start command; fields left out are the external
 	// section's.
 	External *ExternalService `yaml:"external,omitempty"`
-	// Pools is the layout of a mode of your own name: shared or bulkhead
-	// (the built-in modes are their own layout).
+	// Pools is the layout of a mode of your own name: shared, bulkhead,
+	// unbounded (no pool: nothing bounds the calls in flight) or ratelimit
+	// (no pool: a rate limiter per dependency, Rates); the built-in modes
+	// are their own layout.
 	Pools string `yaml:"pools,omitempty"`
 	// Policies are policy stacks keyed by dependency name (see Policy).
 	Policies map[string]Policy `yaml:"policies,omitempty"`
@@ -293,6 +300,13 @@ type Mode struct {
 	// Defects, if set, replace service.defects in this mode: the correct
 	// service and a defective one side by side.
 	Defects []string `yaml:"defects,omitempty"`
+	// Rates, in a mode whose layout is ratelimit, are each endpoint's rate
+	// limit in calls per second (service.LayoutConfig.Rates): no pool, a
+	// smooth rate limiter per dependency instead (nolayout.go).
+	Rates map[string]float64 `yaml:"rates,omitempty"`
+	// RequestStateBytes, if set, replaces service.request_state_bytes in
+	// this mode.
+	RequestStateBytes ByteSize `yaml:"request_state_bytes,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -79,6 +79,11 @@ type Expectations struct {
 	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 	// Fleet names the runs of the fleet claims; nil: none judged.
 	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
+	// RateLimit names the runs of the rate-limit claim; nil: not judged.
+	RateLimit *RateLimitRoles `yaml:"ratelimit,omitempty" json:"ratelimit,omitempty"`
+	// Memory names the runs of the event-loop memory claim; nil: not
+	// judged.
+	Memory *MemoryRoles `yaml:"memory,omitempty" json:"memory,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
