@@ -56,7 +56,16 @@ type MemoryRun struct {
 	// growth ÷ the growth of the calls in flight (null when they did not
 	// grow).
 	BytesPerCall Num `json:"bytes_per_call"`
+	// HeapStartBytes and HeapEndBytes are the built-in service's live heap
+	// objects (MetricHeapObjects) at the fault's start and end; null for a
+	// service that does not export them.
+	HeapStartBytes Num `json:"heap_start_bytes"`
+	HeapEndBytes   Num `json:"heap_end_bytes"`
 }
+
+// MetricHeapObjects is the built-in service's live heap objects, in bytes
+// (runtime/metrics /memory/classes/heap/objects:bytes).
+const MetricHeapObjects = "bulkheadlab_heap_objects_bytes"
 
 // memoryFamily adds the memory claim's numbers when the experiment names
 // it.
@@ -70,7 +79,8 @@ func memoryFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 	m := &MemoryRun{OfferedPerS: Undefined, InflightStart: Undefined, InflightEnd: Undefined, InflightPeak: Undefined,
 		InflightSlope: Undefined, FirstHalfSlope: Undefined, SecondHalfSlope: Undefined, GrowthShare: Undefined, LateGrowthShare: Undefined,
-		RSSStartBytes: Undefined, RSSEndBytes: Undefined, RSSPeakBytes: Undefined, RSSGrowth: Undefined, RSSSlope: Undefined, BytesPerCall: Undefined}
+		RSSStartBytes: Undefined, RSSEndBytes: Undefined, RSSPeakBytes: Undefined, RSSGrowth: Undefined, RSSSlope: Undefined, BytesPerCall: Undefined,
+		HeapStartBytes: Undefined, HeapEndBytes: Undefined}
 	from, ok := r.FaultStart()
 	if !ok {
 		return m
@@ -97,6 +107,8 @@ func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 	m.RSSStartBytes, m.RSSEndBytes, m.RSSPeakBytes = valueNum(rss, from), valueNum(rss, to), peakOver(rss, from, to)
 	m.RSSGrowth = Num(Ratio(float64(m.RSSEndBytes-m.RSSStartBytes), float64(m.RSSStartBytes)))
 	m.RSSSlope = slopeOver(rss, from, to)
+	heap := r.Metric(rundata.ServiceComponent, MetricHeapObjects)
+	m.HeapStartBytes, m.HeapEndBytes = valueNum(heap, from), valueNum(heap, to)
 	if d := float64(m.InflightEnd - m.InflightStart); d >= 1 {
 		m.BytesPerCall = Num(float64(m.RSSEndBytes-m.RSSStartBytes) / d)
 	}

@@ -108,6 +108,9 @@ type RunSummary struct {
 	// Memory is the calls in flight and the service's memory over the
 	// fault phase, when the experiment names the memory claim (memory.go).
 	Memory *MemoryRun `json:"memory,omitempty"`
+	// MemoryStop is set when the memory guard stopped the run (status
+	// stopped): the service's memory reached its ceiling.
+	MemoryStop *rundata.MemoryStop `json:"memory_stop,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -279,7 +282,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
 		Retried: attemptsOf(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
-		Shards: shardsRun(r.Meta.Shards),
+		Shards: shardsRun(r.Meta.Shards), MemoryStop: r.Meta.MemoryStop,
 	}
 	var broken []rundata.Broken
 	for _, v := range r.Meta.Validity {

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/internal/claims"
@@ -36,7 +37,9 @@ func unboundedGrows(b *builder, s *Summary) Verdict {
 	ex := s.Expectations
 	m := ex.Memory.WithDefaults(ex.Slow, ex.BulkheadMode)
 	tol := m.Tolerance
-	ub, ctl := b.cells[0], b.cells[1]
+	ub, ctl := b.admitStopped(b.cells[0]), b.admitStopped(b.cells[1])
+	// A bounded mode the memory guard had to stop was not bounded.
+	b.check("runs of "+ctl.Mode+" the memory guard stopped", "runs", measure.EstimateOf([]float64{float64(len(stoppedRuns(b.cells[1])))}), "<=", 0)
 	est := func(c *Cell, f func(*measure.MemoryRun) measure.Num) measure.Estimate {
 		return measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num {
 			if r.Memory == nil {
@@ -66,14 +69,52 @@ func unboundedGrows(b *builder, s *Summary) Verdict {
 		b.info("service memory at fault start, "+c.Mode, "MiB", est(c, mib(func(r *measure.MemoryRun) measure.Num { return r.RSSStartBytes })))
 		b.info("service memory at the fault's end, "+c.Mode, "MiB", est(c, mib(func(r *measure.MemoryRun) measure.Num { return r.RSSEndBytes })))
 		b.info("service memory growth rate, "+c.Mode, "MiB/s", est(c, mib(func(r *measure.MemoryRun) measure.Num { return r.RSSSlope })))
+		b.info("live heap growth over the fault, "+c.Mode, "MiB", est(c, mib(func(r *measure.MemoryRun) measure.Num { return r.HeapEndBytes - r.HeapStartBytes })))
 	}
 	b.info("memory per call in flight, "+ub.Mode, "KiB", est(ub, func(r *measure.MemoryRun) measure.Num { return r.BytesPerCall / 1024 }))
 	for _, c := range []*Cell{ub, ctl} {
 		b.info(fmt.Sprintf("/%s fault p99, %s", ex.Culprit, c.Mode), "ms", c.CulpritP99Ms)
 		b.info(fmt.Sprintf("/%s fault p99, %s", ex.Victim, c.Mode), "ms", c.VictimP99Ms)
 	}
+	for _, r := range stoppedRuns(b.cells[0]) {
+		b.notes = append(b.notes, fmt.Sprintf("%s: stopped by the memory guard at %.0f MiB (ceiling %.0f MiB), judged on its numbers up to then",
+			r.ID, float64(r.MemoryStop.RSSBytes)/(1<<20), float64(r.MemoryStop.LimitBytes)/(1<<20)))
+	}
 	if len(ub.UsedRuns) > 0 && ub.UsedRuns[0].Memory != nil && ub.UsedRuns[0].Memory.Source != "" {
 		b.notes = append(b.notes, "calls in flight as the "+ub.UsedRuns[0].Memory.Source+" counted them")
 	}
 	return b.decide()
+}
+
+// stoppedRuns are the runs of c the memory guard stopped.
+func stoppedRuns(c *Cell) []measure.RunSummary {
+	var out []measure.RunSummary
+	for _, r := range c.excluded {
+		if r.MemoryStop != nil && len(r.Damaged) == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// admitStopped returns cell c with the runs the memory guard stopped among
+// its used runs: for the memory claim such a run is evidence — the memory
+// grew until the guard stopped it — judged on its numbers up to the stop.
+// A cell whose only runs were stopped is then neither missing nor INVALID.
+func (b *builder) admitStopped(c *Cell) *Cell {
+	stopped := stoppedRuns(c)
+	if len(stopped) == 0 {
+		return c
+	}
+	if len(c.UsedRuns) == 0 {
+		key, left := c.Condition+"/"+c.Mode, cellLeftOut(c)
+		b.missing = slices.DeleteFunc(b.missing, func(s string) bool { return s == key })
+		b.invalid = slices.DeleteFunc(b.invalid, func(s string) bool { return s == left })
+	}
+	for _, r := range stopped {
+		b.v.Excluded = slices.DeleteFunc(b.v.Excluded, func(e Exclusion) bool { return e.Run == r.ID })
+	}
+	out := *c
+	out.UsedRuns = append(append([]measure.RunSummary(nil), c.UsedRuns...), stopped...)
+	return &out
 }

@@ -69,10 +69,28 @@ func TestUnboundedGrows(t *testing.T) {
 		t.Errorf("one repeat of three under the threshold: %s (%s), want not NOT SUPPORTED", v.Outcome, v.Reason)
 	}
 
+	// The memory guard stopped the unbounded run: evidence of growth,
+	// judged on its numbers up to the stop; a bounded mode it had to stop
+	// was not bounded.
+	stopped := func(r measure.RunSummary) measure.RunSummary {
+		r.Status, r.Valid = rundata.StatusStopped, false
+		r.Problems = []string{"stopped by the memory guard"}
+		r.MemoryStop = &rundata.MemoryStop{RSSBytes: 70 << 20, LimitBytes: 64 << 20, Phase: rundata.PhaseFault}
+		return r
+	}
+	v := verdictOn(t, claims.UnboundedGrows, buildCells([]measure.RunSummary{stopped(memRun("unbounded", "slow", 1, 0.97, 0.96, 1.3)), memRun("bulkhead", "slow", 1, 0.01, 0, 0.05)}, ex), ex)
+	if v.Outcome != Supported || !strings.Contains(v.Reason, "slow-unbounded-r1: stopped by the memory guard at 70 MiB (ceiling 64 MiB)") {
+		t.Errorf("the unbounded run stopped by the guard: %s (%s), want SUPPORTED naming the stop", v.Outcome, v.Reason)
+	}
+	v = verdictOn(t, claims.UnboundedGrows, buildCells([]measure.RunSummary{memRun("unbounded", "slow", 1, 0.97, 0.96, 4), stopped(memRun("bulkhead", "slow", 1, 0.01, 0, 0.05))}, ex), ex)
+	if v.Outcome != NotSupported || !strings.Contains(v.Reason, "runs of bulkhead the memory guard stopped = 1.00 runs, needs <= 0") {
+		t.Errorf("the bounded run stopped by the guard: %s (%s), want NOT SUPPORTED", v.Outcome, v.Reason)
+	}
+
 	// Roles of their own: a condition and modes named otherwise.
 	named := rundata.DefaultExpectations()
 	named.Memory = &rundata.MemoryRoles{Mode: "loop", Control: "semaphore", Condition: "stall"}
-	v := verdictOn(t, claims.UnboundedGrows, buildCells([]measure.RunSummary{memRun("loop", "stall", 1, 1, 1, 3), memRun("semaphore", "stall", 1, 0, 0, 0)}, named), named)
+	v = verdictOn(t, claims.UnboundedGrows, buildCells([]measure.RunSummary{memRun("loop", "stall", 1, 1, 1, 3), memRun("semaphore", "stall", 1, 0, 0, 0)}, named), named)
 	if v.Outcome != Supported {
 		t.Errorf("named roles: %s (%s), want SUPPORTED", v.Outcome, v.Reason)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
@@ -197,4 +198,44 @@ func (s *Spec) NoPoolPreview(c *Condition, m *Mode) []InflightPreview {
 			Fault:    r1 * min(s.holdingTime(dep, c, e.Name).Seconds(), f)})
 	}
 	return out
+}
+
+// MinServiceMemory is the smallest memory guard ceiling a spec may set:
+// below it a service would be stopped before it started serving.
+const MinServiceMemory = 16 << 20
+
+// validateMemoryGuard checks validity.max_service_memory: a ceiling a
+// service can start under, on a service the runner starts (it can stop no
+// other).
+func (s *Spec) validateMemoryGuard(p *problems) {
+	const path = "validity.max_service_memory"
+	m := s.Validity.MaxServiceMemory
+	if m == 0 {
+		return // the runner's default: half of the machine's memory
+	}
+	if m < MinServiceMemory {
+		p.add(path, "must be at least %s (the service must start under it), got %s", ByteSize(MinServiceMemory), m)
+	}
+	if s.External == nil {
+		return
+	}
+	for i := range s.Modes {
+		if len(s.ExternalOf(&s.Modes[i]).Start) == 0 {
+			p.add(path, "guards a service the runner starts (external.start); mode %s's is started elsewhere, and the runner cannot stop it", s.Modes[i].Name)
+			return
+		}
+	}
+}
+
+// checksOnlyGrowth reports whether every claim the spec checks is the
+// memory claim's: it watches the calls in flight grow over a fault phase
+// shorter than a call is held, on purpose (no call comes back within it),
+// so the advice of a fault phase of several holding times is not for it.
+func (s *Spec) checksOnlyGrowth() bool {
+	for _, c := range s.Expectations.Check {
+		if cl, ok := claims.Lookup(c); !ok || cl.Family != claims.Memory {
+			return false
+		}
+	}
+	return len(s.Expectations.Check) > 0
 }

@@ -311,6 +311,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
 	pr.Retries = *v.Retries
+	pr.MaxServiceMemory = int64(v.MaxServiceMemory)
 	if m := es.Metrics; x != nil && m != nil {
 		label := m.PoolLabel
 		if label == "" {

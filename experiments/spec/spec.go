@@ -86,6 +86,12 @@ type Validity struct {
 	// Retries is how many more times an INVALID run is run, at the end of
 	// its round.
 	Retries *int `yaml:"retries"`
+	// MaxServiceMemory is the memory guard's ceiling: when the resident
+	// memory of the service's processes (the built-in service's, or your
+	// own started by external.start) reaches it, the runner kills them and
+	// stops the run, recorded as stopped (not INVALID, not run again).
+	// Default: half of the machine's memory (nolayout.go).
+	MaxServiceMemory MemorySize `yaml:"max_service_memory,omitempty"`
 }
 
 // Service is the service under test (docs/design.md §1, §4).

@@ -497,6 +497,7 @@ func (s *Spec) validateValidity(p *problems) {
 	if n := *v.Retries; n < 0 || n > 10 {
 		p.add("validity.retries", "must be between 0 and 10, got %d", n)
 	}
+	s.validateMemoryGuard(p) // nolayout.go
 }
 
 func (s *Spec) validateExternal(p *problems) {
