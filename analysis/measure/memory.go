@@ -89,8 +89,13 @@ func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 	if !to.After(from) {
 		return m
 	}
-	if tot := e.FaultCounts.Total(); tot > 0 {
+	switch tot := e.FaultCounts.Total(); {
+	case tot > 0:
 		m.OfferedPerS = Num(float64(tot) / to.Sub(from).Seconds())
+	case r.EndpointInfo(culprit).Rate > 0:
+		// A run stopped within its fault phase has no record of it: the
+		// open model's schedule is its rate.
+		m.OfferedPerS = Num(r.EndpointInfo(culprit).Rate)
 	}
 	inflight := r.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit)))
 	m.Source = InflightFromService
@@ -140,7 +145,7 @@ func peakOver(s []rundir.Point, from, to time.Time) Num {
 }
 
 // slopeOver is the least-squares slope, per second, of the series' points
-// in [from, to]; Undefined with fewer than three.
+// in [from, to]; Undefined with fewer than two.
 func slopeOver(s []rundir.Point, from, to time.Time) Num {
 	var xs, ys []float64
 	for _, p := range s {
@@ -153,10 +158,10 @@ func slopeOver(s []rundir.Point, from, to time.Time) Num {
 }
 
 // Slope is the least-squares slope of ys over xs; NaN with fewer than
-// three points or no spread in xs.
+// two points or no spread in xs.
 func Slope(xs, ys []float64) float64 {
 	n := float64(len(xs))
-	if len(xs) < 3 || len(xs) != len(ys) {
+	if len(xs) < 2 || len(xs) != len(ys) {
 		return math.NaN()
 	}
 	var mx, my float64

@@ -58,12 +58,13 @@ type MemoryRoles struct {
 	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
 	// MinGrowth is the least growth of the service's resident memory over
 	// the fault phase, as a share of its size at fault start, that counts
-	// as growing in Mode; Control must stay below it (default 0.25).
+	// as growing in Mode (default 0.25).
 	MinGrowth float64 `yaml:"min_growth,omitempty" json:"min_growth,omitempty"`
 	// Tolerance is how far the calls in flight may grow slower than the
-	// arrival rate (growing "at λ"), as a share of it, and how fast, as a
-	// share of λ, they may still grow at the end of the fault phase in
-	// Control (default 0.25).
+	// arrival rate in Mode (growing "at λ"), as a share of it; how fast,
+	// as a share of λ, they may still grow in the second half of the fault
+	// phase in Control; and how much Control's memory may grow, as a share
+	// of Mode's growth (default 0.25).
 	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
 }
 
