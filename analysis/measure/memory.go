@@ -97,12 +97,8 @@ func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 		// open model's schedule is its rate.
 		m.OfferedPerS = Num(r.EndpointInfo(culprit).Rate)
 	}
-	inflight := r.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit)))
-	m.Source = InflightFromService
-	if len(inflight) == 0 {
-		inflight = r.Metric(rundata.ProxyComponent(r.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight)
-		m.Source = InflightFromProxy
-	}
+	inflight, source := r.inflightOf(culprit)
+	m.Source = source
 	mid := from.Add(to.Sub(from) / 2)
 	m.InflightStart, m.InflightEnd, m.InflightPeak = valueNum(inflight, from), valueNum(inflight, to), peakOver(inflight, from, to)
 	m.InflightSlope, m.FirstHalfSlope, m.SecondHalfSlope = slopeOver(inflight, from, to), slopeOver(inflight, from, mid), slopeOver(inflight, mid, to)

@@ -32,11 +32,15 @@ type RateLimitRun struct {
 	LimitPerS   Num `json:"limit_per_s"`
 	OfferedPerS Num `json:"offered_per_s"`
 	// InflightBaseline and InflightFault are the mean calls in flight to
-	// the culprit's dependency, seen by its fault proxy, in the baseline
-	// and the fault phase: Little's law λ·W, which a rate limiter leaves
-	// to grow with W.
+	// the culprit's dependency in the baseline and the fault phase, as the
+	// service counted them (waiting for a connection included), else as
+	// its fault proxy saw them: Little's law λ·W, which a rate limiter
+	// leaves to grow with W.
 	InflightBaseline Num `json:"inflight_baseline"`
 	InflightFault    Num `json:"inflight_fault"`
+	// InflightSource says whose count that is (InflightFromService or
+	// InflightFromProxy).
+	InflightSource string `json:"inflight_source,omitempty"`
 }
 
 // rateLimitFamily adds the rate-limit claim's numbers when the experiment
@@ -70,10 +74,21 @@ func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 	if v := r.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRate, l)); len(v) > 0 {
 		out.LimitPerS = Num(v[len(v)-1].Value)
 	}
-	proxy := rundata.ProxyComponent(r.EndpointInfo(culprit).Dependency)
+	inflight, source := r.inflightOf(culprit)
+	out.InflightSource = source
 	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
-		out.InflightBaseline = meanOver(r.Metric(proxy, rundata.MetricProxyInflight), b.Start, b.End)
+		out.InflightBaseline = meanOver(inflight, b.Start, b.End)
 	}
-	out.InflightFault = meanOver(r.Metric(proxy, rundata.MetricProxyInflight), from, to)
+	out.InflightFault = meanOver(inflight, from, to)
 	return out
+}
+
+// inflightOf is the series of the calls in flight to the culprit's
+// dependency: the built-in service's own count (calls waiting for a
+// connection included), else the culprit's fault proxy's; and which it is.
+func (r *Run) inflightOf(culprit string) ([]rundir.Point, string) {
+	if s := r.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit))); len(s) > 0 {
+		return s, InflightFromService
+	}
+	return r.Metric(rundata.ProxyComponent(r.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight), InflightFromProxy
 }

@@ -90,6 +90,9 @@ func rateLimitNotBulkhead(b *builder, s *Summary) Verdict {
 	if len(exhausted) > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("exhausted first in %s: %s", rl.Mode, countsText(exhausted)))
 	}
+	if len(limited.UsedRuns) > 0 && limited.UsedRuns[0].RateLimit != nil && limited.UsedRuns[0].RateLimit.InflightSource != "" {
+		b.notes = append(b.notes, "calls in flight as the "+limited.UsedRuns[0].RateLimit.InflightSource+" counted them")
+	}
 	b.notes = append(b.notes, fmt.Sprintf("degraded span (at least %d results, within the fault): p99 > %s× baseline or error rate > %s",
 		measure.MinSpanResults, measure.FmtG(ex.DegradedP99Factor), measure.FmtG(ex.DegradedErrorRate)))
 	return b.decide()
