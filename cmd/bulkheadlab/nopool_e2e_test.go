@@ -189,8 +189,9 @@ func TestMemoryGuardStopsTheRun(t *testing.T) {
 	}
 	t.Logf("stopped at %.0f MiB (ceiling %.0f MiB) in the %s phase, pid %d", float64(ms.RSSBytes)/(1<<20), float64(ms.LimitBytes)/(1<<20), ms.Phase, ms.PID)
 	if ms.LimitBytes != 96<<20 || ms.RSSBytes < ms.LimitBytes || ms.RSSBytes > ms.LimitBytes+64<<20 || ms.Phase != rundata.PhaseFault ||
-		ms.Component != rundata.ServiceComponent || meta.MaxServiceMemory != 96<<20 || len(meta.Attempts) != 0 {
-		t.Errorf("memory stop %+v, ceiling %d, %d earlier attempts; want the service at ≥ 96 MiB in the fault, not run again", *ms, meta.MaxServiceMemory, len(meta.Attempts))
+		ms.Component != rundata.ServiceComponent || meta.MaxServiceMemory != 96<<20 || len(meta.Attempts) != 0 || meta.Error != "" {
+		t.Errorf("memory stop %+v, ceiling %d, %d earlier attempts, error %q; want the service at ≥ 96 MiB in the fault, not run again, no error",
+			*ms, meta.MaxServiceMemory, len(meta.Attempts), meta.Error)
 	}
 	if err := syscall.Kill(ms.PID, 0); err == nil {
 		t.Errorf("the service's process %d still runs", ms.PID)

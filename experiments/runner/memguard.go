@@ -90,6 +90,10 @@ type memoryGuard struct {
 	stop func()
 	// rss reads a process tree's resident memory (processRSS if nil).
 	rss func(pid int) int64
+	// killed, if set, is told each component the guard kills (before it
+	// is signalled), so that its end counts as neither a crash nor a
+	// teardown error.
+	killed func(component string)
 
 	mu       sync.Mutex
 	rec      *rundata.MemoryStop
@@ -137,6 +141,9 @@ func (g *memoryGuard) trip(top guardedProcess, total int64) {
 		rec.Phase = g.phase()
 	}
 	for _, p := range g.procs {
+		if g.killed != nil {
+			g.killed(p.component)
+		}
 		_ = signalGroup(p.pid, syscall.SIGKILL)
 	}
 	g.mu.Lock()
@@ -223,7 +230,7 @@ func childrenOf(pid int) []int {
 // in meta; stop, its cancel, returns once it no longer runs. The guard
 // stops the load with abort.
 func (r *Runner) startMemoryGuard(ctx context.Context, run plan.Run, st *Stack, meta *rundata.RunMeta, abort func()) (*memoryGuard, func()) {
-	g := &memoryGuard{procs: serviceProcesses(st.Samples), limit: run.MaxServiceMemory, stop: abort}
+	g := &memoryGuard{procs: serviceProcesses(st.Samples), limit: run.MaxServiceMemory, stop: abort, killed: st.markKilled}
 	if g.limit <= 0 {
 		g.limit = DefaultMaxServiceMemory()
 	}

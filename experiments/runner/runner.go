@@ -289,8 +289,9 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 	}
 	meta.Proxies = proxyURLs(run, stack)
 	rep, err := r.measure(ctx, rundir, run, stack, &meta)
-	// The memory guard killed the service: its death is the stop recorded.
-	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil && meta.MemoryStop == nil {
+	// A service the memory guard killed did not die on its own (Died
+	// leaves it out): its end is the stop recorded.
+	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil {
 		err = derr // the data were measured against a dead component
 	}
 	if serr := stack.Stop(); serr != nil && err == nil && ctx.Err() == nil {
