@@ -98,6 +98,17 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 			}
 			perReq := max(0, n) / float64(cal.Requests)
 			ec.Calls[dep] = perReq
+			for cls, a := range after[dep].classes {
+				// As the dependency's calls: beyond the idle stretch's.
+				i, b := idle[dep].classes[cls], before[dep].classes[cls]
+				if ec.Classes == nil {
+					ec.Classes = map[string]map[string]float64{}
+				}
+				if ec.Classes[dep] == nil {
+					ec.Classes[dep] = map[string]float64{}
+				}
+				ec.Classes[dep][cls] = max(0, a-i-(i-b)) / float64(cal.Requests)
+			}
 			if perReq >= rundata.MinCallsPerRequest {
 				g.Edges[e.Name] = append(g.Edges[e.Name], dep)
 			}
@@ -114,10 +125,12 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 	return g, nil
 }
 
-// proxyCount is a proxy's count of calls, or of bytes for the TCP plane.
+// proxyCount is a proxy's count of calls, or of bytes for the TCP plane;
+// for the PostgreSQL plane, also its queries of each statement class.
 type proxyCount struct {
-	n     float64
-	bytes bool
+	n       float64
+	bytes   bool
+	classes map[string]float64
 }
 
 // callCounts reads every proxy's count.
@@ -140,6 +153,13 @@ func callCounts(ctx context.Context, hc *http.Client, proxies map[string]SampleT
 				seen = true
 			case k == tcpBytes || strings.HasPrefix(k, tcpBytes+"{"):
 				bytes += v
+			case strings.HasPrefix(k, rundata.MetricPgClassQueries+"{"):
+				if _, ls, ok := rundata.ParseKey(k); ok && ls["class"] != "" {
+					if c.classes == nil {
+						c.classes = map[string]float64{}
+					}
+					c.classes[ls["class"]] = v
+				}
 			}
 		}
 		if !seen {
