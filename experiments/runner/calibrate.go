@@ -17,7 +17,8 @@ import (
 )
 
 // Calibrate measures a service's call graph: it starts run's components
-// (the audit's control run), then for each endpoint in turn reads every
+// (the audit's control run), sends each endpoint one request (a warm-up,
+// not counted), then for each endpoint in turn reads every
 // fault proxy's count of calls over an idle stretch and over cal.Requests
 // requests sent to that endpoint alone at cal.Rate, and keeps the
 // difference per request. An endpoint calls a dependency when its proxy
@@ -62,6 +63,14 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
 	span := time.Duration(float64(cal.Requests) / cal.Rate * float64(time.Second))
+	// One request to each endpoint first, not counted: a service that
+	// opens its connections on first use (a database pool) is not judged
+	// by its first request.
+	for _, e := range run.Load.Endpoints {
+		if url, _, err := resolveTargets(e, st.URLs); err == nil {
+			_, _ = sendSpaced(ctx, hc, e, url, 1, cal.Rate)
+		}
+	}
 	for _, e := range run.Load.Endpoints {
 		url, _, err := resolveTargets(e, st.URLs)
 		if err != nil {

@@ -41,7 +41,9 @@ func (s *Spec) auditDefaults() {
 			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && s.pgDependency(dep) {
 				targets = nil
 				for _, name := range slices.Sorted(maps.Keys(cs)) {
-					targets = append(targets, rundata.AuditColumn{Dependency: dep, Class: name})
+					if validClass(name, cs[name]) { // validateClasses reports the others
+						targets = append(targets, rundata.AuditColumn{Dependency: dep, Class: name})
+					}
 				}
 			}
 			for _, t := range targets {

@@ -43,6 +43,9 @@ func (s *Spec) validateClasses(p *problems) {
 		}
 		for _, name := range slices.Sorted(maps.Keys(cs)) {
 			re := cs[name]
+			if validClass(name, re) {
+				continue
+			}
 			switch {
 			case !nameRE.MatchString(name):
 				p.add(path+"."+name, "a class's name is lower-case letters, digits, _, . and - (at most 64), got %q", name)
@@ -61,6 +64,15 @@ func (s *Spec) validateClasses(p *problems) {
 	}
 }
 
+// validClass reports whether a class's name and expression are valid.
+func validClass(name, re string) bool {
+	if !nameRE.MatchString(name) || strings.HasPrefix(name, implicitClassPrefix) || strings.TrimSpace(re) == "" || len(re) > pgproxy.MaxMatchLen {
+		return false
+	}
+	_, err := regexp.Compile(re)
+	return err == nil
+}
+
 // statementClasses are the classes dependency d's proxy counts: its
 // declared classes by name, then each match expression of a condition on
 // it that no declared class has, named match-1, match-2, … in order of
@@ -72,8 +84,11 @@ func (s *Spec) statementClasses(d string) []rundata.StatementClass {
 	var out []rundata.StatementClass
 	cs := s.Dependencies[d].Classes
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
-		out = append(out, rundata.StatementClass{Name: name, Match: cs[name]})
+		if validClass(name, cs[name]) {
+			out = append(out, rundata.StatementClass{Name: name, Match: cs[name]})
+		}
 	}
+	declared := len(out)
 	for _, c := range s.Conditions {
 		for _, f := range c.Faults {
 			if c.Dependency != d || f.Match == "" || slices.ContainsFunc(out, func(x rundata.StatementClass) bool { return x.Match == f.Match }) {
@@ -82,7 +97,7 @@ func (s *Spec) statementClasses(d string) []rundata.StatementClass {
 			if len(out) >= pgproxy.MaxClasses {
 				return out
 			}
-			n := strconv.Itoa(len(out) - len(cs) + 1)
+			n := strconv.Itoa(len(out) - declared + 1)
 			out = append(out, rundata.StatementClass{Name: implicitClassPrefix + n, Match: f.Match})
 		}
 	}
