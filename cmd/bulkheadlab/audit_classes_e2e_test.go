@@ -26,9 +26,9 @@ import (
 // slow", and /report × DB/interactive likewise; with a pool each (mode
 // bulkhead) there is no finding. Little's law, given the slow fault's
 // match, charges it to /report's statements only: /interactive's pool in
-// mode bulkhead is predicted within a factor of 1.5 of its measured demand
-// (charged to every statement, as before the classes were measured, it
-// was predicted over ten times too high).
+// mode bulkhead is not predicted above its measured demand (charged to
+// every statement, as before the classes were measured, it was predicted
+// over ten times too high).
 func TestAuditStatementClasses(t *testing.T) {
 	bin := binary(t)
 	pg := pgtest.Start(t)
@@ -133,8 +133,10 @@ audit:
 			if p.Pool != "db-interactive" {
 				continue
 			}
-			if ratio := float64(p.MeasuredDemand) / float64(p.PredictedDemand); math.IsNaN(ratio) || ratio < 1/1.5 || ratio > 1.5 {
-				t.Errorf("pool db-interactive: predicted %.2f, measured %.2f: want within a factor of 1.5", float64(p.PredictedDemand), float64(p.MeasuredDemand))
+			// Charged to every query, the fault would add 40/s × 225 ms = 9
+			// connections; with its match it adds none to /interactive.
+			if pred := float64(p.PredictedDemand); math.IsNaN(pred) || pred > 1.5*float64(p.MeasuredDemand) || pred > 4 {
+				t.Errorf("pool db-interactive: predicted %.2f, measured %.2f: want no more than 1.5 × the measured demand", pred, float64(p.MeasuredDemand))
 			}
 		}
 	}
