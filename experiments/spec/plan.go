@@ -259,7 +259,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			listen = externalProxyAddr(x.Proxies[d])
 		}
 		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,
-			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback}})
+			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback,
+				Classes: s.proxyClasses(d)}})
 	}
 	es := s.ExternalOf(r.Mode)
 	if len(es.Start) > 0 {
@@ -374,6 +375,8 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Timeout: s.Service.Timeout.D, ClientTimeout: s.Load.ClientTimeout.D, Window: s.Load.Window.D,
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
+
+		StatementClasses: s.metaClasses(),
 	}
 	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
 		m.PredictedBreakerOpen = b

@@ -54,6 +54,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateConditions(p)
 	s.validatePostgresConditions(p) // postgres.go
 	s.validatePostgresEndpoints(p)
+	s.validateClasses(p) // classes.go
 	s.validateAftermath(p)
 	s.validateModes(p)
 	s.validateInstances(p)
