@@ -14,11 +14,21 @@ import (
 )
 
 // proxyHolding is the mean time a call to dependency dep spent past the
-// service in [from, to], as the fault proxy in front of it saw it: by
-// Little's law, its mean in-flight count over its request rate (both
-// measured by the proxy). NaN without samples or requests.
+// service in [from, to], as the fault proxy in front of it saw it: the
+// mean of its duration histogram over the span (every call timed, the
+// HTTP and PostgreSQL planes), else, by Little's law, its mean in-flight
+// count over its request rate (the TCP plane; a gauge sampled a few times
+// a second, which over a short span can miss by a factor of two). NaN
+// without samples or requests.
 func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	comp := rundata.ProxyComponent(dep)
+	for _, h := range [][2]string{{rundata.MetricPgQuerySum, rundata.MetricPgQueryCount}, {rundata.MetricProxyUpstreamSum, rundata.MetricProxyUpstreamCount}} {
+		sum, ok1 := rundir.DeltaOver(r.Metric(comp, h[0]), from, to)
+		n, ok2 := rundir.DeltaOver(r.Metric(comp, h[1]), from, to)
+		if ok1 && ok2 && n > 0 && sum >= 0 {
+			return sum / n
+		}
+	}
 	reqs := r.Metric(comp, rundata.MetricProxyRequests)
 	n, ok := rundir.DeltaOver(reqs, from, to)
 	secs := to.Sub(from).Seconds()

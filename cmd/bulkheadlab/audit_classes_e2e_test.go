@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,9 +25,9 @@ import (
 // slow", and /report × DB/interactive likewise; with a pool each (mode
 // bulkhead) there is no finding. Little's law, given the slow fault's
 // match, charges it to /report's statements only: /interactive's pool in
-// mode bulkhead is not predicted above its measured demand (charged to
-// every statement, as before the classes were measured, it was predicted
-// over ten times too high).
+// mode bulkhead is predicted within a factor of 1.5 of its measured demand
+// (charged to every statement, as before the classes were measured, it
+// was predicted about six times too high).
 func TestAuditStatementClasses(t *testing.T) {
 	bin := binary(t)
 	pg := pgtest.Start(t)
@@ -135,8 +134,10 @@ audit:
 			}
 			// Charged to every query, the fault would add 40/s × 225 ms = 9
 			// connections; with its match it adds none to /interactive.
-			if pred := float64(p.PredictedDemand); math.IsNaN(pred) || pred > 1.5*float64(p.MeasuredDemand) || pred > 4 {
-				t.Errorf("pool db-interactive: predicted %.2f, measured %.2f: want no more than 1.5 × the measured demand", pred, float64(p.MeasuredDemand))
+			// Without it, 40/s × 40 ms ≈ 1.6 against a measured 40/s ×
+			// /interactive's latency.
+			if pred, got := float64(p.PredictedDemand), float64(p.MeasuredDemand); !(pred <= 1.5*got && got <= 1.5*pred) {
+				t.Errorf("pool db-interactive: predicted %.2f, measured %.2f: want within a factor of 1.5", pred, got)
 			}
 		}
 	}
