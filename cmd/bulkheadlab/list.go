@@ -35,6 +35,8 @@ var presetQuestions = map[string]string{
 		"the other endpoint although no pool is full. ~1 min.",
 	"fleet-multiplication": "Do per-instance bulkheads protect a dependency when the service runs as a fleet? N " +
 		"instances × a limit of L put N·L calls on it; and does a budget per instance keep it within capacity? ~1 min.",
+	"priority-reserve": "Can permits reserved for critical calls keep checkout up when recommendation traffic " +
+		"surges through the same pool — and how many of them sit idle? Shared pool vs a reservation vs too small a one. ~1 min.",
 	"leak-hunt": "Does the service come back after the fault? Every error path and bursts above the limit, then " +
 		"recovery: judges recovery, leaked permits and limits that do not hold. ~3 min.",
 	"blast-radius": "If any one dependency gets slow or fails, which endpoints go down — including those that never " +

@@ -298,6 +298,10 @@ type Mode struct {
 	// Defects, if set, replace service.defects in this mode: the correct
 	// service and a defective one side by side.
 	Defects []string `yaml:"defects,omitempty"`
+	// Priority, if set, is the built-in service's priority stage in this
+	// mode: each endpoint's class and the permits of a pool reserved for
+	// the critical class (priority.go).
+	Priority *Priority `yaml:"priority,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -41,6 +41,9 @@ const (
 	// Fleets.
 	FleetMultiplies = "FLEET-MULTIPLIES"
 	FleetBudget     = "FLEET-BUDGET"
+
+	// Priorities (criticality classes in one pool).
+	PriorityReserved = "PRIORITY-RESERVED"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -56,6 +59,7 @@ const (
 	Conns      Family = "conns"
 	CPU        Family = "cpu"
 	Fleet      Family = "fleet"
+	Priority   Family = "priority"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -100,6 +104,7 @@ var (
 	CPURuns        = Section{"cpu", "its condition"}
 	FleetRuns      = Section{"fleet", "the fleets compared"}
 	BudgetMode     = Section{"fleet.budget", "the remedy's mode"}
+	PriorityRuns   = Section{"priority", "its condition and modes"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -183,6 +188,8 @@ var registry = []Claim{
 
 	{FleetMultiplies, Fleet, Needs{Sections: []Section{FleetRuns}}},
 	{FleetBudget, Fleet, Needs{Sections: []Section{FleetRuns, BudgetMode}}},
+
+	{PriorityReserved, Priority, Needs{Sections: []Section{PriorityRuns}}},
 }
 
 // All returns every claim in report order (a copy).

@@ -57,6 +57,8 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Fleet != nil
 	case claims.BudgetMode:
 		return e.Fleet != nil && e.Fleet.Budget != ""
+	case claims.PriorityRuns:
+		return e.Priority != nil
 	}
 	return false
 }

@@ -79,6 +79,8 @@ type Expectations struct {
 	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 	// Fleet names the runs of the fleet claims; nil: none judged.
 	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
+	// Priority names the runs of the priority claim; nil: not judged.
+	Priority *PriorityRoles `yaml:"priority,omitempty" json:"priority,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
