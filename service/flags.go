@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/internal/bytesize"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/spf13/pflag"
 )
@@ -162,7 +163,7 @@ func (f *ServeFlags) Config() (Config, error) {
 		return Config{}, &FlagError{Flag: "--rates", Msg: err.Error()}
 	}
 	if f.maxHeap != "" {
-		if c.MaxHeapBytes, err = ParseBytes(f.maxHeap); err != nil {
+		if c.MaxHeapBytes, err = bytesize.Parse(f.maxHeap); err != nil {
 			return Config{}, &FlagError{Flag: "--max-heap", Msg: err.Error()}
 		}
 	}
@@ -270,7 +271,7 @@ func ServeArgs(c Config) []string {
 		args = append(args, "--request-state-bytes", strconv.Itoa(c.RequestStateBytes))
 	}
 	if c.MaxHeapBytes != 0 {
-		args = append(args, "--max-heap", FormatBytes(c.MaxHeapBytes))
+		args = append(args, "--max-heap", bytesize.Format(c.MaxHeapBytes))
 	}
 	if l.BrokenSharedBulkhead {
 		args = append(args, "--"+DefectFlag)

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,39 +133,4 @@ func (g *heapGuard) wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// byteUnits are the units of ParseBytes and FormatBytes, largest first.
-var byteUnits = []struct {
-	suffix string
-	mult   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
-
-// ParseBytes parses a byte count: an integer, optionally followed by KiB,
-// MiB or GiB ("512MiB").
-func ParseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range byteUnits {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(n), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a byte count (examples: 1048576, 512KiB, 64MiB, 2GiB)", s)
-	}
-	return n * mult, nil
-}
-
-// FormatBytes renders n as ParseBytes reads it, in the largest unit that
-// divides it.
-func FormatBytes(n int64) string {
-	for _, u := range byteUnits {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }

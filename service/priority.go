@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // Class is a request's criticality: what it is worth keeping when the
@@ -20,10 +22,10 @@ const (
 	// ClassCritical may use every permit of its pool, the reserved ones
 	// included. It is the default class, as in Google's criticality
 	// propagation: a request nobody marked is not shed for being unmarked.
-	ClassCritical Class = "critical"
+	ClassCritical Class = rundata.PriorityCritical
 	// ClassSheddable may hold at most a pool's size less its reserved
 	// permits; past that it is refused at once.
-	ClassSheddable Class = "sheddable"
+	ClassSheddable Class = rundata.PrioritySheddable
 )
 
 // classes lists the classes, in the order of their metric series.
@@ -202,14 +204,14 @@ func newPriorityStage(pc PriorityConfig, layout *Layout, endpoints []string, r p
 	}
 	pool, class := []string{"pool"}, []string{"pool", "class"}
 	ps.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bulkheadlab_priority_requests_total",
+		Name: rundata.MetricPriorityRequests,
 		Help: "Requests by the pool they draw from, class (critical, sheddable) and outcome: ok, timeout, error, over_share (a sheddable call refused at once: its class's share of the pool was in use), rejected (by the pool or another stage), cancelled, other.",
 	}, []string{"pool", "class", "outcome"})
-	ps.reservedDesc = prometheus.NewDesc("bulkheadlab_priority_reserved_permits", "Permits of the pool reserved for the critical class.", pool, nil)
-	ps.idleDesc = prometheus.NewDesc("bulkheadlab_priority_reserved_idle_permits", "Reserved permits no critical call uses: max(0, reserved − critical calls in flight), permits a sheddable call may not take.", pool, nil)
-	ps.idleSecondsDesc = prometheus.NewDesc("bulkheadlab_priority_reserved_idle_permit_seconds_total", "Time integral of bulkheadlab_priority_reserved_idle_permits: its rate over an interval is the average number of reserved permits left idle.", pool, nil)
-	ps.inFlightDesc = prometheus.NewDesc("bulkheadlab_priority_inflight", "Calls of the class admitted to the pool and not yet answered (holding or waiting for a permit).", class, nil)
-	ps.limitDesc = prometheus.NewDesc("bulkheadlab_priority_class_limit", "The most calls of the class the pool admits at once: its size for critical, size − reserved for sheddable.", class, nil)
+	ps.reservedDesc = prometheus.NewDesc(rundata.MetricPriorityReserved, "Permits of the pool reserved for the critical class.", pool, nil)
+	ps.idleDesc = prometheus.NewDesc(rundata.MetricPriorityIdle, "Reserved permits no critical call uses: max(0, reserved − critical calls in flight), permits a sheddable call may not take.", pool, nil)
+	ps.idleSecondsDesc = prometheus.NewDesc(rundata.MetricPriorityIdleSeconds, "Time integral of bulkheadlab_priority_reserved_idle_permits: its rate over an interval is the average number of reserved permits left idle.", pool, nil)
+	ps.inFlightDesc = prometheus.NewDesc(rundata.MetricPriorityInflight, "Calls of the class admitted to the pool and not yet answered (holding or waiting for a permit).", class, nil)
+	ps.limitDesc = prometheus.NewDesc(rundata.MetricPriorityClassLimit, "The most calls of the class the pool admits at once: its size for critical, size − reserved for sheddable.", class, nil)
 	r.MustRegister(ps.requests, ps)
 	for _, res := range ps.pools {
 		for _, c := range classes {

@@ -168,3 +168,12 @@ func TestPriorityConfigErrors(t *testing.T) {
 		checkField(t, tt.pc, cfg.Validate(), tt.field)
 	}
 }
+
+// TestPriorityNamesAreTheContract: the classes and the refusal outcome the
+// analysis reads (package rundata) are the stage's own.
+func TestPriorityNamesAreTheContract(t *testing.T) {
+	if string(ClassCritical) != rundata.PriorityCritical || string(ClassSheddable) != rundata.PrioritySheddable || answerOverShare != rundata.PriorityOverShare {
+		t.Errorf("classes %s, %s and outcome %s; rundata says %s, %s and %s", ClassCritical, ClassSheddable, answerOverShare,
+			rundata.PriorityCritical, rundata.PrioritySheddable, rundata.PriorityOverShare)
+	}
+}

@@ -154,7 +154,7 @@ func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
 					if spared {
 						continue
 					}
-					hold = r.injected(d, w, t)
+					hold = r.injected(d, e.Name, w, t)
 				}
 				out[ph] += ps.TargetRate * n * hold
 			}

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"slices"
@@ -13,11 +14,21 @@ import (
 )
 
 // proxyHolding is the mean time a call to dependency dep spent past the
-// service in [from, to], as the fault proxy in front of it saw it: by
-// Little's law, its mean in-flight count over its request rate (both
-// measured by the proxy). NaN without samples or requests.
+// service in [from, to], as the fault proxy in front of it saw it: the
+// mean of its duration histogram over the span (every call timed, the
+// HTTP and PostgreSQL planes), else, by Little's law, its mean in-flight
+// count over its request rate (the TCP plane; a gauge sampled a few times
+// a second, which over a short span can miss by a factor of two). NaN
+// without samples or requests.
 func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	comp := rundata.ProxyComponent(dep)
+	for _, h := range [][2]string{{rundata.MetricPgQuerySum, rundata.MetricPgQueryCount}, {rundata.MetricProxyUpstreamSum, rundata.MetricProxyUpstreamCount}} {
+		sum, ok1 := rundir.DeltaOver(r.Metric(comp, h[0]), from, to)
+		n, ok2 := rundir.DeltaOver(r.Metric(comp, h[1]), from, to)
+		if ok1 && ok2 && n > 0 && sum >= 0 {
+			return sum / n
+		}
+	}
 	reqs := r.Metric(comp, rundata.MetricProxyRequests)
 	n, ok := rundir.DeltaOver(reqs, from, to)
 	secs := to.Sub(from).Seconds()
@@ -43,7 +54,11 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 // (faultproxy.Hold): a delay adds its mean (in its share of calls), errors,
 // aborts and the proxy's own answers end calls at once, hangs hold until
 // the timeout.
-func (r *Run) injected(dep string, w float64, timeout float64) float64 {
+//
+// A fault with a match (a PostgreSQL dependency's) acts on the share of
+// endpoint ep's calls that it matches (matchShare; ep "": of every
+// caller's).
+func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
 	for _, f := range r.Meta.Faults {
 		if f.Action != "set" || f.Dependency != dep || len(f.Faults) == 0 {
 			continue
@@ -52,9 +67,16 @@ func (r *Run) injected(dep string, w float64, timeout float64) float64 {
 		if err != nil {
 			return math.NaN()
 		}
+		var matches []struct {
+			Match string `json:"match"`
+		}
+		_ = json.Unmarshal(f.Faults, &matches) // RecordedHolds read it
 		out := w
-		for _, h := range hs {
+		for i, h := range hs {
 			p := h.Percent / 100
+			if i < len(matches) {
+				p *= r.matchShare(dep, ep, matches[i].Match)
+			}
 			switch h.Kind {
 			case faultproxy.HoldAdds:
 				out += p * h.Mean.Seconds()
@@ -100,7 +122,7 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 				return nil, false
 			}
 			hold += n * w
-			holdFault += n * r.injected(dep, w, t)
+			holdFault += n * r.injected(dep, ep, w, t)
 		}
 		for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
 			ps, ok := r.PhaseSummary(ep, ph)
@@ -115,4 +137,37 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 		}
 	}
 	return out, true
+}
+
+// matchShare is the share of endpoint ep's calls to dependency dep whose
+// statements match the expression match (1 without one): of the statement
+// class the run's proxy counted for it (RunMeta.StatementClasses), the
+// share the audit's calibration measured for ep, else the share of all of
+// dep's queries in the baseline (ep "": always that one), else 1 (a match
+// the proxy did not count: every call, as before it was counted).
+func (r *Run) matchShare(dep, ep, match string) float64 {
+	if match == "" {
+		return 1
+	}
+	i := slices.IndexFunc(r.Meta.StatementClasses[dep], func(c rundata.StatementClass) bool { return c.Match == match })
+	if i < 0 {
+		return 1
+	}
+	cls := r.Meta.StatementClasses[dep][i].Name
+	if ep != "" {
+		if share, ok := r.CallGraph.ClassShare(ep, dep, cls); ok {
+			return share
+		}
+	}
+	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	if !ok {
+		return 1
+	}
+	comp := rundata.ProxyComponent(dep)
+	all, ok1 := rundir.DeltaOver(r.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
+	n, ok2 := rundir.DeltaOver(r.Metric(comp, rundata.Key(rundata.MetricPgClassQueries, rundata.L("class", cls))), base.Start, base.End)
+	if !ok1 || !ok2 || !(all > 0) {
+		return 1
+	}
+	return min(1, max(0, n/all))
 }

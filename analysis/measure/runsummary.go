@@ -102,6 +102,9 @@ type RunSummary struct {
 	// Fleet is what the fleet put on the culprit's dependency, when the
 	// experiment names fleet claims.
 	Fleet *FleetRun `json:"fleet,omitempty"`
+	// Priority is what the run held for the critical endpoint and what
+	// of it sat idle, when the experiment names the priority claim.
+	Priority *PriorityRun `json:"priority,omitempty"`
 	// RateLimit is what the culprit's rate limiter did, when the
 	// experiment names the rate-limit claim (ratelimit.go).
 	RateLimit *RateLimitRun `json:"ratelimit,omitempty"`
@@ -345,6 +348,13 @@ type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
 // in this list and in verdict's families, and its field of RunSummary (the
 // record of summary.json).
 var runFamilies = []runFamily{
+	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
+	connsFamily,     // conns.go: the endpoints' waits for a connection
+	timingFamily,    // timing.go: where the time went, waiting or working
+	policyFamily,    // policy.go: breakers, adaptive limits, retries
+	cpuFamily,       // cpu.go: the service's CPU
+	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	priorityFamily,  // priority.go: what was held for the critical endpoint, and what of it sat idle
 	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
 	connsFamily,     // conns.go: the endpoints' waits for a connection
 	timingFamily,    // timing.go: where the time went, waiting or working

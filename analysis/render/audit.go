@@ -101,9 +101,9 @@ func columnLabel(c verdict.AuditColumn) string {
 	case c.Dependency == "":
 		return c.Fault
 	case c.Fault == "":
-		return c.Dependency
+		return c.Target()
 	}
-	return c.Dependency + " " + c.Fault
+	return c.Target() + " " + c.Fault
 }
 
 // isCritical is whether ep is one of cfg's critical endpoints (written
@@ -203,7 +203,7 @@ func findingText(f verdict.AuditFinding) string {
 	if f.Summary != "" {
 		return f.Summary
 	}
-	return fmt.Sprintf("%s degraded under %s %s", endpointLabel(f.Endpoint), f.Dependency, f.Fault)
+	return fmt.Sprintf("%s degraded under %s %s", endpointLabel(f.Endpoint), verdict.AuditColumn{Dependency: f.Dependency, Class: f.Class}.Target(), f.Fault)
 }
 
 // auditConfig is m's configuration with the defaults of its zero fields,

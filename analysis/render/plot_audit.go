@@ -213,10 +213,10 @@ func newAuditFig(m *verdict.AuditMap) *auditFig {
 		// fault: the columns of one dependency must stay apart.
 		label := columnLabel(c)
 		if n := utf8.RuneCountInString(c.Fault); c.Dependency != "" && n > 0 && utf8.RuneCountInString(label) > auditLabelRunes {
-			label = figText(c.Dependency, auditLabelRunes-1-min(n, auditLabelRunes/2)) + " " + c.Fault
+			label = figText(c.Target(), auditLabelRunes-1-min(n, auditLabelRunes/2)) + " " + c.Fault
 		}
 		f.cols = append(f.cols, figText(label, auditLabelRunes))
-		dep, rest := c.Dependency, c.Fault
+		dep, rest := c.Target(), c.Fault
 		if dep == "" || rest == "" {
 			dep, rest = columnLabel(c), ""
 		}

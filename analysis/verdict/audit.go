@@ -137,8 +137,11 @@ type AuditControl struct {
 type AuditFinding struct {
 	Endpoint   string `json:"endpoint"`
 	Dependency string `json:"dependency"`
-	Fault      string `json:"fault"`
-	Condition  string `json:"condition"`
+	// Class is the statement class of Dependency the fault acted on, if
+	// the column is a class's.
+	Class     string `json:"class,omitempty"`
+	Fault     string `json:"fault"`
+	Condition string `json:"condition"`
 	// Summary is one line, e.g. "/cart degraded when PAY was slow, which
 	// it does not call: p99 28 → 240 ms (+0.84 T), errors 31 %, after
 	// 0.3 s"; Resource is what ran out first ("pool core").

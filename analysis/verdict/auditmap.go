@@ -141,7 +141,7 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 		row := make([]AuditCell, len(m.Columns))
 		for j, col := range m.Columns {
 			cr := cellRuns(exp, sums, col.Condition, mode)
-			cell := AuditCell{Calls: slices.Contains(calls[e], col.Dependency), Runs: len(cr.usable),
+			cell := AuditCell{Calls: callsColumn(exp.CallGraph, calls, e, col), Runs: len(cr.usable),
 				BaselineP99Ms: measure.Undefined, FaultP99Ms: measure.Undefined, P99RiseT: measure.Undefined,
 				ErrorRate: measure.Undefined, ErrorPoints: measure.Undefined, TimeToDegradeS: measure.Undefined}
 			ownAbort := false // a stop condition met by e's own results
@@ -200,13 +200,13 @@ func buildAuditMap(exp *rundir.Experiment, sums map[string]measure.RunSummary, m
 				cell.Class = CellIsolated
 			}
 			if (cell.Class == CellDegraded || cell.Class == CellIsolated) && cell.Predicted != "" && cell.Predicted != cell.Class {
-				m.Mispredicted = append(m.Mispredicted, fmt.Sprintf("/%s × %s %s: %s, predicted %s", e, col.Dependency, col.Fault, cell.Class, cell.Predicted))
+				m.Mispredicted = append(m.Mispredicted, fmt.Sprintf("/%s × %s %s: %s, predicted %s", e, col.Target(), col.Fault, cell.Class, cell.Predicted))
 			}
 			if cell.Class == CellDegraded {
 				m.Findings = append(m.Findings, finding(e, col, cell))
 			}
 			if slices.Contains(a.Critical, e) && !cell.Calls && cell.Class != CellIsolated {
-				v := fmt.Sprintf("/%s × %s %s: %s", e, col.Dependency, col.Fault, cell.Class)
+				v := fmt.Sprintf("/%s × %s %s: %s", e, col.Target(), col.Fault, cell.Class)
 				switch {
 				case cell.Class == CellAborted && ownAbort:
 					v += " (its own stop condition)"
@@ -247,11 +247,26 @@ func predictedClass(r *rundir.Run, ep string, calls bool) string {
 	return ""
 }
 
+// callsColumn reports whether endpoint e calls what column col faults:
+// its dependency (calls), or for a column of a statement class, that
+// class's statements, at least rundata.MinCallsPerRequest per request as
+// the calibration measured them. An endpoint that calls the dependency but
+// whose classes were not measured is taken to run the class: no finding
+// rests on a class the harness did not see it leave alone.
+func callsColumn(g *rundata.CallGraph, calls map[string][]string, e string, col AuditColumn) bool {
+	dep := slices.Contains(calls[e], col.Dependency)
+	if col.Class == "" || !dep {
+		return dep
+	}
+	n, ok := g.ClassCalls(e, col.Dependency, col.Class)
+	return !ok || n >= rundata.MinCallsPerRequest
+}
+
 // finding describes a DEGRADED cell in one line.
 func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	var b strings.Builder
 	fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T)",
-		e, col.Dependency, col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
+		e, col.Target(), col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
 	if !math.IsNaN(float64(c.TimeToDegradeS)) {
 		fmt.Fprintf(&b, " after %.2f s", float64(c.TimeToDegradeS))
 	}
@@ -265,7 +280,7 @@ func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	if c.Resource == "" {
 		b.WriteString("; no bounded resource the harness observes ran out")
 	}
-	return AuditFinding{Endpoint: e, Dependency: col.Dependency, Fault: col.Fault, Condition: col.Condition, Summary: b.String(), Resource: c.Resource}
+	return AuditFinding{Endpoint: e, Dependency: col.Dependency, Class: col.Class, Fault: col.Fault, Condition: col.Condition, Summary: b.String(), Resource: c.Resource}
 }
 
 // graphDiffs lists where the measured call graph and the declared one

@@ -29,6 +29,7 @@ var families = [][]decision{
 	connsDecisions,      // conns.go: connection pools
 	cpuDecisions,        // cpu.go: CPU not isolated
 	fleetDecisions,      // fleet.go: the fleet's multiplication
+	priorityDecisions,   // priority.go: permits reserved for the critical class
 	rateLimitDecisions,  // ratelimit.go: a rate limiter is not a bulkhead
 	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
 }

@@ -32,6 +32,7 @@ func everyRole() rundata.Expectations {
 	e.Conns = &rundata.ConnsRoles{Condition: "slow", NoWall: "one-pool", Walled: "two-pools", Sized: "sized", Over: "over"}
 	e.CPU = &rundata.CPURoles{Condition: "payload"}
 	e.Fleet = &rundata.FleetRoles{Modes: []string{"fleet"}, Budget: "budget", Condition: "busy"}
+	e.Priority = &rundata.PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
 	e.RateLimit = &rundata.RateLimitRoles{}
 	e.Memory = &rundata.MemoryRoles{}
 	return e

@@ -243,25 +243,6 @@ func checkQuietly(t *testing.T, e evidenceExp) (code int, out, dir string) {
 	return code, out, dir
 }
 
-// TestALeakOfTheBuiltInService: the built-in service with the same defect
-// in a matrix of healthy, slow and failing cells: RECOVERY and NO-LEAK NOT
-// SUPPORTED by the failing cell's run, exit 1.
-func TestALeakOfTheBuiltInService(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs an experiment")
-	}
-	code, out, dir := runSpecJudged(t, "leak-hunt", leakHuntShort(t, "healthy, slow, failing", string(service.DefectLeakOnError)), "--check")
-	if code != ExitFailed {
-		t.Errorf("exit %d, want %d; output:\n%s", code, ExitFailed, out)
-	}
-	s := readSummary(t, dir)
-	for _, v := range []string{"RECOVERY", "NO-LEAK"} {
-		if o := outcomeOf(s, v); o != verdict.NotSupported {
-			t.Errorf("%s %s, want NOT SUPPORTED; output:\n%s", v, o, out)
-		}
-	}
-}
-
 // TestTheSameGaugesTheSameVerdict: a service in another runtime whose only
 // pools are its bulkheads (examples/node-service: one pool in the shared
 // mode, one per endpoint in the other), its gauges given once as

@@ -36,7 +36,8 @@ func leakHuntShort(t *testing.T, conditions, defect string) string {
 // bursts: RECOVERY, NO-LEAK and LIMIT-HOLDS SUPPORTED, exit 0. Each of the
 // built-in service's test defects makes the matching detector fire, exit 1:
 // a permit kept on the error path (the bulkhead of /a lost whole, so /a
-// never comes back), on the timeout path, on the path of a client gone
+// never comes back; its failing run decides although the healthy and slow
+// runs beside it show nothing), on the timeout path, on the path of a client gone
 // mid-call, and a check-then-increment counter that lets a burst past the
 // limit.
 func TestLeakHuntPreset(t *testing.T) {
@@ -60,7 +61,9 @@ func TestLeakHuntPreset(t *testing.T) {
 		fail              []string
 		says              string
 	}{
-		{string(service.DefectLeakOnError), "failing", []string{"NO-LEAK", "RECOVERY"}, "permits leaked"},
+		// Beside healthy and slow cells, which cannot exercise the error
+		// path: the failing run decides, undiluted by them.
+		{string(service.DefectLeakOnError), "healthy, slow, failing", []string{"NO-LEAK", "RECOVERY"}, "permits leaked"},
 		{string(service.DefectLeakOnTimeout), "hang", []string{"NO-LEAK"}, "permits leaked"},
 		{string(service.DefectLeakOnCancel), "cancel", []string{"NO-LEAK"}, "permits leaked"},
 		{string(service.DefectRacyCounter), "spike", []string{"LIMIT-HOLDS"}, "the limit does not hold"},

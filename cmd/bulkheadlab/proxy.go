@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/bytesize"
 	"github.com/bulkheadlab/bulkheadlab/internal/ctlauth"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/internal/redact"
@@ -34,9 +36,11 @@ type proxyOptions struct {
 	pprof                     string
 	allowRemote               bool
 	tuneRuntime               bool
-	protocol                  string // "", "http", "tcp" (proxy_tcp.go) or "postgres" (proxy_pg.go)
-	tlsPassthrough            bool   // postgres: relay a client's TLS as plain TCP
-	token                     string // the control API's and pprof's ($BULKHEADLAB_TOKEN)
+	protocol                  string   // "", "http", "tcp" (proxy_tcp.go) or "postgres" (proxy_pg.go)
+	tlsPassthrough            bool     // postgres: relay a client's TLS as plain TCP
+	classes                   []string // postgres: statement classes, name=RE2
+	delayBuffer               string   // tcp: the bytes latency faults hold per direction
+	token                     string   // the control API's and pprof's ($BULKHEADLAB_TOKEN)
 }
 
 // newProxyCmd builds the `proxy` command.
@@ -102,7 +106,9 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f.StringVar(&o.pprof, "pprof", "", "serve Go's /debug/pprof/ profiles on this address (host:port), for profiling the proxy under load; off if empty; loopback unless --allow-remote")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening beyond loopback (other machines can then reach it)")
 	f.StringVar(&o.protocol, "protocol", "", "data-plane protocol: http (faults per request), tcp (any TCP protocol, faults per connection) or postgres (PostgreSQL's wire protocol, faults per query); empty: tcp for a tcp:// upstream, postgres for a postgres:// one, else http")
+	f.StringVar(&o.delayBuffer, "delay-buffer", "", fmt.Sprintf("tcp: the most bytes latency faults hold per direction of a connection, e.g. 16MiB (%s to %s; default %s): with a latency L a direction carries at most this per L, and a client pipelining more waits for the line", bytesize.Format(minDelayBuffer), bytesize.Format(maxDelayBuffer), bytesize.Format(tcpproxy.DefaultDelayBuffer)))
 	f.BoolVar(&o.tlsPassthrough, "tls-passthrough", false, "postgres: pass a client's SSLRequest on to the server and relay the TLS session as plain TCP (faults per connection there) instead of answering it 'N'")
+	f.StringArrayVar(&o.classes, "class", nil, "postgres: a statement class NAME=RE2 whose queries are counted on /metrics (faultproxy_pg_class_queries_total{class}); repeatable")
 	f.BoolVar(&o.tuneRuntime, "tune-runtime", true, "keep the Go runtime's monitor thread awake rather than woken on every request: the proxy executes itself once more at start with GODEBUG="+sysmon.Setting+" (unless GODEBUG sets schedtrace), which cuts its CPU per request by about a third; false: the runtime's defaults")
 	return cmd
 }
@@ -143,11 +149,19 @@ func (o proxyOptions) parse() (*url.URL, []faultproxy.Fault, error) {
 // runProxy serves until ctx is done or a listener fails, then shuts down
 // within o.grace.
 func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (err error) {
+	if o.delayBuffer != "" {
+		if tcp, err := o.isTCP(); o.isPostgres() || err != nil || !tcp {
+			return usageError(errors.New("--delay-buffer: only with --protocol tcp (the HTTP and PostgreSQL planes delay whole answers)"))
+		}
+	}
 	if o.isPostgres() {
 		return runPGProxy(ctx, stdout, stderr, o)
 	}
 	if o.tlsPassthrough {
 		return usageError(errors.New("--tls-passthrough: only with --protocol postgres"))
+	}
+	if len(o.classes) > 0 {
+		return usageError(errors.New("--class: only with --protocol postgres"))
 	}
 	if tcp, err := o.isTCP(); err != nil {
 		return err

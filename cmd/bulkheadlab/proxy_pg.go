@@ -86,7 +86,26 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 			return "", nil, usageError(fmt.Errorf("--faults: %w", err))
 		}
 	}
+	if _, err := o.pgClasses(); err != nil {
+		return "", nil, err
+	}
 	return addr, fs, nil
+}
+
+// pgClasses are the --class flags: NAME=RE2 each.
+func (o proxyOptions) pgClasses() ([]pgproxy.Class, error) {
+	var cs []pgproxy.Class
+	for _, v := range o.classes {
+		name, re, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, usageError(fmt.Errorf("--class: want NAME=RE2, got %q", v))
+		}
+		cs = append(cs, pgproxy.Class{Name: name, Match: re})
+	}
+	if err := pgproxy.ValidateClasses(cs); err != nil {
+		return nil, usageError(fmt.Errorf("--class: %w", err))
+	}
+	return cs, nil
 }
 
 // runPGProxy is runProxy for the PostgreSQL data plane: it serves until
@@ -122,7 +141,8 @@ func runPGProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (
 		}
 		defer pl.Close()
 	}
-	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog, Token: o.token})
+	classes, _ := o.pgClasses() // checked by parsePG
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: o.seed, TLSPassthrough: o.tlsPassthrough, Ledger: ledger, ErrorLog: errLog, Token: o.token, Classes: classes})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 	"github.com/bulkheadlab/bulkheadlab/internal/announce"
+	"github.com/bulkheadlab/bulkheadlab/internal/bytesize"
 	"github.com/bulkheadlab/bulkheadlab/internal/loopback"
 	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 	"github.com/bulkheadlab/bulkheadlab/internal/sysmon"
@@ -36,6 +37,29 @@ func (o proxyOptions) isTCP() (bool, error) {
 		return false, nil
 	}
 	return false, usageError(fmt.Errorf("--protocol: want http or tcp or postgres, got %q", o.protocol))
+}
+
+// The bounds of --delay-buffer: at least two of the plane's largest
+// chunks, at most what a spec's sizes allow.
+const (
+	minDelayBuffer = 64 << 10
+	maxDelayBuffer = 1 << 30
+)
+
+// parseDelayBuffer reads --delay-buffer (0 when not given: the plane's
+// default).
+func (o proxyOptions) parseDelayBuffer() (int, error) {
+	if o.delayBuffer == "" {
+		return 0, nil
+	}
+	n, err := bytesize.Parse(o.delayBuffer)
+	if err != nil {
+		return 0, usageError(fmt.Errorf("--delay-buffer: %w", err))
+	}
+	if n < minDelayBuffer || n > maxDelayBuffer {
+		return 0, usageError(fmt.Errorf("--delay-buffer: want %s to %s, got %s", bytesize.Format(minDelayBuffer), bytesize.Format(maxDelayBuffer), o.delayBuffer))
+	}
+	return int(n), nil
 }
 
 // parseTCP checks the flags of the TCP data plane; errors name the flag
@@ -80,6 +104,10 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 	if err != nil {
 		return err
 	}
+	delayBuffer, err := o.parseDelayBuffer()
+	if err != nil {
+		return err
+	}
 	if o.token, err = controlToken(o.allowRemote); err != nil {
 		return err
 	}
@@ -106,7 +134,7 @@ func runTCPProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) 
 		}
 		defer pl.Close()
 	}
-	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token})
+	p, err := tcpproxy.New(tcpproxy.Config{Upstream: addr, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token, DelayBuffer: delayBuffer})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}

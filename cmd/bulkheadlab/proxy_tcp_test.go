@@ -29,6 +29,11 @@ func TestProxyCmdTCPBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--listen", ":0"}, "--listen :0: not a loopback address"},
 		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--faults", `{"faults":[{"type":"error"}]}`}, "--faults: faults[0].type"},
 		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--faults", `{"faults":[{"type":"latency","stream":"up"}]}`}, "--faults: faults[0].stream"},
+		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--delay-buffer", "lots"}, `--delay-buffer: invalid size "lots"`},
+		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--delay-buffer", "1KiB"}, "--delay-buffer: want 64KiB to 1GiB, got 1KiB"},
+		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--delay-buffer", "2GiB"}, "--delay-buffer: want 64KiB to 1GiB, got 2GiB"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--delay-buffer", "1MiB"}, "--delay-buffer: only with --protocol tcp"},
+		{[]string{"proxy", "--upstream", "postgres://127.0.0.1:1", "--delay-buffer", "1MiB"}, "--delay-buffer: only with --protocol tcp"},
 	} {
 		root := newRootCmd()
 		root.SetArgs(tt.args)
@@ -43,7 +48,10 @@ func TestProxyCmdTCPBadFlags(t *testing.T) {
 
 // TestProxyCmdTCPLive: proxy --protocol tcp relays an echo server, a
 // latency fault put through its control API slows the next exchange on
-// the same connection, and it exits 0 when its context ends.
+// the same connection, --delay-buffer bounds what the fault holds (512 KiB
+// through a line of 64 KiB under 100 ms takes at least 8 latencies one way,
+// where the default line carries it in about one), and it exits 0 when its
+// context ends.
 func TestProxyCmdTCPLive(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,7 +72,7 @@ func TestProxyCmdTCPLive(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	root := newRootCmd()
-	root.SetArgs([]string{"proxy", "--protocol", "tcp", "--upstream", l.Addr().String(), "--ledger", ledger})
+	root.SetArgs([]string{"proxy", "--protocol", "tcp", "--upstream", l.Addr().String(), "--ledger", ledger, "--delay-buffer", "64KiB"})
 	root.SetOut(pw)
 	root.SetErr(io.Discard)
 	done := make(chan error, 1)
@@ -102,6 +110,15 @@ func TestProxyCmdTCPLive(t *testing.T) {
 	}
 	if d := rtt(); d < 100*time.Millisecond {
 		t.Errorf("exchange under a 100ms latency fault took %v", d)
+	}
+	big := make([]byte, 512<<10)
+	start := time.Now()
+	go func() { _, _ = c.Write(big) }()
+	if _, err := io.ReadFull(c, big); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("512 KiB through a delay line of 64 KiB under a 100ms latency took %v, want ≥ 500ms (the flag bounds the line)", d)
 	}
 	c.Close()
 	cancel()

@@ -245,6 +245,10 @@ type Proxy struct {
 	Seed     uint64
 	// Control is the control-plane listen address.
 	Control string
+	// Classes, for a PostgreSQL proxy, are the statement classes whose
+	// queries it counts (the dependency's classes, and the conditions'
+	// match expressions).
+	Classes []pgproxy.Class
 }
 
 // Service is the service under test. Its endpoints' URLs are filled in from
@@ -312,6 +316,9 @@ func (c Component) Args() []string {
 	case KindProxy:
 		args := []string{"proxy", "--listen", c.Listen, "--control", c.Proxy.Control,
 			"--upstream", c.Proxy.Upstream.URL, "--name", c.Proxy.Name, "--seed", fmt.Sprint(c.Proxy.Seed)}
+		for _, c := range c.Proxy.Classes {
+			args = append(args, "--class", c.Name+"="+c.Match)
+		}
 		// The user allowed remote addresses for the run (the spec's remote
 		// targets are refused without it); the proxy checks its own.
 		if loopback.CheckListen("--listen", c.Listen, false) != nil || loopback.CheckURL("--upstream", c.Proxy.Upstream.URL, false) != nil {

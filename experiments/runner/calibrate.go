@@ -17,7 +17,8 @@ import (
 )
 
 // Calibrate measures a service's call graph: it starts run's components
-// (the audit's control run), then for each endpoint in turn reads every
+// (the audit's control run), sends each endpoint one request (a warm-up,
+// not counted), then for each endpoint in turn reads every
 // fault proxy's count of calls over an idle stretch and over cal.Requests
 // requests sent to that endpoint alone at cal.Rate, and keeps the
 // difference per request. An endpoint calls a dependency when its proxy
@@ -62,6 +63,14 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
 	span := time.Duration(float64(cal.Requests) / cal.Rate * float64(time.Second))
+	// One request to each endpoint first, not counted: a service that
+	// opens its connections on first use (a database pool) is not judged
+	// by its first request.
+	for _, e := range run.Load.Endpoints {
+		if url, _, err := resolveTargets(e, st.URLs); err == nil {
+			_, _ = sendSpaced(ctx, hc, e, url, 1, cal.Rate)
+		}
+	}
 	for _, e := range run.Load.Endpoints {
 		url, _, err := resolveTargets(e, st.URLs)
 		if err != nil {
@@ -98,6 +107,17 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 			}
 			perReq := max(0, n) / float64(cal.Requests)
 			ec.Calls[dep] = perReq
+			for cls, a := range after[dep].classes {
+				// As the dependency's calls: beyond the idle stretch's.
+				i, b := idle[dep].classes[cls], before[dep].classes[cls]
+				if ec.Classes == nil {
+					ec.Classes = map[string]map[string]float64{}
+				}
+				if ec.Classes[dep] == nil {
+					ec.Classes[dep] = map[string]float64{}
+				}
+				ec.Classes[dep][cls] = max(0, a-i-(i-b)) / float64(cal.Requests)
+			}
 			if perReq >= rundata.MinCallsPerRequest {
 				g.Edges[e.Name] = append(g.Edges[e.Name], dep)
 			}
@@ -114,10 +134,12 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 	return g, nil
 }
 
-// proxyCount is a proxy's count of calls, or of bytes for the TCP plane.
+// proxyCount is a proxy's count of calls, or of bytes for the TCP plane;
+// for the PostgreSQL plane, also its queries of each statement class.
 type proxyCount struct {
-	n     float64
-	bytes bool
+	n       float64
+	bytes   bool
+	classes map[string]float64
 }
 
 // callCounts reads every proxy's count.
@@ -140,6 +162,13 @@ func callCounts(ctx context.Context, hc *http.Client, proxies map[string]SampleT
 				seen = true
 			case k == tcpBytes || strings.HasPrefix(k, tcpBytes+"{"):
 				bytes += v
+			case strings.HasPrefix(k, rundata.MetricPgClassQueries+"{"):
+				if _, ls, ok := rundata.ParseKey(k); ok && ls["class"] != "" {
+					if c.classes == nil {
+						c.classes = map[string]float64{}
+					}
+					c.classes[ls["class"]] = v
+				}
 			}
 		}
 		if !seen {

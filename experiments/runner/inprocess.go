@@ -112,7 +112,7 @@ func startTCPProxy(c plan.Component, addr, token string) (started, error) {
 // for a postgres:// upstream.
 func startPostgresProxy(c plan.Component, addr, token string) (started, error) {
 	quiet := log.New(io.Discard, "", 0)
-	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token})
+	p, err := pgproxy.New(pgproxy.Config{Upstream: addr, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token, Classes: c.Proxy.Classes})
 	if err != nil {
 		return started{}, err
 	}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -34,16 +35,33 @@ func (s *Spec) auditDefaults() {
 		s.Conditions = []Condition{{Name: CondHealthy, Description: "no fault (the audit's control run)"}}
 		a.Columns = nil
 		for _, dep := range s.auditDependencies() {
-			for _, f := range a.Faults {
-				switch f {
-				case rundata.AuditSlow:
-					s.addAuditColumn(dep, rundata.AuditSlow, "slow-"+strings.ToLower(dep), a.SlowT)
-				case rundata.AuditFailing:
-					s.addAuditColumn(dep, rundata.AuditFailing, "failing-"+strings.ToLower(dep), 0)
-				case rundata.AuditLadder:
-					for _, x := range a.Ladder {
-						v := strconv.FormatFloat(x, 'g', 3, 64)
-						s.addAuditColumn(dep, "slow "+v+"T", "slow-"+v+"t-"+strings.ToLower(dep), x)
+			// A dependency with statement classes is a column per class
+			// (classes.go), each fault acting on its statements only.
+			targets := []rundata.AuditColumn{{Dependency: dep}}
+			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && s.pgDependency(dep) {
+				targets = nil
+				for _, name := range slices.Sorted(maps.Keys(cs)) {
+					if validClass(name, cs[name]) { // validateClasses reports the others
+						targets = append(targets, rundata.AuditColumn{Dependency: dep, Class: name})
+					}
+				}
+			}
+			for _, t := range targets {
+				name := strings.ToLower(dep)
+				if t.Class != "" {
+					name += "-" + t.Class
+				}
+				for _, f := range a.Faults {
+					switch f {
+					case rundata.AuditSlow:
+						s.addAuditColumn(t, rundata.AuditSlow, "slow-"+name, a.SlowT)
+					case rundata.AuditFailing:
+						s.addAuditColumn(t, rundata.AuditFailing, "failing-"+name, 0)
+					case rundata.AuditLadder:
+						for _, x := range a.Ladder {
+							v := strconv.FormatFloat(x, 'g', 3, 64)
+							s.addAuditColumn(t, "slow "+v+"T", "slow-"+v+"t-"+name, x)
+						}
 					}
 				}
 			}
@@ -84,9 +102,14 @@ func (s *Spec) auditRoles() {
 	}
 }
 
-// addAuditColumn adds a generated condition: dep slowed by slowT × T, or
-// failing when fault is failing.
-func (s *Spec) addAuditColumn(dep, fault, name string, slowT float64) {
+// addAuditColumn adds a generated condition: t's dependency (its class's
+// statements, when t has a class) slowed by slowT × T, or failing when
+// fault is failing.
+func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT float64) {
+	dep, match := t.Dependency, ""
+	if t.Class != "" {
+		match = s.Dependencies[dep].Classes[t.Class]
+	}
 	c := Condition{Name: name, Dependency: dep}
 	switch fault {
 	case rundata.AuditFailing:
@@ -99,8 +122,13 @@ func (s *Spec) addAuditColumn(dep, fault, name string, slowT float64) {
 		c.Faults = []Fault{{Type: "latency", Percent: 100, Params: Params{"latency": RelT(slowT), "jitter": RelT(max(0, jit)), "distribution": "uniform"}}}
 		c.Description = fmt.Sprintf("%s slow: every call held %gT", dep, slowT)
 	}
+	if match != "" {
+		c.Faults[0].Match = match
+		c.Description += " (its " + t.Class + " statements)"
+	}
 	s.Conditions = append(s.Conditions, c)
-	s.Audit.Columns = append(s.Audit.Columns, rundata.AuditColumn{Condition: name, Dependency: dep, Fault: fault})
+	t.Condition, t.Fault = name, fault
+	s.Audit.Columns = append(s.Audit.Columns, t)
 }
 
 // auditDependencies are the dependencies an audit slows in turn: the

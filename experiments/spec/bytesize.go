@@ -3,9 +3,8 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/bytesize"
 )
 
 // ByteSize is a size in bytes, written as an integer ("262144") or with a
@@ -21,55 +20,23 @@ const MaxByteSize = 1 << 30
 // ErrBadByteSize is wrapped by ParseByteSize errors.
 var ErrBadByteSize = errors.New("invalid size")
 
-var byteUnits = []struct {
-	suffix string
-	factor float64
-}{ // longest suffixes first, so that "KiB" is not read as "B"
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
-}
-
-// ParseByteSize parses "262144", "256KiB", "1.5MiB", "64kB" or "512B".
-// Negative, fractional-byte, NaN and values above MaxByteSize are refused.
+// ParseByteSize parses "262144", "256KiB", "1.5MiB", "64kB" or "512B"
+// (bytesize.Parse). Negative, fractional-byte, NaN and values above
+// MaxByteSize are refused.
 func ParseByteSize(s string) (ByteSize, error) {
-	return parseByteSize(s, MaxByteSize, "1GiB")
-}
-
-// parseByteSize is ParseByteSize with the largest value most, written
-// mostText in its errors.
-func parseByteSize(s string, most float64, mostText string) (ByteSize, error) {
-	t := strings.TrimSpace(s)
-	factor := 1.0
-	for _, u := range byteUnits {
-		if v, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, factor = strings.TrimSpace(v), u.factor
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+	b, err := bytesize.Parse(s)
+	if err != nil {
 		return 0, fmt.Errorf("%w %q: want bytes, e.g. 262144, 256KiB or 1MiB", ErrBadByteSize, s)
 	}
-	b := v * factor
-	if b < 0 || b > most || b != math.Trunc(b) {
-		return 0, fmt.Errorf("%w %q: must be a whole number of bytes between 0 and %s", ErrBadByteSize, s, mostText)
+	if b > MaxByteSize {
+		return 0, fmt.Errorf("%w %q: must be a whole number of bytes between 0 and 1GiB", ErrBadByteSize, s)
 	}
 	return ByteSize(b), nil
 }
 
 // String writes b in the largest binary unit that divides it: "256KiB",
-// "1MiB", "1000B".
-func (b ByteSize) String() string {
-	switch {
-	case b != 0 && b%(1<<30) == 0 && b > MaxByteSize:
-		return strconv.FormatInt(int64(b>>30), 10) + "GiB"
-	case b != 0 && b%(1<<20) == 0:
-		return strconv.FormatInt(int64(b>>20), 10) + "MiB"
-	case b != 0 && b%(1<<10) == 0:
-		return strconv.FormatInt(int64(b>>10), 10) + "KiB"
-	}
-	return strconv.FormatInt(int64(b), 10) + "B"
-}
+// "1MiB", "1000B" (bytesize.Format).
+func (b ByteSize) String() string { return bytesize.Format(int64(b)) }
 
 // setScalar implements scalarSetter for the spec decoder.
 func (b *ByteSize) setScalar(s string) error {
@@ -96,11 +63,14 @@ func (m MemorySize) String() string { return ByteSize(m).String() }
 
 // setScalar implements scalarSetter for the spec decoder.
 func (m *MemorySize) setScalar(s string) error {
-	v, err := parseByteSize(s, MaxMemorySize, "1TiB")
+	b, err := bytesize.Parse(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w %q: want bytes, e.g. 512MiB or 8GiB", ErrBadByteSize, s)
 	}
-	*m = MemorySize(v)
+	if b > MaxMemorySize {
+		return fmt.Errorf("%w %q: must be a whole number of bytes between 0 and 1TiB", ErrBadByteSize, s)
+	}
+	*m = MemorySize(b)
 	return nil
 }
 

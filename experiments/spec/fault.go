@@ -293,11 +293,15 @@ func (s *Spec) answerBytes(dep string) int64 {
 
 // DescribeFaults says what the condition's faults do, each as its fault
 // type describes it (faultproxy.Fault.Describe): "latency 225ms ± 10ms on
-// 100 % of requests"; "" for a condition without faults.
+// 100 % of requests", with a PostgreSQL fault's match ("… whose statement
+// matches report_"); "" for a condition without faults.
 func (c *Condition) DescribeFaults() string {
 	parts := make([]string, len(c.Faults))
 	for i, f := range c.Faults {
 		parts[i] = f.proxyFault().Describe()
+		if f.Match != "" {
+			parts[i] += fmt.Sprintf(" whose statement matches %q", f.Match)
+		}
 	}
 	return strings.Join(parts, "; ")
 }

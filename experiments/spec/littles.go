@@ -126,6 +126,9 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 	for _, pl := range pools {
 		var base, fault float64
 		var flows []flow
+		// A sheddable endpoint of a pool with a reservation holds at most
+		// its share of the unreserved permits (priority.go).
+		shed := s.sheddableCaps(m, pl, c)
 		for _, e := range pl.Endpoints {
 			dep := s.DependencyOf(e)
 			wb, wf := s.holdingTime(dep, nil, e), s.holdingTime(dep, c, e)
@@ -133,6 +136,9 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 			f := flow{rate0: r0, w0: wb.Seconds(), rate1: r1, w1: wf.Seconds(), cap: math.Inf(1)}
 			if l, ok := nested[e]; ok && !pl.Nested {
 				f.cap = l
+			}
+			if l, ok := shed[e]; ok && !pl.Nested {
+				f.cap = min(f.cap, l*float64(n))
 			}
 			base += min(r0*wb.Seconds(), f.cap)
 			fault += min(r1*wf.Seconds(), f.cap)

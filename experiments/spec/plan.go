@@ -110,7 +110,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
 		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
-		Defects: s.defectsOf(m), RequestStateBytes: int(s.requestStateOf(m))}
+		Defects: s.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(s.requestStateOf(m))}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
@@ -259,7 +259,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			listen = externalProxyAddr(x.Proxies[d])
 		}
 		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,
-			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback}})
+			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback,
+				Classes: s.proxyClasses(d)}})
 	}
 	es := s.ExternalOf(r.Mode)
 	if len(es.Start) > 0 {
@@ -375,6 +376,8 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Timeout: s.Service.Timeout.D, ClientTimeout: s.Load.ClientTimeout.D, Window: s.Load.Window.D,
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
+
+		StatementClasses: s.metaClasses(),
 	}
 	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
 		m.PredictedBreakerOpen = b

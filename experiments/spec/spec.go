@@ -193,6 +193,11 @@ type Dependency struct {
 	// (protocol: postgres without external mode), is SQL run once the
 	// server the run starts accepts connections: its tables and rows.
 	Setup string `yaml:"setup,omitempty"`
+	// Classes, for a PostgreSQL dependency, are its statement classes:
+	// name → RE2 on the statement text (classes.go). Its proxy counts the
+	// queries of each, the audit's calibration measures which classes each
+	// endpoint runs, and an audit faults each class in turn.
+	Classes map[string]string `yaml:"classes,omitempty"`
 }
 
 // Rates are requests per second, keyed by endpoint name.
@@ -306,6 +311,10 @@ type Mode struct {
 	// Defects, if set, replace service.defects in this mode: the correct
 	// service and a defective one side by side.
 	Defects []string `yaml:"defects,omitempty"`
+	// Priority, if set, is the built-in service's priority stage in this
+	// mode: each endpoint's class and the permits of a pool reserved for
+	// the critical class (priority.go).
+	Priority *Priority `yaml:"priority,omitempty"`
 	// Rates, in a mode whose layout is ratelimit, are each endpoint's rate
 	// limit in calls per second (service.LayoutConfig.Rates): no pool, a
 	// smooth rate limiter per dependency instead (nolayout.go).

@@ -54,6 +54,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateConditions(p)
 	s.validatePostgresConditions(p) // postgres.go
 	s.validatePostgresEndpoints(p)
+	s.validateClasses(p) // classes.go
 	s.validateAftermath(p)
 	s.validateModes(p)
 	s.validateInstances(p)
@@ -61,7 +62,8 @@ func (s *Spec) validate(p *problems) {
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
-	s.validateNoPool(p) // nolayout.go
+	s.validatePriority(p) // priority.go
+	s.validateNoPool(p)   // nolayout.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
@@ -197,6 +199,9 @@ func (s *Spec) validateService(p *problems) {
 // field path.
 func (s *Spec) serviceFieldPath(mode int, field string) string {
 	if path, ok := s.policyFieldPath(mode, field); ok {
+		return path
+	}
+	if path, ok := priorityFieldPath(mode, field); ok {
 		return path
 	}
 	name, sub, _ := strings.Cut(field, ".")
@@ -729,6 +734,7 @@ func (s *Spec) Warnings() []string {
 	out = append(out, s.aftermathWarnings()...)
 	out = append(out, s.arrivalsWarnings()...) // arrivals.go
 	out = append(out, s.phaseWarnings()...)    // scale.go
+	out = append(out, s.priorityWarnings()...) // priority.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+

@@ -47,8 +47,9 @@ type batch struct {
 	extended bool
 	dec      decision
 	seq      uint64
-	discard  bool  // decided synthetic: its messages do not go upstream
-	unit     *unit // once enqueued
+	discard  bool   // decided synthetic: its messages do not go upstream
+	unit     *unit  // once enqueued
+	classes  uint64 // the statement classes a statement of it matched
 }
 
 // frontend relays the client's messages to the upstream until the client
@@ -150,13 +151,13 @@ func (c *conn) extendedMessage(typ byte, n int) error {
 			if stmt, _, ok := cstring(rest); ok {
 				text := c.stmts.get(stmt)
 				c.portals.set(portal, text)
-				if c.matching() {
+				if c.noting() {
 					c.note([]byte(text))
 				}
 			}
 		}
 	case 'E': // portal, row limit
-		if portal, _, ok := cstring(body); ok && c.matching() {
+		if portal, _, ok := cstring(body); ok && c.noting() {
 			c.note([]byte(c.portals.get(portal)))
 		}
 	case 'C': // 'S' or 'P', name
@@ -212,10 +213,17 @@ func (c *conn) openBatch(extended bool) {
 // matched: it is undecided and has faults to match.
 func (c *conn) matching() bool { return !c.b.decided && len(c.b.set.faults) > 0 }
 
-// note matches a statement text of the batch against the faults'
-// expressions.
+// noting reports whether the open batch's statements are still to be
+// noted: matched against the faults, or classed.
+func (c *conn) noting() bool { return c.matching() || len(c.p.classes.res) > 0 }
+
+// note matches a statement text of the batch against the statement
+// classes and the faults' expressions.
 func (c *conn) note(text []byte) {
 	b := &c.b
+	if text != nil {
+		b.classes |= c.p.classes.match(text)
+	}
 	if !c.matching() {
 		return
 	}
@@ -262,6 +270,7 @@ func (c *conn) closeBatch() {
 	c.mu.Lock()
 	u.closed = true
 	c.mu.Unlock()
+	c.p.classes.count(c.b.classes)
 	c.b = batch{}
 	if u.dec.synthetic() {
 		c.kick()

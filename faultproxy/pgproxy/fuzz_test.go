@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeServer is the least of a PostgreSQL server, for the fuzz test: it
@@ -151,5 +154,27 @@ func FuzzClientStream(f *testing.F) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+	})
+}
+
+// FuzzClasses: any statement classes (as the proxy's --class flags give
+// them) are refused with an error or counted without a panic, and a valid
+// class matches a statement exactly when its expression does.
+func FuzzClasses(f *testing.F) {
+	f.Add("report", `(?i)\bfrom report_`, "SELECT * FROM report_daily")
+	f.Add("a b", "x", "x")
+	f.Add("r", "(", "")
+	f.Add("r", "", "SELECT 1")
+	f.Fuzz(func(t *testing.T, name, match, text string) {
+		cs := []Class{{Name: name, Match: match}}
+		if ValidateClasses(cs) != nil {
+			return
+		}
+		c := newClasses(cs, prometheus.NewRegistry())
+		got := c.match([]byte(text)) == 1
+		if want := regexp.MustCompile(match).MatchString(text); got != want {
+			t.Fatalf("class %q on %q: matched %v, want %v", match, text, got, want)
+		}
+		c.count(1)
 	})
 }

@@ -61,6 +61,9 @@ type Config struct {
 	// connections leave file descriptors to the control API. 0 means
 	// faultproxy.ConnBudget() (as the HTTP plane's); negative, no bound.
 	MaxConns int
+	// Classes are statement classes whose queries the proxy counts
+	// (faultproxy_pg_class_queries_total{class}); see Class.
+	Classes []Class
 }
 
 // Proxy relays PostgreSQL connections to one upstream and injects the
@@ -85,6 +88,7 @@ type Proxy struct {
 	inflight       atomic.Int64
 	peak           atomic.Int64
 	m              *metrics
+	classes        classes         // Config.Classes
 	ctx            context.Context // done when the proxy is closed
 	cancel         context.CancelFunc
 
@@ -107,6 +111,9 @@ func New(cfg Config) (*Proxy, error) {
 	if st <= 0 {
 		st = DefaultStartupTimeout
 	}
+	if err := ValidateClasses(cfg.Classes); err != nil {
+		return nil, err
+	}
 	errLog := cfg.ErrorLog
 	if errLog == nil {
 		errLog = log.Default()
@@ -117,6 +124,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.set.Store(newFaultSet(nil))
 	p.m = newMetrics(p)
+	p.classes = newClasses(cfg.Classes, p.m.reg)
 	return p, nil
 }
 

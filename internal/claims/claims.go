@@ -42,6 +42,8 @@ const (
 	FleetMultiplies = "FLEET-MULTIPLIES"
 	FleetBudget     = "FLEET-BUDGET"
 
+	// Priorities (criticality classes in one pool).
+	PriorityReserved = "PRIORITY-RESERVED"
 	// Layouts without a pool: a rate limiter is not a bulkhead, and
 	// nothing bounds an event loop's awaits.
 	RateLimitNotBulkhead = "RATELIMIT-NOT-BULKHEAD"
@@ -61,6 +63,7 @@ const (
 	Conns      Family = "conns"
 	CPU        Family = "cpu"
 	Fleet      Family = "fleet"
+	Priority   Family = "priority"
 	RateLimit  Family = "ratelimit"
 	Memory     Family = "memory"
 )
@@ -116,6 +119,7 @@ var (
 	CPURuns        = Section{"cpu", "its condition"}
 	FleetRuns      = Section{"fleet", "the fleets compared"}
 	BudgetMode     = Section{"fleet.budget", "the remedy's mode"}
+	PriorityRuns   = Section{"priority", "its condition and modes"}
 	RateLimitRuns  = Section{"ratelimit", "its rate-limited mode"}
 	MemoryRuns     = Section{"memory", "its unbounded mode"}
 )
@@ -202,6 +206,7 @@ var registry = []Claim{
 	{FleetMultiplies, Fleet, Needs{Sections: []Section{FleetRuns}}},
 	{FleetBudget, Fleet, Needs{Sections: []Section{FleetRuns, BudgetMode}}},
 
+	{PriorityReserved, Priority, Needs{Sections: []Section{PriorityRuns}}},
 	{RateLimitNotBulkhead, RateLimit, Needs{Sections: []Section{RateLimitRuns}, Conditions: []Role{RateLimitCondition}, Modes: []Role{RateLimitMode, BulkheadMode}}},
 	{UnboundedGrows, Memory, Needs{Sections: []Section{MemoryRuns}, Conditions: []Role{MemoryCondition}, Modes: []Role{MemoryMode, MemoryControl}}},
 }

@@ -51,7 +51,7 @@ func (n *Node) startContainerd(ctx context.Context, modDir string) error {
 	}()
 	runner := filepath.Join(n.dir, "bulkheadlab-kube")
 	runnerErr := make(chan error, 1)
-	go func() { runnerErr <- goBuild(modDir, "./cmd/bulkheadlab", "kube", runner) }()
+	go func() { runnerErr <- goBuild(modDir, "./cmd/bulkheadlab", "kube", runner, false) }()
 	d, err := startDaemon(n.dir, "containerd", "containerd", "--config", cfg)
 	if err != nil {
 		return err

@@ -49,7 +49,30 @@ type AuditColumn struct {
 	Condition  string `yaml:"condition" json:"condition"`   // e.g. "slow-pay"
 	Dependency string `yaml:"dependency" json:"dependency"` // "PAY"
 	Fault      string `yaml:"fault" json:"fault"`           // "slow", "failing", "slow 0.5T"
+	// Class, when set, is the statement class of the PostgreSQL
+	// dependency the fault acts on (its statements only): the column is
+	// "DB/report", not the whole dependency.
+	Class string `yaml:"class,omitempty" json:"class,omitempty"`
 }
+
+// Target is what the column faults: the dependency, or "DEP/class".
+func (c AuditColumn) Target() string {
+	if c.Class == "" {
+		return c.Dependency
+	}
+	return c.Dependency + "/" + c.Class
+}
+
+// StatementClass is a named class of a PostgreSQL dependency's statements:
+// those whose text matches Match (RE2).
+type StatementClass struct {
+	Name  string `json:"name"`
+	Match string `json:"match"`
+}
+
+// MetricPgClassQueries is a PostgreSQL proxy's count of the queries of
+// each statement class (labelled class).
+const MetricPgClassQueries = "faultproxy_pg_class_queries_total"
 
 // Fault kinds of an audit.
 const (
@@ -192,6 +215,48 @@ type EndpointCalls struct {
 	Endpoint string             `json:"endpoint"`
 	OK       int                `json:"ok"` // requests answered 2xx
 	Calls    map[string]float64 `json:"calls_per_request"`
+	// Classes are, per PostgreSQL dependency with statement classes, the
+	// queries of each class per request (a query may be of several).
+	Classes map[string]map[string]float64 `json:"class_calls_per_request,omitempty"`
+}
+
+// ClassCalls is endpoint ep's queries of class cls of dependency dep per
+// request, as g measured them; false when g did not measure it (no classes
+// counted, or ep's requests unanswered).
+func (g *CallGraph) ClassCalls(ep, dep, cls string) (float64, bool) {
+	if g == nil {
+		return 0, false
+	}
+	if _, failed := g.Failed[ep]; failed {
+		return 0, false
+	}
+	for _, ec := range g.Endpoints {
+		if ec.Endpoint == ep {
+			n, ok := ec.Classes[dep][cls]
+			return n, ok
+		}
+	}
+	return 0, false
+}
+
+// ClassShare is the share of endpoint ep's queries to dependency dep that
+// are of class cls, as g measured them; false when g did not measure it or
+// ep does not call dep.
+func (g *CallGraph) ClassShare(ep, dep, cls string) (float64, bool) {
+	n, ok := g.ClassCalls(ep, dep, cls)
+	if !ok {
+		return 0, false
+	}
+	var total float64
+	for _, ec := range g.Endpoints {
+		if ec.Endpoint == ep {
+			total = ec.Calls[dep]
+		}
+	}
+	if !(total >= MinCallsPerRequest) {
+		return 0, false
+	}
+	return min(1, max(0, n/total)), true
 }
 
 // MinCallsPerRequest is the fewest calls per request of an endpoint to a

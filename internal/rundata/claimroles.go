@@ -61,6 +61,8 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Fleet != nil
 	case claims.BudgetMode:
 		return e.Fleet != nil && e.Fleet.Budget != ""
+	case claims.PriorityRuns:
+		return e.Priority != nil
 	case claims.RateLimitRuns:
 		return e.RateLimit != nil
 	case claims.MemoryRuns:

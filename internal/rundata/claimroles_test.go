@@ -18,6 +18,7 @@ func named() Expectations {
 	e.Conns = &ConnsRoles{Condition: "slow", NoWall: "one-pool", Walled: "two-pools", Sized: "sized", Over: "over"}
 	e.CPU = &CPURoles{Condition: "payload"}
 	e.Fleet = &FleetRoles{Modes: []string{"fleet"}, Budget: "budget", Condition: "busy"}
+	e.Priority = &PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
 	e.RateLimit = &RateLimitRoles{}
 	e.Memory = &MemoryRoles{}
 	return e

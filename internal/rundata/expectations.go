@@ -79,6 +79,8 @@ type Expectations struct {
 	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 	// Fleet names the runs of the fleet claims; nil: none judged.
 	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
+	// Priority names the runs of the priority claim; nil: not judged.
+	Priority *PriorityRoles `yaml:"priority,omitempty" json:"priority,omitempty"`
 	// RateLimit names the runs of the rate-limit claim; nil: not judged.
 	RateLimit *RateLimitRoles `yaml:"ratelimit,omitempty" json:"ratelimit,omitempty"`
 	// Memory names the runs of the event-loop memory claim; nil: not

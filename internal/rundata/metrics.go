@@ -75,6 +75,14 @@ const (
 	MetricProxyInflightPeak = "faultproxy_inflight_peak"
 	// MetricProxyRequests is a fault proxy's request counter.
 	MetricProxyRequests = "faultproxy_requests_total"
+	// The time each call a fault proxy relayed took past it (histograms'
+	// _sum and _count): the HTTP plane's upstream time to the answer's
+	// head, the PostgreSQL plane's query from its arrival to its
+	// ReadyForQuery. The TCP plane has none.
+	MetricProxyUpstreamSum   = "faultproxy_upstream_duration_seconds_sum"
+	MetricProxyUpstreamCount = "faultproxy_upstream_duration_seconds_count"
+	MetricPgQuerySum         = "faultproxy_pg_query_duration_seconds_sum"
+	MetricPgQueryCount       = "faultproxy_pg_query_duration_seconds_count"
 	// MetricProxyCancelled counts the requests whose caller went away
 	// while the proxy held them (the proxy notices a moment later, so they
 	// may overlap with the call that took their permit).

@@ -77,6 +77,10 @@ type RunMeta struct {
 	// Proxies is, per dependency, the data-plane URL of its fault proxy as
 	// the service calls it (on a cluster, the proxies' Service).
 	Proxies map[string]string `json:"proxies,omitempty"`
+	// StatementClasses are, per PostgreSQL dependency, the statement
+	// classes its proxy counted (MetricPgClassQueries): the spec's
+	// declared classes and its conditions' match expressions.
+	StatementClasses map[string][]StatementClass `json:"statement_classes,omitempty"`
 	// Phases are the actual phase spans, in order.
 	Phases []PhaseSpan `json:"phases"`
 	// Faults are the actual fault switches as acknowledged by the proxy.
