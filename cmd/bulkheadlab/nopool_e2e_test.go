@@ -4,17 +4,22 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
+	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
 // presetEdited returns the preset's YAML with every (old, new) pair of
@@ -241,4 +246,58 @@ func runOf(s verdict.Summary, id string) *measure.RunSummary {
 		}
 	}
 	return nil
+}
+
+// TestEventLoopInNode: the event-loop claim on the runtime it names — the
+// Node service of examples/node-service run as its example spec
+// (event-loop.yaml) lays it out, with its addresses made free: without a
+// pool (and with the agent's sockets unlimited, Node's default) the calls
+// in flight to a stalled A grow at /a's rate and the node process's memory
+// with them, read from /proc and A's proxy with nothing exported by the
+// service; with its explicit semaphore both stay flat: UNBOUNDED-GROWS
+// SUPPORTED, exit 0.
+func TestEventLoopInNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the service of another runtime cannot run")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "node-service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "event-loop.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := stubDeps(t, service.DepConfig{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: 1, Size: 16})
+	text := string(b)
+	port := func(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+	for _, e := range [][2]string{
+		{`"http://127.0.0.1:9301"`, fmt.Sprintf("%q", deps["A"])}, {`"http://127.0.0.1:9302"`, fmt.Sprintf("%q", deps["B"])},
+		{"127.0.0.1:9311", testkit.FreeAddr(t)}, {"127.0.0.1:9312", testkit.FreeAddr(t)},
+		{"8203", port(testkit.FreeAddr(t))}, {"8204", port(testkit.FreeAddr(t))},
+		{"start: [node, server.js,", fmt.Sprintf("start: [%q, %q,", node, filepath.Join(dir, "server.js"))},
+		{"phases: {warmup: 1s, baseline: 2s, fault: 3s, recovery: 1s}", "phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 300ms}"},
+		{"validity: {", "validity: {retries: 2, "},
+	} {
+		if !strings.Contains(text, e[0]) {
+			t.Fatalf("examples/node-service/event-loop.yaml has no %q", e[0])
+		}
+		text = strings.ReplaceAll(text, e[0], e[1])
+	}
+	code, out, rdir := runSpecJudged(t, "node-event-loop", text)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
+	}
+	s := readSummary(t, rdir)
+	for _, r := range s.Runs {
+		m := r.Memory
+		if m == nil || m.Source != measure.InflightFromProxy {
+			t.Fatalf("run %s: memory numbers %+v, want them read from the proxy", r.ID, m)
+		}
+		t.Logf("%s: calls in flight %.0f → %.0f, RSS %.0f → %.0f MiB", r.ID, m.InflightStart, m.InflightEnd, m.RSSStartBytes/(1<<20), m.RSSEndBytes/(1<<20))
+		if r.Mode == "unbounded" && !(m.InflightEnd >= 300) {
+			t.Errorf("%s: %.0f calls in flight at the fault's end, want ≈ 400", r.ID, m.InflightEnd)
+		}
+	}
 }

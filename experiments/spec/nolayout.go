@@ -70,10 +70,13 @@ func (s *Spec) validateNoPool(p *problems) {
 		checkState(path+".request_state_bytes", m.RequestStateBytes)
 		l := m.layout()
 		switch {
+		case len(m.Rates) > 0 && s.External != nil:
+			p.add(path+".rates", "set the built-in service's rate limiters; your own service's are its own (pools: ratelimit alone declares them)")
 		case len(m.Rates) > 0 && l != LayoutRateLimit:
 			p.add(path+".rates", "are a rate limiter's, for a mode with pools: ratelimit (this mode's layout is %s)", l)
-		case l == LayoutRateLimit && s.External != nil:
-			p.add(path+".pools", "ratelimit is a layout of the built-in service; your own service is laid out as it is started")
+		case s.External != nil:
+			// pools: unbounded or ratelimit declares how your own service
+			// is laid out: there is nothing to configure.
 		case l == LayoutRateLimit:
 			var missing []string
 			for _, e := range s.EndpointNames() {
@@ -90,8 +93,6 @@ func (s *Spec) validateNoPool(p *problems) {
 				p.add(path+".rates", "a ratelimit mode needs each endpoint's rate limit in calls per second, e.g. rates: {%s}; missing: %s",
 					exampleRates(s), strings.Join(missing, ", "))
 			}
-		case l == LayoutUnbounded && s.External != nil:
-			p.add(path+".pools", "unbounded is a layout of the built-in service; your own service is laid out as it is started")
 		}
 	}
 }

@@ -128,10 +128,17 @@ func TestNoPoolErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.rest, err, tc.want)
 		}
 	}
-	// An external spec's service lays itself out.
+	// An external spec's service lays itself out: pools: ratelimit or
+	// unbounded declares it, rates cannot set it.
 	x := "name: t\nmodes:\n  - name: limited\n    pools: ratelimit\n    rates: {a: 1, b: 1}\n    external:\n      targets: {a: 'http://127.0.0.1:1/a', b: 'http://127.0.0.1:1/b'}\n" +
 		"external:\n  upstreams: {A: 'http://127.0.0.1:2', B: 'http://127.0.0.1:3'}\n  proxies: {A: '127.0.0.1:4', B: '127.0.0.1:5'}\n"
-	if _, err := Parse("t.yaml", []byte(x)); err == nil || !strings.Contains(err.Error(), "t.yaml:4: modes[0].pools: ratelimit is a layout of the built-in service") {
-		t.Errorf("ratelimit in an external spec: %v", err)
+	if _, err := Parse("t.yaml", []byte(x)); err == nil || !strings.Contains(err.Error(), "t.yaml:5: modes[0].rates: set the built-in service's rate limiters") {
+		t.Errorf("rates in an external spec: %v", err)
+	}
+	for _, l := range []string{"ratelimit", "unbounded"} {
+		y := strings.Replace(strings.Replace(x, "    rates: {a: 1, b: 1}\n", "", 1), "pools: ratelimit", "pools: "+l, 1)
+		if _, err := Parse("t.yaml", []byte(y)); err != nil {
+			t.Errorf("pools: %s declared by an external spec: %v", l, err)
+		}
 	}
 }
