@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestPolicyRefusalsHaveTheirClasses: the built-in rules tell a breaker's
-// and a limiter's 503 from a bulkhead's, and a Counts without them encodes
+// TestPolicyRefusalsHaveTheirClasses: the built-in rules tell a breaker's,
+// an adaptive limiter's and a rate limiter's 503 from a bulkhead's, and a Counts without them encodes
 // exactly as before they existed.
 func TestPolicyRefusalsHaveTheirClasses(t *testing.T) {
 	c, err := NewClassifier(DefaultRules())
@@ -16,13 +16,14 @@ func TestPolicyRefusalsHaveTheirClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		header string
-		want   Class
-	}{{"X-Circuit-Open", ClassCircuitOpen}, {"X-Concurrency-Limit", ClassLimited}, {"X-Bulkhead-Reject", ClassRejected}} {
+		header, value string
+		want          Class
+	}{{"X-Circuit-Open", "x", ClassCircuitOpen}, {"X-Concurrency-Limit", "x", ClassLimited}, {"X-Bulkhead-Reject", "x", ClassRejected},
+		{"X-Bulkhead-Reject", "rate", ClassLimited}, {"X-Bulkhead-Reject", "heap", ClassRejected}} {
 		h := http.Header{}
-		h.Set(tc.header, "x")
+		h.Set(tc.header, tc.value)
 		if got := c.Classify(503, h, "503 Service Unavailable"); got != tc.want {
-			t.Errorf("503 with %s: %v, want %v", tc.header, got, tc.want)
+			t.Errorf("503 with %s: %s: %v, want %v", tc.header, tc.value, got, tc.want)
 		}
 	}
 	var counts Counts

@@ -154,6 +154,9 @@ type Rules []Rule
 // DefaultRules are the rules for the built-in service (docs/design.md §4).
 func DefaultRules() Rules {
 	return Rules{
+		// A rate limiter's refusal (ratelimit layout) is a limiter's, not
+		// a bulkhead's: over the rate, not over a limit on calls in flight.
+		{Status: "503", Header: rundata.HeaderBulkheadReject, Value: rundata.RejectRate, Class: ClassLimited},
 		{Status: "503", Header: rundata.HeaderBulkheadReject, Class: ClassRejected},
 		{Status: "504", Header: rundata.HeaderDependencyError, Class: ClassDepTimeout},
 		{Status: "502", Header: rundata.HeaderDependencyError, Class: ClassDepError},

@@ -107,6 +107,22 @@ func (g *heapGuard) current(fresh bool) uint64 {
 	return v
 }
 
+// heapObjectsGauge exports the live heap objects
+// (bulkheadlab_heap_objects_bytes) of a service without a heap ceiling,
+// read at scrape time: the memory the calls in flight hold, beside the
+// resident set.
+func heapObjectsGauge() prometheus.Collector {
+	var mu sync.Mutex
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bulkheadlab_heap_objects_bytes",
+		Help: "Bytes of heap objects, live and not yet swept (runtime/metrics " + heapObjectsMetric + ")."},
+		func() float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return float64(heapObjects(sample))
+		})
+}
+
 // wrap puts the guard in front of next.
 func (g *heapGuard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -10,12 +10,14 @@ import (
 
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
 // RejectRate is the X-Bulkhead-Reject value of a rate limiter's refusals
 // (ratelimit mode): over the rate, not over a bulkhead, but a refusal a
 // load generator counts with the others.
-const RejectRate = "rate"
+const RejectRate = rundata.RejectRate
 
 // rateLimit is one dependency's smooth rate limiter. Safe for concurrent
 // use.

@@ -328,6 +328,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxHeapBytes > 0 {
 		s.heapGuard = newHeapGuard(cfg.MaxHeapBytes, s.registry)
+	} else {
+		s.registry.MustRegister(heapObjectsGauge()) // the guard exports it with its ceiling
 	}
 	if cfg.Priority != nil {
 		s.priority = newPriorityStage(*cfg.Priority, layout, cfg.EndpointNames(), s.registry)

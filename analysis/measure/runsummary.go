@@ -105,6 +105,15 @@ type RunSummary struct {
 	// Priority is what the run held for the critical endpoint and what
 	// of it sat idle, when the experiment names the priority claim.
 	Priority *PriorityRun `json:"priority,omitempty"`
+	// RateLimit is what the culprit's rate limiter did, when the
+	// experiment names the rate-limit claim (ratelimit.go).
+	RateLimit *RateLimitRun `json:"ratelimit,omitempty"`
+	// Memory is the calls in flight and the service's memory over the
+	// fault phase, when the experiment names the memory claim (memory.go).
+	Memory *MemoryRun `json:"memory,omitempty"`
+	// MemoryStop is set when the memory guard stopped the run (status
+	// stopped): the service's memory reached its ceiling.
+	MemoryStop *rundata.MemoryStop `json:"memory_stop,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -276,7 +285,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
 		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
 		Retried: attemptsOf(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
-		Shards: shardsRun(r.Meta.Shards),
+		Shards: shardsRun(r.Meta.Shards), MemoryStop: r.Meta.MemoryStop,
 	}
 	var broken []rundata.Broken
 	for _, v := range r.Meta.Validity {
@@ -339,13 +348,21 @@ type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
 // in this list and in verdict's families, and its field of RunSummary (the
 // record of summary.json).
 var runFamilies = []runFamily{
-	aftermath,      // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
-	connsFamily,    // conns.go: the endpoints' waits for a connection
-	timingFamily,   // timing.go: where the time went, waiting or working
-	policyFamily,   // policy.go: breakers, adaptive limits, retries
-	cpuFamily,      // cpu.go: the service's CPU
-	fleetFamily,    // fleet.go: each instance, and what the fleet put on the culprit's dependency
-	priorityFamily, // priority.go: what was held for the critical endpoint, and what of it sat idle
+	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
+	connsFamily,     // conns.go: the endpoints' waits for a connection
+	timingFamily,    // timing.go: where the time went, waiting or working
+	policyFamily,    // policy.go: breakers, adaptive limits, retries
+	cpuFamily,       // cpu.go: the service's CPU
+	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	priorityFamily,  // priority.go: what was held for the critical endpoint, and what of it sat idle
+	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
+	connsFamily,     // conns.go: the endpoints' waits for a connection
+	timingFamily,    // timing.go: where the time went, waiting or working
+	policyFamily,    // policy.go: breakers, adaptive limits, retries
+	cpuFamily,       // cpu.go: the service's CPU
+	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
+	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -49,7 +49,7 @@ func leftOutTable(s *verdict.Summary) ruleTable {
 			}
 		}
 	}
-	order := append(append([]string(nil), measure.ValidityRules...), verdict.RuleDamaged, verdict.RuleIncomplete)
+	order := append(append([]string(nil), measure.ValidityRules...), verdict.RuleDamaged, verdict.RuleIncomplete, verdict.RuleMemoryGuard)
 	slices.SortStableFunc(t.Rules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	for _, r := range left {
 		row := ruleRow{Run: r.ID, Retried: len(r.Retried), Busy: r.Noise.MachineBusy, Steal: r.Noise.MachineSteal}

@@ -259,6 +259,8 @@ func loadRun(dir string, e rundata.IndexEntry) *Run {
 	case rundata.StatusComplete:
 	case rundata.StatusRunning:
 		r.Problems = append(r.Problems, "status running: the runner was killed during this run (interrupted)")
+	case rundata.StatusStopped:
+		r.Problems = append(r.Problems, MemoryStopText(r.Meta.MemoryStop))
 	default:
 		r.Problems = append(r.Problems, "status "+r.Meta.Status)
 	}
@@ -425,4 +427,19 @@ func readJSONL[T any](path string) ([]T, []int, error) {
 		return out, lines, &lineError{line: line + 1, err: err}
 	}
 	return out, lines, nil
+}
+
+// MemoryStopText says how the memory guard stopped a run (status stopped):
+// "stopped by the memory guard: the service's memory reached 1.0 GiB
+// (ceiling 1.0 GiB, validity.max_service_memory) in the fault phase".
+func MemoryStopText(m *rundata.MemoryStop) string {
+	if m == nil {
+		return "status " + rundata.StatusStopped
+	}
+	where := ""
+	if m.Phase != "" {
+		where = " in the " + m.Phase + " phase"
+	}
+	return fmt.Sprintf("stopped by the memory guard: the service's memory reached %.1f MiB (ceiling %.1f MiB, validity.max_service_memory)%s; the service was killed and the load stopped",
+		float64(m.RSSBytes)/(1<<20), float64(m.LimitBytes)/(1<<20), where)
 }

@@ -30,6 +30,8 @@ var families = [][]decision{
 	cpuDecisions,        // cpu.go: CPU not isolated
 	fleetDecisions,      // fleet.go: the fleet's multiplication
 	priorityDecisions,   // priority.go: permits reserved for the critical class
+	rateLimitDecisions,  // ratelimit.go: a rate limiter is not a bulkhead
+	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
 }
 
 // decisionOf is every family's decision by claim name.

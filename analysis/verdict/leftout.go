@@ -16,6 +16,9 @@ import (
 const (
 	RuleDamaged    = "damaged data"
 	RuleIncomplete = "incomplete"
+	// RuleMemoryGuard: the memory guard stopped the run, the service's
+	// memory having reached validity.max_service_memory (rundata.MemoryStop).
+	RuleMemoryGuard = "memory guard"
 )
 
 // LeftOut summarises the runs no verdict uses and the attempts that were run
@@ -72,6 +75,7 @@ var ruleText = map[string]string{
 	measure.RuleOther:       "off the open model",
 	RuleDamaged:             "damaged data",
 	RuleIncomplete:          "incomplete",
+	RuleMemoryGuard:         "stopped by the memory guard",
 }
 
 // measuredText names the number a rule's Against compares.
@@ -98,6 +102,8 @@ func LeftOutRules(r measure.RunSummary) []string {
 	switch {
 	case len(r.Damaged) > 0:
 		return []string{RuleDamaged}
+	case r.Status == rundata.StatusStopped:
+		return []string{RuleMemoryGuard}
 	case len(r.Problems) > 0 || r.Status != rundata.StatusComplete:
 		return []string{RuleIncomplete}
 	case !r.Valid:
@@ -162,7 +168,7 @@ func leftOut(runs []measure.RunSummary, ex rundata.Expectations) *LeftOut {
 // counted sorts rule counts most first, then in measure.ValidityRules order.
 func counted(by map[string]int) []RuleCount {
 	var out []RuleCount
-	for _, rule := range append(append([]string(nil), measure.ValidityRules...), RuleDamaged, RuleIncomplete) {
+	for _, rule := range append(append([]string(nil), measure.ValidityRules...), RuleDamaged, RuleIncomplete, RuleMemoryGuard) {
 		if n := by[rule]; n > 0 {
 			out = append(out, RuleCount{Rule: rule, N: n})
 		}
@@ -215,6 +221,8 @@ func causesOf(runs []measure.RunSummary) causes {
 		switch {
 		case r.Status == rundata.StatusFailed:
 			c.failed++
+		case r.Status == rundata.StatusStopped:
+			// what the service did: nothing to finish
 		case r.Status != rundata.StatusComplete:
 			c.interrupted++
 		}
@@ -306,6 +314,9 @@ func advice(rules []RuleCount, c causes) string {
 	}
 	if has[RuleDamaged] {
 		do = append(do, "run the damaged runs again (damaged data are never evidence)")
+	}
+	if has[RuleMemoryGuard] {
+		do = append(do, "a run the memory guard stopped is what the service did (its memory grew to validity.max_service_memory), not noise: raise the ceiling only if the machine has the memory, or bound the service")
 	}
 	if len(do) == 0 {
 		return ""

@@ -33,6 +33,8 @@ func everyRole() rundata.Expectations {
 	e.CPU = &rundata.CPURoles{Condition: "payload"}
 	e.Fleet = &rundata.FleetRoles{Modes: []string{"fleet"}, Budget: "budget", Condition: "busy"}
 	e.Priority = &rundata.PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
+	e.RateLimit = &rundata.RateLimitRoles{}
+	e.Memory = &rundata.MemoryRoles{}
 	return e
 }
 

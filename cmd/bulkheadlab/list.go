@@ -37,6 +37,10 @@ var presetQuestions = map[string]string{
 		"instances × a limit of L put N·L calls on it; and does a budget per instance keep it within capacity? ~1 min.",
 	"priority-reserve": "Can permits reserved for critical calls keep checkout up when recommendation traffic " +
 		"surges through the same pool — and how many of them sit idle? Shared pool vs a reservation vs too small a one. ~1 min.",
+	"rate-limit-not-bulkhead": "Is a rate limiter a bulkhead? A dependency ten times slower at the same rate: the " +
+		"limiter never fires while its calls in flight take the shared connections the other endpoint needs. ~1 min.",
+	"event-loop-memory": "What bounds the work in flight when nothing does? A stalled dependency on a service with " +
+		"no pool (an event loop): calls in flight and memory grow without end; an explicit semaphore keeps them flat. ~20 s.",
 	"leak-hunt": "Does the service come back after the fault? Every error path and bursts above the limit, then " +
 		"recovery: judges recovery, leaked permits and limits that do not hold. ~3 min.",
 	"blast-radius": "If any one dependency gets slow or fails, which endpoints go down — including those that never " +

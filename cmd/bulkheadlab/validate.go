@@ -145,6 +145,15 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%.1f\t%.1f\t%s\t%s\n", c.Name, m.Name, p.Name, p.Limit,
 					p.PredictedDemand["baseline"], p.PredictedDemand["fault"], verdict, when)
 			}
+			// A layout without pools: the calls in flight nothing bounds
+			// (a rate limit caps their rate, not their number).
+			for _, p := range s.NoPoolPreview(&c, &m) {
+				bound := "no bound"
+				if p.Limit > 0 {
+					bound = fmt.Sprintf("no bound (rate ≤ %g/s)", p.Limit)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t(none) /%s\t-\t%.1f\t%.1f\t%s\t-\n", c.Name, m.Name, p.Endpoint, p.Baseline, p.Fault, bound)
+			}
 		}
 	}
 	tw.Flush()

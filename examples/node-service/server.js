@@ -2,6 +2,12 @@
 // A and /b calls dependency B, each call holding a permit of a pool.
 //   --mode shared    one pool of --pool permits for both endpoints
 //   --mode bulkhead  one pool of --pool/2 permits per endpoint
+//   --mode unbounded no pool at all: every request is an await on its
+//                    dependency and nothing caps how many there are (nor
+//                    the agent's sockets), the event loop's natural state
+// --state-bytes N makes each dependency call hold a Buffer of N bytes (its
+// request's state, every page written) until it returns: the memory an
+// await holds.
 // A full pool answers 503 with "X-Reject: bulkhead" at once (no queue); a
 // dependency call that takes longer than --timeout ms answers 504; a
 // dependency error answers 502. The proxies' addresses come from the
@@ -21,6 +27,7 @@ const port = Number(args.port || 8201);
 const size = Number(args.pool || 20);
 const timeout = Number(args.timeout || 250);
 const leak = args.leak || 'none';
+const stateBytes = Number(args['state-bytes'] || 0);
 const deps = { a: process.env.BULKHEADLAB_PROXY_A, b: process.env.BULKHEADLAB_PROXY_B };
 
 class Pool {
@@ -28,20 +35,38 @@ class Pool {
   tryAcquire() { if (this.inUse >= this.limit) { this.rejected++; return false; } this.inUse++; return true; }
   release() { this.inUse--; }
 }
+// No pool: every call is admitted; inUse still counts the calls in flight.
+class NoPool extends Pool {
+  constructor() { super(Infinity); }
+  tryAcquire() { this.inUse++; return true; }
+}
 const pools = mode === 'shared'
   ? (() => { const p = new Pool(size); return { a: p, b: p, all: { shared: p } }; })()
-  : (() => { const a = new Pool(size / 2), b = new Pool(size / 2); return { a, b, all: { a, b } }; })();
+  : mode === 'unbounded'
+    ? (() => { const a = new NoPool(), b = new NoPool(); return { a, b, all: {} }; })()
+    : (() => { const a = new Pool(size / 2), b = new Pool(size / 2); return { a, b, all: { a, b } }; })();
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const agent = new http.Agent({ keepAlive: true, maxSockets: mode === 'unbounded' ? Infinity : 256 });
+
+// state allocates a call's request state, every page written so that it is
+// resident; the call keeps it until it finishes.
+function state() {
+  if (stateBytes <= 0) return null;
+  const b = Buffer.allocUnsafe(stateBytes);
+  for (let i = 0; i < b.length; i += 4096) b[i] = 1;
+  return b;
+}
 
 function callDep(name, res, pool) {
   const [host, p] = deps[name].split(':');
+  let held = state();
   let done = false;
   const leaks = (status) => (leak === 'error' && status === 502) || (leak === 'timeout' && status === 504) ||
     (leak === 'cancel' && res.destroyed);
   const finish = (status, headers, body) => {
     if (done) return;
     done = true;
+    held = null;
     if (!leaks(status)) pool.release();
     res.writeHead(status, headers);
     res.end(body);
@@ -62,6 +87,8 @@ http.createServer((req, res) => {
     for (const [n, p] of Object.entries(pools.all)) {
       out += `node_pool_in_use{pool="${n}"} ${p.inUse}\nnode_pool_limit{pool="${n}"} ${p.limit}\nnode_pool_rejected_total{pool="${n}"} ${p.rejected}\n`;
     }
+    for (const n of ['a', 'b']) out += `node_calls_in_flight{dependency="${n}"} ${pools[n].inUse}\n`;
+    out += `node_heap_used_bytes ${process.memoryUsage().heapUsed}\nnode_external_bytes ${process.memoryUsage().external}\n`;
     res.end(out);
     return;
   }

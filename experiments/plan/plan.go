@@ -70,6 +70,10 @@ type Run struct {
 	// ServiceMetrics, if set, is a user's service's Prometheus endpoint,
 	// sampled as the service (rundata.ServiceComponent).
 	ServiceMetrics *ServiceMetrics
+	// MaxServiceMemory is the memory guard's ceiling on the resident
+	// memory of the service's processes, in bytes: reached, the runner
+	// kills them and stops the run (0: the runner's default).
+	MaxServiceMemory int64
 }
 
 // ServiceMetrics is where a user's service exports its metrics, and under

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
@@ -33,6 +34,28 @@ type Stack struct {
 	stops []func() error
 	// died reports components that exited on their own; nil means never.
 	died func() []string
+
+	mu sync.Mutex
+	// killed are the components the runner killed on purpose (the memory
+	// guard): their end is neither a crash nor a teardown error.
+	killed map[string]bool
+}
+
+// markKilled records that the runner killed component on purpose.
+func (s *Stack) markKilled(component string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killed == nil {
+		s.killed = map[string]bool{}
+	}
+	s.killed[component] = true
+}
+
+// wasKilled reports whether the runner killed component on purpose.
+func (s *Stack) wasKilled(component string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killed[component]
 }
 
 // Control is one proxy replica's control plane.
@@ -146,7 +169,13 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, token 
 			return nil, &StartError{Component: c.Name, Log: logPath(c.Name), Err: err}
 		}
 		running, names = append(running, s), append(names, c.Name)
-		st.stops = append(st.stops, s.stop)
+		name, stop := c.Name, s.stop
+		st.stops = append(st.stops, func() error {
+			if err := stop(); err != nil && !stack.wasKilled(name) {
+				return err
+			}
+			return nil
+		})
 		metrics, metricsToken := "", ""
 		if s.url != "" { // a user's command has no data plane of ours
 			st.URLs[c.Name] = s.url
@@ -164,7 +193,7 @@ func launch(ctx context.Context, r plan.Run, logPath func(string) string, token 
 	st.died = func() []string {
 		var out []string
 		for i, s := range running {
-			if s.done == nil {
+			if s.done == nil || stack.wasKilled(names[i]) {
 				continue
 			}
 			select {

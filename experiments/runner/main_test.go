@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 		os.Exit(helperCommand())
 	case "closer":
 		os.Exit(helperCloser())
+	case "hog":
+		os.Exit(helperHog())
+	case "hog-parent":
+		os.Exit(helperHogParent())
 	case "exit1":
 		fmt.Println("failing at once")
 		os.Exit(1)

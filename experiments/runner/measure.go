@@ -61,17 +61,31 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 
 	lctx, abort := context.WithCancel(ctx)
 	defer abort()
+	guard, stopGuard := r.startMemoryGuard(ctx, run, st, meta, abort)
 	sw := &faultSwitcher{faults: run.Faults, probe: run.ProbeFaults, controls: st.Controls, client: st.ControlClient, replicas: st.Replicas, abort: abort}
 	// "*" in a stop condition is each endpoint, the canary not among them.
 	sw.watch = newAbortWatcher(run.Abort, endpointNames(plan.Load{Endpoints: run.Load.Endpoints}), sw)
 	cfg, err := r.loadConfig(run, st, files, sw)
 	if err != nil {
+		stopGuard()
 		stopSampler()
 		wg.Wait()
 		return nil, err
 	}
+	onPhase := cfg.OnPhase
+	cfg.OnPhase = func(p loadgen.Phase, at time.Time) {
+		guard.inPhase(p.Name)
+		onPhase(p, at)
+	}
 	sw.watch.start()
 	rep, runErr := loadgen.Run(lctx, cfg)
+	stopGuard()
+	if rec := guard.tripped(); rec != nil {
+		meta.MemoryStop = rec
+		if errors.Is(runErr, context.Canceled) && ctx.Err() == nil {
+			runErr = nil // the guard stopped the load: what the service did, not an error
+		}
+	}
 	meta.Abort = sw.watch.stop()
 	if err := sw.failure(); err != nil && ctx.Err() == nil {
 		runErr = err // it stopped the load early; the load's own error is only the cancel

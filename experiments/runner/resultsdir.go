@@ -223,8 +223,9 @@ func (d *ResultsDir) saveIndexLocked() error {
 	return writeJSONAtomic(filepath.Join(d.Path, rundata.IndexFile), d.index)
 }
 
-// ResumePlan decides, for --resume, which runs are done (complete: skip)
-// and which to redo (everything else, in matrix order). The folder of each
+// ResumePlan decides, for --resume, which runs are done (complete, or
+// stopped by the memory guard — what the service did, which it would do
+// again: skip) and which to redo (everything else, in matrix order). The folder of each
 // run to redo, if any, is moved aside to runs/<id>.interrupted-N (the first
 // free N), its index status reset to pending; no data is deleted.
 func (d *ResultsDir) ResumePlan() (skip, redo []string, err error) {
@@ -232,7 +233,7 @@ func (d *ResultsDir) ResumePlan() (skip, redo []string, err error) {
 	defer d.mu.Unlock()
 	for i := range d.index.Runs {
 		e := &d.index.Runs[i]
-		if e.Status == rundata.StatusComplete {
+		if e.Status == rundata.StatusComplete || e.Status == rundata.StatusStopped {
 			skip = append(skip, e.ID)
 			continue
 		}

@@ -289,6 +289,8 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 	}
 	meta.Proxies = proxyURLs(run, stack)
 	rep, err := r.measure(ctx, rundir, run, stack, &meta)
+	// A service the memory guard killed did not die on its own (Died
+	// leaves it out): its end is the stop recorded.
 	if derr := stack.Died(); derr != nil && err == nil && ctx.Err() == nil {
 		err = derr // the data were measured against a dead component
 	}
@@ -300,6 +302,13 @@ func (r *Runner) runOne(ctx context.Context, dir *ResultsDir, run plan.Run, atte
 		return finish(rundata.StatusInterrupted, ctx.Err())
 	case err != nil:
 		return finish(rundata.StatusFailed, err)
+	case meta.MemoryStop != nil:
+		// Not INVALID and not run again: the service's memory reached the
+		// guard's ceiling, and would again.
+		if rep != nil {
+			meta.Startup = rep.Start.Sub(launched)
+		}
+		return finish(rundata.StatusStopped, nil)
 	}
 	meta.Valid = rep.Valid
 	meta.Startup = rep.Start.Sub(launched)

@@ -38,6 +38,9 @@ func (s *Spec) arrivalsWarnings() []string {
 	where := ""
 	for i := range s.Modes {
 		m := &s.Modes[i]
+		if l := m.layout(); knownLayout(l) && !pooled(l) {
+			continue // declared without a pool: nothing for a phase to lock onto
+		}
 		if s.External != nil {
 			pools := s.ExternalOf(m).Pools
 			if len(pools) == 0 {

@@ -50,3 +50,29 @@ func (b *ByteSize) setScalar(s string) error {
 
 // MarshalYAML writes b in its spec form ("256KiB").
 func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
+
+// MemorySize is a ByteSize of memory, written the same way, up to
+// MaxMemorySize: a machine's memory is more than a payload's 1 GiB.
+type MemorySize ByteSize
+
+// MaxMemorySize is the largest MemorySize a spec may write (1 TiB).
+const MaxMemorySize = 1 << 40
+
+// String writes m like a ByteSize ("512MiB", "8GiB").
+func (m MemorySize) String() string { return ByteSize(m).String() }
+
+// setScalar implements scalarSetter for the spec decoder.
+func (m *MemorySize) setScalar(s string) error {
+	b, err := bytesize.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%w %q: want bytes, e.g. 512MiB or 8GiB", ErrBadByteSize, s)
+	}
+	if b > MaxMemorySize {
+		return fmt.Errorf("%w %q: must be a whole number of bytes between 0 and 1TiB", ErrBadByteSize, s)
+	}
+	*m = MemorySize(b)
+	return nil
+}
+
+// MarshalYAML writes m in its spec form ("512MiB").
+func (m MemorySize) MarshalYAML() (any, error) { return m.String(), nil }

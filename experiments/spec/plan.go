@@ -83,7 +83,7 @@ type PoolLayout struct {
 // layoutConfig is the service's pool layout in mode m.
 func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
 	return service.LayoutConfig{Mode: service.Mode(m.layout()), PoolSize: s.Service.PoolSize, Queue: *s.Service.Queue,
-		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues, Groups: m.PoolGroups}
+		MaxWait: s.Service.MaxWait.D, PoolSizes: m.PoolSizes, Queues: m.Queues, Groups: m.PoolGroups, Rates: m.Rates}
 }
 
 // Pools returns the service's pools in mode m, as the service builds them
@@ -110,7 +110,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
 		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
-		Defects: s.defectsOf(m), Priority: m.Priority.config()}
+		Defects: s.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(s.requestStateOf(m))}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
@@ -312,6 +312,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
 	pr.Retries = *v.Retries
+	pr.MaxServiceMemory = int64(v.MaxServiceMemory)
 	if m := es.Metrics; x != nil && m != nil {
 		label := m.PoolLabel
 		if label == "" {

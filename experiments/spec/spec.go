@@ -86,6 +86,12 @@ type Validity struct {
 	// Retries is how many more times an INVALID run is run, at the end of
 	// its round.
 	Retries *int `yaml:"retries"`
+	// MaxServiceMemory is the memory guard's ceiling: when the resident
+	// memory of the service's processes (the built-in service's, or your
+	// own started by external.start) reaches it, the runner kills them and
+	// stops the run, recorded as stopped (not INVALID, not run again).
+	// Default: half of the machine's memory (nolayout.go).
+	MaxServiceMemory MemorySize `yaml:"max_service_memory,omitempty"`
 }
 
 // Service is the service under test (docs/design.md §1, §4).
@@ -123,6 +129,11 @@ type Service struct {
 	// leak-on-cancel, racy-counter), so that a detector can be shown to
 	// fail against a service with the bug it looks for.
 	Defects []string `yaml:"defects,omitempty"`
+	// RequestStateBytes is the memory each dependency call of the built-in
+	// service holds until it returns (a request's state while it awaits
+	// its dependency; default 0: none), so that calls in flight cost
+	// memory as they do on an event-loop runtime (nolayout.go).
+	RequestStateBytes ByteSize `yaml:"request_state_bytes,omitempty"`
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
@@ -280,8 +291,10 @@ type Mode struct {
 	// others) or its own start command; fields left out are the external
 	// section's.
 	External *ExternalService `yaml:"external,omitempty"`
-	// Pools is the layout of a mode of your own name: shared or bulkhead
-	// (the built-in modes are their own layout).
+	// Pools is the layout of a mode of your own name: shared, bulkhead,
+	// unbounded (no pool: nothing bounds the calls in flight) or ratelimit
+	// (no pool: a rate limiter per dependency, Rates); the built-in modes
+	// are their own layout.
 	Pools string `yaml:"pools,omitempty"`
 	// Policies are policy stacks keyed by dependency name (see Policy).
 	Policies map[string]Policy `yaml:"policies,omitempty"`
@@ -302,6 +315,13 @@ type Mode struct {
 	// mode: each endpoint's class and the permits of a pool reserved for
 	// the critical class (priority.go).
 	Priority *Priority `yaml:"priority,omitempty"`
+	// Rates, in a mode whose layout is ratelimit, are each endpoint's rate
+	// limit in calls per second (service.LayoutConfig.Rates): no pool, a
+	// smooth rate limiter per dependency instead (nolayout.go).
+	Rates map[string]float64 `yaml:"rates,omitempty"`
+	// RequestStateBytes, if set, replaces service.request_state_bytes in
+	// this mode.
+	RequestStateBytes ByteSize `yaml:"request_state_bytes,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -41,7 +41,7 @@ func TestParseMalformed(t *testing.T) {
 		{"percent range", "name: t\nconditions:\n  - name: x\n    faults:\n      - type: abort\n        percent: 150\n", "t.yaml:6: conditions[0].faults[0].percent: must be in (0, 100]"},
 		{"jitter over latency", "name: t\nconditions:\n  - name: x\n    faults:\n      - type: latency\n        latency: 10ms\n        jitter: 20ms\n", "t.yaml:7: conditions[0].faults[0].jitter: 20ms exceeds latency 10ms"},
 		{"dependency C", "name: t\nconditions:\n  - name: x\n    dependency: C\n    rates: {a: 5}\n", `t.yaml:4: conditions[0].dependency: must be one of A, B, got "C"`},
-		{"bad mode", "name: t\nmodes: [shared, pooled]\n", `modes[1].name: must be shared or bulkhead, got "pooled"`},
+		{"bad mode", "name: t\nmodes: [shared, pooled]\n", `modes[1].name: must be shared, bulkhead, unbounded or ratelimit, got "pooled"`},
 		{"sizes on shared", "name: t\nmodes:\n  - name: shared\n    pool_sizes: {a: 1, b: 1}\n", "t.yaml:3: modes[0]: pool_sizes and queues are for bulkhead mode"},
 		{"zero pool size", "name: t\nmodes:\n  - name: bulkhead\n    pool_sizes: {a: 0, b: 3}\n", "t.yaml:4: modes[0].pool_sizes.a: must be between 1 and"},
 		{"client timeout", "name: t\nload:\n  client_timeout: 300ms\n", "t.yaml:3: load.client_timeout: 300ms must exceed service.timeout + service.max_wait (500ms)"},

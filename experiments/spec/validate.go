@@ -63,6 +63,7 @@ func (s *Spec) validate(p *problems) {
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
 	s.validatePriority(p) // priority.go
+	s.validateNoPool(p)   // nolayout.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
@@ -173,7 +174,7 @@ func (s *Spec) validateService(p *problems) {
 	}
 	reported := map[string]bool{}
 	for i, m := range s.Modes {
-		if l := m.layout(); l != ModeShared && l != ModeBulkhead {
+		if !knownLayout(m.layout()) {
 			continue // validateModes names it
 		}
 		c := s.serviceConfig(&s.Modes[i])
@@ -184,7 +185,7 @@ func (s *Spec) validateService(p *problems) {
 			}
 		}
 		var ce *service.ConfigError
-		if err := c.Validate(); errors.As(err, &ce) {
+		if err := c.Validate(); errors.As(err, &ce) && !noPoolReports(ce.Field) {
 			path := s.serviceFieldPath(i, ce.Field)
 			if !reported[path] {
 				reported[path] = true
@@ -212,6 +213,15 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 		return fmt.Sprintf("modes[%d].%s.%s", mode, name, sub)
 	case "mode":
 		return fmt.Sprintf("modes[%d].name", mode)
+	case "rate", "rates":
+		if sub == "" {
+			return fmt.Sprintf("modes[%d].rates", mode)
+		}
+		return fmt.Sprintf("modes[%d].rates.%s", mode, sub)
+	case "request_state_bytes":
+		if s.Modes[mode].RequestStateBytes > 0 {
+			return fmt.Sprintf("modes[%d].request_state_bytes", mode)
+		}
 	case "defects":
 		if len(s.Modes[mode].Defects) > 0 {
 			return fmt.Sprintf("modes[%d].defects", mode)
@@ -377,10 +387,10 @@ func (s *Spec) validateModes(p *problems) {
 		switch l := m.layout(); {
 		case s.Audit != nil && s.External != nil && m.Name == AuditServiceMode && m.Pools == "":
 			// an external audit's own mode: the user's service as it is
-		case m.Pools != "" && l != ModeShared && l != ModeBulkhead:
-			p.add(path+".pools", "must be shared or bulkhead, got %q", m.Pools)
-		case m.Pools == "" && l != ModeShared && l != ModeBulkhead:
-			p.add(path+".name", "must be shared or bulkhead, got %q (a mode of your own name needs pools: shared or bulkhead)", m.Name)
+		case m.Pools != "" && !knownLayout(l):
+			p.add(path+".pools", "must be %s, got %q", layoutList(), m.Pools)
+		case m.Pools == "" && !knownLayout(l):
+			p.add(path+".name", "must be %s, got %q (a mode of your own name needs pools: %s)", layoutList(), m.Name, layoutList())
 		case !nameRE.MatchString(m.Name):
 			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.' (it names the runs)", m.Name)
 		case seen[m.Name]:
@@ -492,6 +502,7 @@ func (s *Spec) validateValidity(p *problems) {
 	if n := *v.Retries; n < 0 || n > 10 {
 		p.add("validity.retries", "must be between 0 and 10, got %d", n)
 	}
+	s.validateMemoryGuard(p) // nolayout.go
 }
 
 func (s *Spec) validateExternal(p *problems) {

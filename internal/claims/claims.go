@@ -44,6 +44,10 @@ const (
 
 	// Priorities (criticality classes in one pool).
 	PriorityReserved = "PRIORITY-RESERVED"
+	// Layouts without a pool: a rate limiter is not a bulkhead, and
+	// nothing bounds an event loop's awaits.
+	RateLimitNotBulkhead = "RATELIMIT-NOT-BULKHEAD"
+	UnboundedGrows       = "UNBOUNDED-GROWS"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -60,6 +64,8 @@ const (
 	CPU        Family = "cpu"
 	Fleet      Family = "fleet"
 	Priority   Family = "priority"
+	RateLimit  Family = "ratelimit"
+	Memory     Family = "memory"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -77,6 +83,15 @@ const (
 	CPUCondition Role = "cpu.condition"
 	CPUControl   Role = "cpu.control"
 	CPUMode      Role = "cpu.mode"
+	// The rate-limit claim's: its condition and its rate-limited mode
+	// (expectations.ratelimit), beside the bulkhead mode.
+	RateLimitCondition Role = "ratelimit.condition"
+	RateLimitMode      Role = "ratelimit.mode"
+	// The memory claim's: its condition, the mode with no bound and the
+	// bounded mode it is compared with (expectations.memory).
+	MemoryCondition Role = "memory.condition"
+	MemoryMode      Role = "memory.mode"
+	MemoryControl   Role = "memory.control"
 )
 
 // A Section is a part of the expectations that names a claim's runs: a
@@ -105,6 +120,8 @@ var (
 	FleetRuns      = Section{"fleet", "the fleets compared"}
 	BudgetMode     = Section{"fleet.budget", "the remedy's mode"}
 	PriorityRuns   = Section{"priority", "its condition and modes"}
+	RateLimitRuns  = Section{"ratelimit", "its rate-limited mode"}
+	MemoryRuns     = Section{"memory", "its unbounded mode"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -190,6 +207,8 @@ var registry = []Claim{
 	{FleetBudget, Fleet, Needs{Sections: []Section{FleetRuns, BudgetMode}}},
 
 	{PriorityReserved, Priority, Needs{Sections: []Section{PriorityRuns}}},
+	{RateLimitNotBulkhead, RateLimit, Needs{Sections: []Section{RateLimitRuns}, Conditions: []Role{RateLimitCondition}, Modes: []Role{RateLimitMode, BulkheadMode}}},
+	{UnboundedGrows, Memory, Needs{Sections: []Section{MemoryRuns}, Conditions: []Role{MemoryCondition}, Modes: []Role{MemoryMode, MemoryControl}}},
 }
 
 // All returns every claim in report order (a copy).

@@ -28,6 +28,10 @@ func (e Expectations) Role(r claims.Role) string {
 		return cpu.Control
 	case claims.CPUMode:
 		return cpu.Mode
+	case claims.RateLimitCondition, claims.RateLimitMode:
+		return e.rateLimitRole(r)
+	case claims.MemoryCondition, claims.MemoryMode, claims.MemoryControl:
+		return e.memoryRole(r)
 	}
 	return ""
 }
@@ -59,6 +63,10 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Fleet != nil && e.Fleet.Budget != ""
 	case claims.PriorityRuns:
 		return e.Priority != nil
+	case claims.RateLimitRuns:
+		return e.RateLimit != nil
+	case claims.MemoryRuns:
+		return e.Memory != nil
 	}
 	return false
 }

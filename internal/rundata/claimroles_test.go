@@ -19,6 +19,8 @@ func named() Expectations {
 	e.CPU = &CPURoles{Condition: "payload"}
 	e.Fleet = &FleetRoles{Modes: []string{"fleet"}, Budget: "budget", Condition: "busy"}
 	e.Priority = &PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
+	e.RateLimit = &RateLimitRoles{}
+	e.Memory = &MemoryRoles{}
 	return e
 }
 

@@ -81,6 +81,11 @@ type Expectations struct {
 	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
 	// Priority names the runs of the priority claim; nil: not judged.
 	Priority *PriorityRoles `yaml:"priority,omitempty" json:"priority,omitempty"`
+	// RateLimit names the runs of the rate-limit claim; nil: not judged.
+	RateLimit *RateLimitRoles `yaml:"ratelimit,omitempty" json:"ratelimit,omitempty"`
+	// Memory names the runs of the event-loop memory claim; nil: not
+	// judged.
+	Memory *MemoryRoles `yaml:"memory,omitempty" json:"memory,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

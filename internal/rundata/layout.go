@@ -68,6 +68,7 @@ const (
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or a crash; data partial
 	StatusFailed      = "failed"      // the harness failed (a child died, ...)
 	StatusSkipped     = "skipped"     // not run: repeats: auto stopped before its round, or a stop condition fired with on_abort: stop
+	StatusStopped     = "stopped"     // the memory guard stopped it: the service's memory reached its ceiling (RunMeta.MemoryStop); data partial
 )
 
 // runIDRE is what a run ID may be: it names a folder under runs/.

@@ -105,6 +105,31 @@ type RunMeta struct {
 	// Attempts are the earlier attempts of this run that were INVALID and
 	// were run again, oldest first.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// MaxServiceMemory is the memory guard's ceiling on the service's
+	// resident memory in this run (bytes; 0: no guard, the service is not
+	// a process the runner started); MemoryStop is set when it stopped the
+	// run (StatusStopped).
+	MaxServiceMemory int64       `json:"max_service_memory_bytes,omitempty"`
+	MemoryStop       *MemoryStop `json:"memory_stop,omitempty"`
+}
+
+// MemoryStop is the memory guard stopping a run: the resident memory of
+// the service's processes (each process group the runner started for it)
+// reached the ceiling, so the runner killed them at once and stopped the
+// load. It is what the service did, not a flaw of the measurement: the
+// run is not run again.
+type MemoryStop struct {
+	// At is when the guard saw the ceiling reached, in Phase.
+	At    time.Time `json:"at"`
+	Phase string    `json:"phase,omitempty"`
+	// Component is the service's process that held the most memory, PID
+	// its process id (its process group was killed).
+	Component string `json:"component"`
+	PID       int    `json:"pid"`
+	// RSSBytes is the resident memory of the service's processes
+	// together; LimitBytes the ceiling.
+	RSSBytes   int64 `json:"rss_bytes"`
+	LimitBytes int64 `json:"limit_bytes"`
 }
 
 // Attempt is an earlier, INVALID attempt of a run.

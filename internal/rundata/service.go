@@ -44,6 +44,10 @@ const (
 	// HeaderBulkheadReject marks the service's 503 from a full bulkhead
 	// (value full or wait-timeout).
 	HeaderBulkheadReject = "X-Bulkhead-Reject"
+	// RejectRate is HeaderBulkheadReject's value on a rate limiter's
+	// refusal (the ratelimit layout): over the rate, not over a bulkhead;
+	// the built-in rules class it limited.
+	RejectRate = "rate"
 	// HeaderDependencyError marks the service's 504 (value timeout) and
 	// 502 (value error) when a dependency call failed.
 	HeaderDependencyError = "X-Dependency-Error"
