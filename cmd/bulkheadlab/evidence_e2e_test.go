@@ -27,6 +27,7 @@ type evidenceExp struct {
 	metrics    string              // external.metrics, "" for none
 	conditions string
 	check      string // expectations.check, "" for the default
+	poolSize   int    // service.pool_size, the pools the modes declare (0: 8)
 }
 
 // spec writes e's spec with fresh addresses and dependencies of 10 ms.
@@ -51,6 +52,10 @@ func (e evidenceExp) spec(t *testing.T) string {
 		fmt.Fprintf(&modes, "  - name: %s%s\n    external:\n      start: %s\n      targets: {a: \"http://%s/a\", b: \"http://%s/b\"}\n      canary: \"http://%s/healthz\"%s\n",
 			m, pools, yamlList(argv), addr, addr, addr, metrics)
 	}
+	poolSize := e.poolSize
+	if poolSize == 0 {
+		poolSize = 8
+	}
 	check := ""
 	if e.check != "" {
 		check = "\nexpectations: {check: [" + e.check + "]}"
@@ -65,12 +70,12 @@ external:
     - {status: 504, header: X-Dependency-Error, class: dep_timeout}
     - {status: 502, header: X-Dependency-Error, class: dep_error}
 modes:
-%sservice: {timeout: 250ms, max_wait: 250ms, pool_size: 8, queue: 8}
+%sservice: {timeout: 250ms, max_wait: 250ms, pool_size: %d, queue: 8}
 load: {rates: {a: 100, b: 100}}
 phases: {warmup: 1s, baseline: 1500ms, fault: 2s, recovery: 2500ms}
 conditions: [%s]
 validity: {retries: 2}%s
-`, e.name, deps["A"], deps["B"], pa, pb, modes.String(), e.conditions, check)
+`, e.name, deps["A"], deps["B"], pa, pb, modes.String(), poolSize, e.conditions, check)
 }
 
 func sortedKeys(m map[string][]string) []string {
@@ -194,9 +199,13 @@ func TestOneSharedConnectionLimitPasses(t *testing.T) {
 			// one.)
 		}
 	}
-	racy := []string{"--mode", "bulkhead", "--pool-size", "8", "--queue", "0", "--defect", string(service.DefectRacyCounter)}
+	// Bulkheads of 8 without a queue: the spike's bursts go past a racy
+	// limit at once, and the baseline's Poisson arrivals (≈ 1.2 calls in
+	// flight per endpoint) almost never find 8 busy — with 4 each, 3–5 %
+	// were refused and every run was INVALID for an unhealthy baseline.
+	racy := []string{"--mode", "bulkhead", "--pool-size", "16", "--queue", "0", "--defect", string(service.DefectRacyCounter)}
 	e := evidenceExp{name: "racy", modes: map[string][]string{"split": racy}, pools: map[string]string{"split": "bulkhead"},
-		metrics: workerPoolMetrics, conditions: "spike", check: "LIMIT-HOLDS"}
+		metrics: workerPoolMetrics, conditions: "spike", check: "LIMIT-HOLDS", poolSize: 16}
 	code, out, dir := runSpecJudged(t, e.name, e.spec(t), "--check")
 	if o := outcomeOf(readSummary(t, dir), "LIMIT-HOLDS"); code != ExitFailed || o != verdict.NotSupported {
 		t.Errorf("racy counter: exit %d, LIMIT-HOLDS %s; want %d, NOT SUPPORTED; output:\n%s", code, o, ExitFailed, out)
