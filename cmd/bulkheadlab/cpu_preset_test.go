@@ -5,13 +5,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
+	"github.com/bulkheadlab/bulkheadlab/internal/payload"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -25,17 +29,46 @@ func cpuShort(t *testing.T, size string) string {
 		"{type: payload, size: 768KiB}", "{type: payload, size: "+size+"}")
 }
 
-// TestCPUNotIsolatedPreset: 768 KiB documents decoded on the service's one
-// CPU raise /b's p99 by far more than 0.1 T with every pool far from full,
+// cpuPayloadSize is the size of the documents that take this machine about
+// as long to decode as the preset's 768 KiB took where it was made (9–10 ms
+// alone, ≈ 15 ms in the service beside its GC on its one CPU, 0.7 of it at
+// 45/s): on a CPU three times slower 768 KiB
+// would need 1.8 CPUs, the service could not keep up, every request
+// including the canary would wait, and every run would be INVALID. It
+// times the decode the service does (encoding/json into a generic value)
+// on the payload fault's own document, best of five.
+func cpuPayloadSize(t *testing.T) string {
+	t.Helper()
+	const full = 768 << 10
+	doc := payload.JSON(full, 1)
+	best := time.Duration(math.MaxInt64)
+	for range 5 {
+		start := time.Now()
+		var v any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatal(err)
+		}
+		best = min(best, time.Since(start))
+	}
+	kib := int(float64(full>>10) * float64(9*time.Millisecond) / float64(best))
+	kib = max(96, min(768, kib))
+	t.Logf("768 KiB decode %v here: documents of %d KiB", best, kib)
+	return fmt.Sprintf("%dKiB", kib)
+}
+
+// TestCPUNotIsolatedPreset: documents that take about 9 ms each to decode
+// (768 KiB where the preset was made; cpuPayloadSize), decoded on the
+// service's one CPU, raise /b's p99 by far more than 0.1 T with every pool far from full,
 // and the CPU is named first: CPU-NOT-ISOLATED SUPPORTED, exit 0; the
 // service ran on one CPU and its samples carry its GC's CPU. The same
 // layout with 4 KiB documents (too small to matter) leaves /b at its
 // baseline and no resource runs out: NOT SUPPORTED, exit 1.
 func TestCPUNotIsolatedPreset(t *testing.T) {
+	size := cpuPayloadSize(t)
 	var code int
 	var out, dir string
 	for attempt := 1; ; attempt++ {
-		code, out, dir = runSpecJudged(t, "cpu-not-isolated", cpuShort(t, "768KiB"))
+		code, out, dir = runSpecJudged(t, "cpu-not-isolated", cpuShort(t, size))
 		// The claim's premise is a pool far from full while the CPU runs
 		// out. A machine that starves the service beyond it (a pool
 		// fills too, in a run still valid) says nothing about the claim:
