@@ -355,12 +355,6 @@ var runFamilies = []runFamily{
 	cpuFamily,       // cpu.go: the service's CPU
 	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
 	priorityFamily,  // priority.go: what was held for the critical endpoint, and what of it sat idle
-	aftermath,       // recovery.go, leak.go, limits.go: RECOVERY, NO-LEAK, LIMIT-HOLDS
-	connsFamily,     // conns.go: the endpoints' waits for a connection
-	timingFamily,    // timing.go: where the time went, waiting or working
-	policyFamily,    // policy.go: breakers, adaptive limits, retries
-	cpuFamily,       // cpu.go: the service's CPU
-	fleetFamily,     // fleet.go: each instance, and what the fleet put on the culprit's dependency
 	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
 	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 }
