@@ -102,6 +102,9 @@ type RunSummary struct {
 	// Fleet is what the fleet put on the culprit's dependency, when the
 	// experiment names fleet claims.
 	Fleet *FleetRun `json:"fleet,omitempty"`
+	// Tenants is what the service's tenant stage saw of each endpoint's
+	// tenant, when the experiment names the tenant claims.
+	Tenants *TenantsRun `json:"tenants,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -342,6 +345,7 @@ var runFamilies = []runFamily{
 	policyFamily, // policy.go: breakers, adaptive limits, retries
 	cpuFamily,    // cpu.go: the service's CPU
 	fleetFamily,  // fleet.go: each instance, and what the fleet put on the culprit's dependency
+	tenantFamily, // tenants.go: each endpoint's tenant, its share and what was refused over it
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -29,6 +29,7 @@ var families = [][]decision{
 	connsDecisions,      // conns.go: connection pools
 	cpuDecisions,        // cpu.go: CPU not isolated
 	fleetDecisions,      // fleet.go: the fleet's multiplication
+	tenantDecisions,     // tenants.go: one tenant's load against the others
 }
 
 // decisionOf is every family's decision by claim name.

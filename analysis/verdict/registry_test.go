@@ -32,6 +32,7 @@ func everyRole() rundata.Expectations {
 	e.Conns = &rundata.ConnsRoles{Condition: "slow", NoWall: "one-pool", Walled: "two-pools", Sized: "sized", Over: "over"}
 	e.CPU = &rundata.CPURoles{Condition: "payload"}
 	e.Fleet = &rundata.FleetRoles{Modes: []string{"fleet"}, Budget: "budget", Condition: "busy"}
+	e.Tenants = &rundata.TenantsRoles{Condition: "batch", Shared: "shared", Isolated: []string{"partitioned"}}
 	return e
 }
 
@@ -78,6 +79,11 @@ func TestRegistryCoverage(t *testing.T) {
 		{"a fleet without a budget", func() rundata.Expectations {
 			e := everyRole()
 			e.Fleet.Budget = ""
+			return e
+		}()},
+		{"tenants without a shared mode", func() rundata.Expectations {
+			e := everyRole()
+			e.Tenants.Shared = ""
 			return e
 		}()},
 	} {

@@ -35,6 +35,8 @@ var presetQuestions = map[string]string{
 		"the other endpoint although no pool is full. ~1 min.",
 	"fleet-multiplication": "Do per-instance bulkheads protect a dependency when the service runs as a fleet? N " +
 		"instances × a limit of L put N·L calls on it; and does a budget per instance keep it within capacity? ~1 min.",
+	"noisy-tenant": "Does one tenant's big batch deny service to every other tenant on a shared pool, and do a " +
+		"partition per tenant or a fair share with a cap keep the quiet tenants at their baseline? ~1 min.",
 	"leak-hunt": "Does the service come back after the fault? Every error path and bursts above the limit, then " +
 		"recovery: judges recovery, leaked permits and limits that do not hold. ~3 min.",
 	"blast-radius": "If any one dependency gets slow or fails, which endpoints go down — including those that never " +

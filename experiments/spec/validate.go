@@ -61,6 +61,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
+	s.validateTenants(p) // tenants.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
@@ -196,6 +197,9 @@ func (s *Spec) validateService(p *problems) {
 // field path.
 func (s *Spec) serviceFieldPath(mode int, field string) string {
 	if path, ok := s.policyFieldPath(mode, field); ok {
+		return path
+	}
+	if path, ok := tenantFieldPath(mode, field); ok { // tenants.go
 		return path
 	}
 	name, sub, _ := strings.Cut(field, ".")
@@ -718,6 +722,7 @@ func (s *Spec) Warnings() []string {
 	out = append(out, s.aftermathWarnings()...)
 	out = append(out, s.arrivalsWarnings()...) // arrivals.go
 	out = append(out, s.phaseWarnings()...)    // scale.go
+	out = append(out, s.tenantWarnings()...)   // tenants.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+

@@ -41,6 +41,10 @@ const (
 	// Fleets.
 	FleetMultiplies = "FLEET-MULTIPLIES"
 	FleetBudget     = "FLEET-BUDGET"
+
+	// Tenants.
+	TenantsDoS      = "TENANTS-DOS"
+	TenantsIsolated = "TENANTS-ISOLATED"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -56,6 +60,7 @@ const (
 	Conns      Family = "conns"
 	CPU        Family = "cpu"
 	Fleet      Family = "fleet"
+	Tenants    Family = "tenants"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -100,6 +105,9 @@ var (
 	CPURuns        = Section{"cpu", "its condition"}
 	FleetRuns      = Section{"fleet", "the fleets compared"}
 	BudgetMode     = Section{"fleet.budget", "the remedy's mode"}
+	// TenantsRuns and TenantsSharedMode name the tenant claims' runs.
+	TenantsRuns       = Section{"tenants", "its condition and partitioned modes"}
+	TenantsSharedMode = Section{"tenants.shared", "the mode without partitions"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -183,6 +191,9 @@ var registry = []Claim{
 
 	{FleetMultiplies, Fleet, Needs{Sections: []Section{FleetRuns}}},
 	{FleetBudget, Fleet, Needs{Sections: []Section{FleetRuns, BudgetMode}}},
+
+	{TenantsDoS, Tenants, Needs{Sections: []Section{TenantsRuns, TenantsSharedMode}}},
+	{TenantsIsolated, Tenants, Needs{Sections: []Section{TenantsRuns}}},
 }
 
 // All returns every claim in report order (a copy).

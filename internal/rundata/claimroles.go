@@ -57,6 +57,10 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Fleet != nil
 	case claims.BudgetMode:
 		return e.Fleet != nil && e.Fleet.Budget != ""
+	case claims.TenantsRuns:
+		return e.Tenants != nil
+	case claims.TenantsSharedMode:
+		return e.Tenants != nil && e.Tenants.Shared != ""
 	}
 	return false
 }

@@ -79,6 +79,8 @@ type Expectations struct {
 	CPU *CPURoles `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 	// Fleet names the runs of the fleet claims; nil: none judged.
 	Fleet *FleetRoles `yaml:"fleet,omitempty" json:"fleet,omitempty"`
+	// Tenants names the runs of the tenant claims; nil: none judged.
+	Tenants *TenantsRoles `yaml:"tenants,omitempty" json:"tenants,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
