@@ -2,6 +2,7 @@ package measure
 
 import (
 	"math"
+	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -98,4 +99,47 @@ func PeakPoolShare(r RunSummary) Num {
 		}
 	}
 	return Num(peak)
+}
+
+// serviceEndpoint is the service's endpoint that endpoint ep's requests go
+// to: ep, or the path it shares with other load classes.
+func (r *Run) serviceEndpoint(ep string) string {
+	if p := r.EndpointInfo(ep).Path; p != "" {
+		return p
+	}
+	return ep
+}
+
+// tenantRefused is how many of endpoint ep's requests between from and to
+// its tenant's share refused at once, by the tenant stage's metrics: the
+// tenant's refusals, split among the endpoints of that tenant in
+// proportion to their results; 0 without a tenant stage.
+func (r *Run) tenantRefused(ep string, from, to time.Time) float64 {
+	t := r.EndpointInfo(ep).Tenant
+	if t == "" {
+		return 0
+	}
+	over := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantRequests, rundata.L("tenant", t), rundata.L("outcome", rundata.TenantOverShare)))
+	d, ok := rundir.DeltaOver(over, from, to)
+	if !ok || d <= 0 {
+		return 0
+	}
+	phase := r.mainPhase()
+	results := func(e string) float64 {
+		ps, ok := r.PhaseSummary(e, phase)
+		if !ok {
+			ps = r.mergeWindows(e, phase)
+		}
+		return float64(ps.Counts.Total())
+	}
+	mine, all := results(ep), 0.0
+	for _, e := range r.Meta.Endpoints {
+		if e.Tenant == t {
+			all += results(e.Name)
+		}
+	}
+	if all <= 0 {
+		return 0
+	}
+	return d * mine / all
 }

@@ -96,6 +96,9 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 			out[i].RetryAttempts = rt.Attempts
 		}
 		out[i].Tenant = s.tenantLabel(m, e) // tenants.go
+		if s.External == nil && e.servicePath() != e.Name {
+			out[i].Path = e.servicePath()
+		}
 	}
 	return out
 }

@@ -58,8 +58,8 @@ func TestPlanTenants(t *testing.T) {
 		tenants := map[string]string{}
 		for _, e := range r.Meta.Endpoints {
 			tenants[e.Name] = e.Tenant
-			if e.Pool != "shared" {
-				t.Errorf("run %s, %s: pool %q, want shared", r.ID, e.Name, e.Pool)
+			if e.Pool != "shared" || e.Path != "work" {
+				t.Errorf("run %s, %s: pool %q, path %q; want shared, work", r.ID, e.Name, e.Pool, e.Path)
 			}
 		}
 		if want := map[string]string{"noisy": "noisy", "quiet": "quiet", "guest": "guest"}; !reflect.DeepEqual(tenants, want) {
@@ -273,8 +273,8 @@ expectations:
 			}
 		}
 		for _, e := range r.Meta.Endpoints {
-			if e.Tenant != "" {
-				t.Errorf("run %s, %s: tenant %q from a stage the harness does not run", r.ID, e.Name, e.Tenant)
+			if e.Tenant != "" || e.Path != "" {
+				t.Errorf("run %s, %s: tenant %q, path %q; want neither for a service the harness does not run", r.ID, e.Name, e.Tenant, e.Path)
 			}
 		}
 	}
