@@ -145,7 +145,7 @@ func (tc TenantConfig) validate(pools []PoolSpec) error {
 	}
 	for _, ps := range pools {
 		if total > ps.Config.Size {
-			return fieldErrorf("tenant_partitions", "the partitions and tenant_other hold %d permits in all, more than pool %s's %d: partitions that a pool can overbook reserve nothing", total, ps.Name, ps.Config.Size)
+			return fieldErrorf("tenant_partitions", "the partitions, the other tenants' included, hold %d permits in all, more than pool %s's %d: partitions that a pool can overbook reserve nothing", total, ps.Name, ps.Config.Size)
 		}
 	}
 	return nil

@@ -526,14 +526,17 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 		if !ok {
 			ps = r.mergeWindows(ep, phase)
 		}
-		lambda := float64(ps.Counts.Total()) / secs
-		if lambda == 0 {
+		// Requests its tenant's share refused never reached the pool.
+		lambda := (float64(ps.Counts.Total()) - r.tenantRefused(ep, from, to)) / secs
+		if lambda <= 0 {
 			continue
 		}
 		w := math.NaN()
-		// The service labels its dependency calls by the endpoint that makes them.
-		sum := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, rundata.L("dependency", ep)))
-		cnt := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, rundata.L("dependency", ep)))
+		// The service labels its dependency calls by the endpoint that
+		// makes them: its own, which load classes may share (tenants.go).
+		l := rundata.L("dependency", r.serviceEndpoint(ep))
+		sum := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
+		cnt := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
 		ds, ok1 := rundir.DeltaOver(sum, from, to)
 		dc, ok2 := rundir.DeltaOver(cnt, from, to)
 		if ok1 && ok2 && dc > 0 {

@@ -114,6 +114,9 @@ type RunSummary struct {
 	// MemoryStop is set when the memory guard stopped the run (status
 	// stopped): the service's memory reached its ceiling.
 	MemoryStop *rundata.MemoryStop `json:"memory_stop,omitempty"`
+	// Tenants is what the service's tenant stage saw of each endpoint's
+	// tenant, when the experiment names the tenant claims.
+	Tenants *TenantsRun `json:"tenants,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -357,6 +360,7 @@ var runFamilies = []runFamily{
 	priorityFamily,  // priority.go: what was held for the critical endpoint, and what of it sat idle
 	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
 	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
+	tenantFamily,    // tenants.go: each endpoint's tenant, its share and what was refused over it
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -32,6 +32,7 @@ var families = [][]decision{
 	priorityDecisions,   // priority.go: permits reserved for the critical class
 	rateLimitDecisions,  // ratelimit.go: a rate limiter is not a bulkhead
 	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
+	tenantDecisions,     // tenants.go: one tenant's load against the others
 }
 
 // decisionOf is every family's decision by claim name.

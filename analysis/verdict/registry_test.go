@@ -35,6 +35,7 @@ func everyRole() rundata.Expectations {
 	e.Priority = &rundata.PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
 	e.RateLimit = &rundata.RateLimitRoles{}
 	e.Memory = &rundata.MemoryRoles{}
+	e.Tenants = &rundata.TenantsRoles{Condition: "batch", Shared: "shared", Isolated: []string{"partitioned"}}
 	return e
 }
 
@@ -81,6 +82,11 @@ func TestRegistryCoverage(t *testing.T) {
 		{"a fleet without a budget", func() rundata.Expectations {
 			e := everyRole()
 			e.Fleet.Budget = ""
+			return e
+		}()},
+		{"tenants without a shared mode", func() rundata.Expectations {
+			e := everyRole()
+			e.Tenants.Shared = ""
 			return e
 		}()},
 	} {

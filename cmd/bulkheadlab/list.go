@@ -41,6 +41,8 @@ var presetQuestions = map[string]string{
 		"limiter never fires while its calls in flight take the shared connections the other endpoint needs. ~1 min.",
 	"event-loop-memory": "What bounds the work in flight when nothing does? A stalled dependency on a service with " +
 		"no pool (an event loop): calls in flight and memory grow without end; an explicit semaphore keeps them flat. ~20 s.",
+	"noisy-tenant": "Does one tenant's big batch deny service to every other tenant on a shared pool, and do a " +
+		"partition per tenant or a fair share with a cap keep the quiet tenants at their baseline? ~1 min.",
 	"leak-hunt": "Does the service come back after the fault? Every error path and bursts above the limit, then " +
 		"recovery: judges recovery, leaked permits and limits that do not hold. ~3 min.",
 	"blast-radius": "If any one dependency gets slow or fails, which endpoints go down — including those that never " +

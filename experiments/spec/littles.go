@@ -95,6 +95,10 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 		if rt := s.clientRetry(m, e.Name, 0); rt != nil {
 			out[i].RetryAttempts = rt.Attempts
 		}
+		out[i].Tenant = s.tenantLabel(m, e) // tenants.go
+		if s.External == nil && e.servicePath() != e.Name {
+			out[i].Path = e.servicePath()
+		}
 	}
 	return out
 }
@@ -120,9 +124,13 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 	nested := map[string]float64{}
 	for _, pl := range pools {
 		if pl.Nested {
-			nested[pl.Endpoints[0]] = float64(pl.Limit * n)
+			for _, e := range pl.Endpoints {
+				nested[e] = float64(pl.Limit * n)
+			}
 		}
 	}
+	// A tenant stage holds each tenant to its partition or cap.
+	caps := s.tenantCaps(m, fr, n) // tenants.go
 	for _, pl := range pools {
 		var base, fault float64
 		var flows []flow
@@ -139,6 +147,9 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 			}
 			if l, ok := shed[e]; ok && !pl.Nested {
 				f.cap = min(f.cap, l*float64(n))
+			}
+			if l, ok := caps[e]; ok && !pl.Nested {
+				f.cap = min(f.cap, l)
 			}
 			base += min(r0*wb.Seconds(), f.cap)
 			fault += min(r1*wf.Seconds(), f.cap)

@@ -89,17 +89,27 @@ func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
 // Pools returns the service's pools in mode m, as the service builds them
 // (service.LayoutConfig.Pools). A mode that does not validate has none.
 func (s *Spec) Pools(m *Mode) []PoolLayout {
-	specs, err := s.layoutConfig(m).Pools(s.EndpointNames())
+	specs, err := s.layoutConfig(m).Pools(s.servicePaths())
 	if err != nil {
 		return nil
 	}
+	// A pool's endpoints are the load classes of its service endpoints
+	// (tenants.go): each endpoint of the spec, by the path it calls.
+	classes := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, s.loadClasses(p)...)
+		}
+		return out
+	}
 	out := make([]PoolLayout, len(specs))
 	for i, p := range specs {
-		out[i] = PoolLayout{Name: p.Name, Limit: p.Config.Size, Queue: p.Config.Queue, Endpoints: p.Endpoints}
+		out[i] = PoolLayout{Name: p.Name, Limit: p.Config.Size, Queue: p.Config.Queue, Endpoints: classes(p.Endpoints)}
 	}
-	for _, e := range s.Endpoints {
+	for _, path := range s.servicePaths() {
+		e, _ := s.endpointAt(path)
 		if p, ok := m.Policies[e.Dependency]; ok && p.Limit > 0 {
-			out = append(out, PoolLayout{Name: rundata.LimitPoolName(e.Name), Limit: p.Limit, Endpoints: []string{e.Name}, Nested: true})
+			out = append(out, PoolLayout{Name: rundata.LimitPoolName(path), Limit: p.Limit, Endpoints: s.loadClasses(path), Nested: true})
 		}
 	}
 	return out
@@ -118,9 +128,11 @@ func (s *Spec) serviceConfig(m *Mode) service.Config {
 	if m.Conns > 0 {
 		c.Conns = m.Conns
 	}
-	for _, e := range s.Endpoints {
-		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: e.Name, Query: e.Query})
+	for _, path := range s.servicePaths() {
+		e, _ := s.endpointAt(path)
+		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: path, Query: e.Query})
 	}
+	c.Tenants = s.tenantConfig(m)
 	return c
 }
 
@@ -269,22 +281,23 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
-		for _, e := range s.Endpoints {
-			svc.Upstreams[e.Name] = plan.Of(proxyComponent(e.Dependency), "")
+		for _, path := range s.servicePaths() {
+			e, _ := s.endpointAt(path)
+			svc.Upstreams[path] = plan.Of(proxyComponent(e.Dependency), "")
 			if s.pgDependency(e.Dependency) {
-				svc.Upstreams[e.Name] = postgresDSN(proxyComponent(e.Dependency))
+				svc.Upstreams[path] = postgresDSN(proxyComponent(e.Dependency))
 			}
 		}
 		pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
 	}
 	instances := s.InstancesOf(r.Mode)
 	for _, e := range s.Endpoints {
-		target := plan.Of(rundata.ServiceComponent, "/"+e.Name)
+		target := plan.Of(rundata.ServiceComponent, "/"+e.servicePath())
 		if x != nil {
 			target = plan.At(es.Targets[e.Name])
 		}
 		pe := plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
-			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.Name)}
+			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.servicePath())}
 		pe.Method, pe.Header, pe.Body = e.request()
 		pr.Load.Endpoints = append(pr.Load.Endpoints, pe)
 	}

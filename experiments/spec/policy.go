@@ -134,9 +134,10 @@ func (s *Spec) servicePolicies(m *Mode, seed func(endpoint string) uint64) map[s
 		return nil
 	}
 	out := map[string]service.PolicyConfig{}
-	for _, e := range s.Endpoints {
+	for _, path := range s.servicePaths() {
+		e, _ := s.endpointAt(path)
 		if p, ok := m.Policies[e.Dependency]; ok {
-			out[e.Name] = p.config(seed(e.Name))
+			out[path] = p.config(seed(path))
 		}
 	}
 	return out
@@ -179,7 +180,8 @@ func (s *Spec) policyFieldPath(mode int, field string) (string, bool) {
 		return "", false
 	}
 	ep, sub, _ := strings.Cut(rest, ".")
-	path := fmt.Sprintf("modes[%d].policies.%s", mode, s.DependencyOf(ep))
+	e, _ := s.endpointAt(ep)
+	path := fmt.Sprintf("modes[%d].policies.%s", mode, e.Dependency)
 	if sub != "" {
 		path += "." + sub
 	}

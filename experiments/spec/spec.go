@@ -137,9 +137,19 @@ type Service struct {
 }
 
 // Endpoint is one endpoint of the service: GET /<Name> calls Dependency.
+// It is also a load class: the load, the results and the verdicts are per
+// endpoint, so two endpoints that differ only by their requests (a tenant's
+// header) are two classes of the same calls (see Path).
 type Endpoint struct {
 	Name       string `yaml:"name"`
 	Dependency string `yaml:"dependency"`
+	// Path, for the built-in service, is the path segment its requests go
+	// to, GET /<Path> (default: Name). Endpoints that share a path are one
+	// endpoint of the service, with one pool in bulkhead mode (named by the
+	// path), and must call the same dependency: load classes of the same
+	// calls that differ by their headers (tenants.go). A service of your
+	// own is reached at its external.targets instead.
+	Path string `yaml:"path,omitempty"`
 	// Query, for an endpoint whose dependency is a PostgreSQL server of
 	// the run's own (protocol: postgres), is the SQL each call runs
 	// (postgres.go).
@@ -322,6 +332,10 @@ type Mode struct {
 	// RequestStateBytes, if set, replaces service.request_state_bytes in
 	// this mode.
 	RequestStateBytes ByteSize `yaml:"request_state_bytes,omitempty"`
+	// Tenants, if set, is the built-in service's tenant stage in this
+	// mode: one pool for every tenant (shared), a partition per tenant, or
+	// a fair share with a cap (tenants.go).
+	Tenants *Tenants `yaml:"tenants,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -64,6 +64,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateCPU(p)
 	s.validatePriority(p) // priority.go
 	s.validateNoPool(p)   // nolayout.go
+	s.validateTenants(p) // tenants.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
@@ -202,6 +203,9 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 		return path
 	}
 	if path, ok := priorityFieldPath(mode, field); ok {
+		return path
+	}
+	if path, ok := tenantFieldPath(mode, field); ok { // tenants.go
 		return path
 	}
 	name, sub, _ := strings.Cut(field, ".")
@@ -735,6 +739,7 @@ func (s *Spec) Warnings() []string {
 	out = append(out, s.arrivalsWarnings()...) // arrivals.go
 	out = append(out, s.phaseWarnings()...)    // scale.go
 	out = append(out, s.priorityWarnings()...) // priority.go
+	out = append(out, s.tenantWarnings()...)   // tenants.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+

@@ -48,6 +48,9 @@ const (
 	// nothing bounds an event loop's awaits.
 	RateLimitNotBulkhead = "RATELIMIT-NOT-BULKHEAD"
 	UnboundedGrows       = "UNBOUNDED-GROWS"
+	// Tenants.
+	TenantsDoS      = "TENANTS-DOS"
+	TenantsIsolated = "TENANTS-ISOLATED"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -66,6 +69,7 @@ const (
 	Priority   Family = "priority"
 	RateLimit  Family = "ratelimit"
 	Memory     Family = "memory"
+	Tenants    Family = "tenants"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -122,6 +126,9 @@ var (
 	PriorityRuns   = Section{"priority", "its condition and modes"}
 	RateLimitRuns  = Section{"ratelimit", "its rate-limited mode"}
 	MemoryRuns     = Section{"memory", "its unbounded mode"}
+	// TenantsRuns and TenantsSharedMode name the tenant claims' runs.
+	TenantsRuns       = Section{"tenants", "its condition and partitioned modes"}
+	TenantsSharedMode = Section{"tenants.shared", "the mode without partitions"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -209,6 +216,8 @@ var registry = []Claim{
 	{PriorityReserved, Priority, Needs{Sections: []Section{PriorityRuns}}},
 	{RateLimitNotBulkhead, RateLimit, Needs{Sections: []Section{RateLimitRuns}, Conditions: []Role{RateLimitCondition}, Modes: []Role{RateLimitMode, BulkheadMode}}},
 	{UnboundedGrows, Memory, Needs{Sections: []Section{MemoryRuns}, Conditions: []Role{MemoryCondition}, Modes: []Role{MemoryMode, MemoryControl}}},
+	{TenantsDoS, Tenants, Needs{Sections: []Section{TenantsRuns, TenantsSharedMode}}},
+	{TenantsIsolated, Tenants, Needs{Sections: []Section{TenantsRuns}}},
 }
 
 // All returns every claim in report order (a copy).

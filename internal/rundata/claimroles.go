@@ -67,6 +67,10 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.RateLimit != nil
 	case claims.MemoryRuns:
 		return e.Memory != nil
+	case claims.TenantsRuns:
+		return e.Tenants != nil
+	case claims.TenantsSharedMode:
+		return e.Tenants != nil && e.Tenants.Shared != ""
 	}
 	return false
 }

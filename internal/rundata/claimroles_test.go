@@ -21,6 +21,7 @@ func named() Expectations {
 	e.Priority = &PriorityRoles{Condition: "surge", Reserved: "reserved", Unreserved: "shared"}
 	e.RateLimit = &RateLimitRoles{}
 	e.Memory = &MemoryRoles{}
+	e.Tenants = &TenantsRoles{Condition: "surge", Shared: "shared", Isolated: []string{"partitioned"}}
 	return e
 }
 
@@ -60,6 +61,7 @@ func TestClaimSectionsAndRoles(t *testing.T) {
 		{claims.ContainedModes, func(e *Expectations) { e.Policy.Retry.Contained = nil }},
 		{claims.ConnsSizedRuns, func(e *Expectations) { e.Conns.Over = "" }},
 		{claims.BudgetMode, func(e *Expectations) { e.Fleet.Budget = "" }},
+		{claims.TenantsSharedMode, func(e *Expectations) { e.Tenants.Shared = "" }},
 	} {
 		e := named()
 		tt.edit(&e)
@@ -81,5 +83,28 @@ func TestCPURolesDefault(t *testing.T) {
 	conds, modes := e.Cells(c)
 	if len(conds) != 2 || conds[0] != "payload" || conds[1] != e.Healthy || len(modes) != 1 || modes[0] != "bulkhead" {
 		t.Errorf("CPU cells %v × %v, want [payload healthy] × [bulkhead]", conds, modes)
+	}
+}
+
+// TestTenantRolesDefault: the tenant claims' control, noisy and quiet
+// tenants default to the expectations' healthy condition, culprit and
+// victim; what is written stays.
+func TestTenantRolesDefault(t *testing.T) {
+	e := DefaultExpectations()
+	if e.TenantRoles() != nil {
+		t.Fatal("tenant roles without expectations.tenants")
+	}
+	e.Victim, e.Culprit = "quiet", "noisy"
+	e.Tenants = &TenantsRoles{Condition: "surge", Isolated: []string{"partitioned"}}
+	r := e.TenantRoles()
+	if r.Control != "healthy" || r.Noisy != "noisy" || len(r.Quiet) != 1 || r.Quiet[0] != "quiet" {
+		t.Errorf("defaults %+v, want control healthy, noisy noisy, quiet [quiet]", *r)
+	}
+	e.Tenants = &TenantsRoles{Condition: "surge", Control: "calm", Noisy: "batch", Quiet: []string{"q1", "q2"}}
+	if r := e.TenantRoles(); r.Control != "calm" || r.Noisy != "batch" || len(r.Quiet) != 2 {
+		t.Errorf("written roles changed: %+v", *r)
+	}
+	if e.Tenants.Control != "calm" || e.Tenants.Quiet[1] != "q2" {
+		t.Error("TenantRoles changed the expectations")
 	}
 }

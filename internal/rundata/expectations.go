@@ -86,6 +86,8 @@ type Expectations struct {
 	// Memory names the runs of the event-loop memory claim; nil: not
 	// judged.
 	Memory *MemoryRoles `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// Tenants names the runs of the tenant claims; nil: none judged.
+	Tenants *TenantsRoles `yaml:"tenants,omitempty" json:"tenants,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

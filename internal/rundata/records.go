@@ -154,6 +154,14 @@ type EndpointInfo struct {
 	// RetryAttempts is the most attempts its clients make (the first
 	// included); 0 when they do not retry.
 	RetryAttempts int `json:"retry_attempts,omitempty"`
+	// Tenant, when the built-in service has a tenant stage, is the label
+	// of its requests' tenant in the stage's metrics (the tenant's name,
+	// or "other" for one without a label of its own).
+	Tenant string `json:"tenant,omitempty"`
+	// Path, when it is not Name, is the built-in service's endpoint its
+	// requests go to (GET /<Path>), shared with the other endpoints of that
+	// path: the service's metrics are labelled by it.
+	Path string `json:"path,omitempty"`
 }
 
 // CanaryInfo describes a run's canary: a request that does no work, sent
