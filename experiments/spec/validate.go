@@ -64,7 +64,7 @@ func (s *Spec) validate(p *problems) {
 	s.validateCPU(p)
 	s.validatePriority(p) // priority.go
 	s.validateNoPool(p)   // nolayout.go
-	s.validateTenants(p) // tenants.go
+	s.validateTenants(p)  // tenants.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
