@@ -16,34 +16,10 @@ import (
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/measure"
 	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
-	"github.com/bulkheadlab/bulkheadlab/experiments/spec"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
-
-// presetEdited returns the preset's YAML with every (old, new) pair of
-// edits applied (each must apply) and two retries for a run the busy
-// machine made INVALID. Unlike shortPreset it leaves the load alone: these
-// presets' claims are about their rates.
-func presetEdited(t *testing.T, name string, edits ...string) string {
-	t.Helper()
-	b, err := spec.PresetSource(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	for i := 0; i < len(edits); i += 2 {
-		if !strings.Contains(text, edits[i]) {
-			t.Fatalf("preset %s has no %q to edit", name, edits[i])
-		}
-		text = strings.Replace(text, edits[i], edits[i+1], -1)
-	}
-	if strings.Contains(text, "\nvalidity: {") {
-		return strings.Replace(text, "\nvalidity: {", "\nvalidity: {retries: 2, ", 1)
-	}
-	return text + "validity: {retries: 2}\n"
-}
 
 // rateLimitShort is the rate-limit preset with short phases and the slow
 // condition only (two runs of ~4 s), its rates and A's added latency as

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -44,21 +43,29 @@ func (s *Spec) validateCPURoles(p *problems) {
 	}
 	const path = "expectations.cpu."
 	r := c.WithDefaults(s.Expectations.Healthy)
-	switch {
-	case r.Condition == "":
-		p.add(path+"condition", "required: the condition whose payloads the service decodes")
-	case s.condition(r.Condition) == nil:
-		p.add(path+"condition", "no condition %q in the matrix", r.Condition)
-	case r.Condition == r.Control:
-		p.add(path+"control", "must differ from the condition %q", r.Condition)
-	}
-	if s.condition(r.Control) == nil {
-		p.add(path+"control", "no condition %q in the matrix (default: expectations.healthy)", r.Control)
-	}
-	if !slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == r.Mode }) {
+	s.checkConditionAndControl(p, path, r.Condition, r.Control, "the condition whose payloads the service decodes")
+	if s.mode(r.Mode) == nil {
 		p.add(path+"mode", "no mode %q in the matrix (default: bulkhead)", r.Mode)
 	}
 	if r.MinP99RiseT < 0 || r.MinP99RiseT > 10 {
 		p.add(path+"min_p99_rise_t", "must be between 0 (default 0.1) and 10 T, got %g", r.MinP99RiseT)
+	}
+}
+
+// checkConditionAndControl checks a claim's condition and its healthy
+// control under the expectations' path ("expectations.cpu."): the
+// condition is given (what says what it is), both are in the matrix, and
+// they differ.
+func (s *Spec) checkConditionAndControl(p *problems, path, condition, control, what string) {
+	switch {
+	case condition == "":
+		p.add(path+"condition", "required: %s", what)
+	case s.condition(condition) == nil:
+		p.add(path+"condition", "no condition %q in the matrix", condition)
+	case condition == control:
+		p.add(path+"control", "must differ from the condition %q", condition)
+	}
+	if s.condition(control) == nil {
+		p.add(path+"control", "no condition %q in the matrix (default: expectations.healthy)", control)
 	}
 }

@@ -292,18 +292,8 @@ func (s *Spec) validateTenantRoles(p *problems) {
 	}
 	const path = "expectations.tenants."
 	r := s.Expectations.TenantRoles()
-	hasMode := func(n string) bool { return slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == n }) }
-	switch {
-	case r.Condition == "":
-		p.add(path+"condition", "required: the condition in which the noisy tenant's load rises")
-	case s.condition(r.Condition) == nil:
-		p.add(path+"condition", "no condition %q in the matrix", r.Condition)
-	case r.Condition == r.Control:
-		p.add(path+"control", "must differ from the condition %q", r.Condition)
-	}
-	if s.condition(r.Control) == nil {
-		p.add(path+"control", "no condition %q in the matrix (default: expectations.healthy)", r.Control)
-	}
+	hasMode := func(n string) bool { return s.mode(n) != nil }
+	s.checkConditionAndControl(p, path, r.Condition, r.Control, "the condition in which the noisy tenant's load rises")
 	if r.Shared != "" && !hasMode(r.Shared) {
 		p.add(path+"shared", "no mode %q in the matrix", r.Shared)
 	}
