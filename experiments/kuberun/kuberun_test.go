@@ -125,7 +125,9 @@ load: {rates: {a: 40, b: 40}}
 phases: {warmup: 300ms, baseline: 1s, fault: %s, recovery: 1s}
 conditions: [slow]
 validity: {retries: 2}
-expectations: {check: [P1, P2]}
+# a 2 s fault sends /b 80 calls: one lost to a stall of the loaded machine is 1.25 %%,
+# a bulkhead that does not isolate loses most of them
+expectations: {check: [P1, P2], p2_max_error_rate: 0.05}
 `, w.deps["A"], w.deps["B"], w.svc["shared"], w.svc["bulkhead"], fault)
 	sp, err := spec.Parse("kube-lifecycle.yaml", []byte(text))
 	if err != nil {
