@@ -261,17 +261,25 @@ func TestBurstOutcomes(t *testing.T) {
 		url     string
 		class   Class
 		dialErr int64
+		// timeout is the calls' timeout: short only where the timeout is
+		// the outcome (a race-instrumented TLS handshake on a loaded
+		// machine can take longer than 200 ms).
+		timeout time.Duration
 	}{
-		{srv.URL + "/ok", ClassOK, 0},
-		{srv.URL + "/dep_timeout", ClassDepTimeout, 0},
-		{srv.URL + "/hang", ClassClientTimeout, 0},
-		{srv.URL + "/teapot", ClassOther, 0},
-		{refusedURL(t), ClassTransportError, 8},
-		{tlsSrv.URL + "/", ClassOK, 0},
+		{srv.URL + "/ok", ClassOK, 0, 0},
+		{srv.URL + "/dep_timeout", ClassDepTimeout, 0, 0},
+		{srv.URL + "/hang", ClassClientTimeout, 0, 200 * time.Millisecond},
+		{srv.URL + "/teapot", ClassOther, 0, 0},
+		{refusedURL(t), ClassTransportError, 8, 0},
+		{tlsSrv.URL + "/", ClassOK, 0, 0},
 	}
 	for _, tt := range tests {
 		b := Burst{Label: "b", Target: "a", Requests: 8}
-		bp, err := newBurstPlan(b, Target{Name: "a", URL: tt.url}, cl, 200*time.Millisecond, tlsBase)
+		timeout := tt.timeout
+		if timeout == 0 {
+			timeout = 10 * time.Second
+		}
+		bp, err := newBurstPlan(b, Target{Name: "a", URL: tt.url}, cl, timeout, tlsBase)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.url, err)
 		}
