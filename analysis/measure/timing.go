@@ -68,9 +68,9 @@ type TimeSplit struct {
 	// Scope (TimingMetrics) is what the histograms' series of the row
 	// have in common when it is no endpoint: "service" (all of them),
 	// `pool=orders` (the value of external.timing.histograms.by).
-	Scope string `json:"scope,omitempty"`
-	Phase    string `json:"phase"`
-	Source   string `json:"source"`
+	Scope  string `json:"scope,omitempty"`
+	Phase  string `json:"phase"`
+	Source string `json:"source"`
 	// Wait and Work are the parts of each role, sorted by name; the
 	// metrics of the role rundata.TimingIgnore are left out.
 	Wait []TimePart `json:"wait,omitempty"`
