@@ -1,7 +1,10 @@
 package measure
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +206,66 @@ func TestWhereTimeHistograms(t *testing.T) {
 	}
 	if w = histRun(nil, poolTick).whereTime(); w != nil {
 		t.Errorf("no histograms declared: %+v, want nil", w)
+	}
+}
+
+// recordedRun is a run recorded from a service that exports a pool-wait
+// histogram in milliseconds and a query histogram (unit: ms) labelled pool
+// and app, with a decoy app observing 5 s on every request, while A was
+// slow (testdata/histograms: its meta and the service's samples).
+func recordedRun(t *testing.T) *Run {
+	t.Helper()
+	var r rundir.Run
+	b, err := os.ReadFile(filepath.Join("testdata", "histograms", "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r.Meta); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join("testdata", "histograms", "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for dec := json.NewDecoder(f); dec.More(); {
+		var s rundata.MetricSample
+		if err := dec.Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		r.Metrics = append(r.Metrics, s)
+	}
+	return &Run{&r}
+}
+
+// TestWhereTimeRecordedHistograms: on recorded samples the shared pool's
+// wait grew from the baseline to the fault beside its work (/a's slow
+// calls held the permits, /b waited), and the label filter keeps the
+// decoy's 5 s out; without the filter they are in.
+func TestWhereTimeRecordedHistograms(t *testing.T) {
+	r := recordedRun(t)
+	w := r.whereTime()
+	if w == nil || len(w.Shifts) != 1 || len(w.Notes) != 0 {
+		t.Fatalf("where %+v, want one shift, no note", w)
+	}
+	if sh := w.Shifts[0]; sh.Scope != "pool=shared" || sh.Grew != GrewBoth {
+		t.Errorf("shift %+v, want pool=shared's wait and work grown", sh)
+	}
+	for _, row := range w.Rows {
+		t.Logf("%s %s: %s", row.Who(), row.Phase, splitWords(row))
+		for _, p := range append(row.Wait, row.Work...) {
+			if p.P99Ms >= 4000 || p.MeanMs >= 4000 || !(p.P50Ms <= p.P99Ms) {
+				t.Errorf("%s %s: %+v: the decoy's 5 s were not filtered out, or p50 > p99", row.Phase, p.Name, p)
+			}
+		}
+		if row.Phase == rundata.PhaseFault && (len(row.Wait) != 1 || row.Wait[0].MeanMs < 20) {
+			t.Errorf("fault row %+v, want a wait of tens of ms", row)
+		}
+	}
+	r.Meta.TimingHistograms.Match = nil
+	for _, row := range r.whereTime().Rows {
+		if row.Phase == rundata.PhaseBaseline && row.Wait[0].P99Ms < 4000 {
+			t.Errorf("without the filter: baseline %+v, want the decoy's 5 s in its p99", row.Wait[0])
+		}
 	}
 }
