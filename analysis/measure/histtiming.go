@@ -277,8 +277,8 @@ func histNotes(h *rundata.TimingHistograms, found map[string]int, observed map[s
 		what := fmt.Sprintf("`%s` (a %s under external.timing.histograms): ", hg.Name, hg.Role)
 		switch found[hg.Name] {
 		case histAbsent:
-			out = append(out, what+fmt.Sprintf("the service never exported it in %d scrapes of its metrics: "+
-				"check the name (the histogram's, without _bucket) and that the service registers it (a histogram with labels appears once it observes)", samples))
+			out = append(out, what+"the service never exported it in the run's scrapes of its metrics: "+
+				"check the name (the histogram's, without _bucket) and that the service registers it (a histogram with labels appears once it observes)")
 		case histNotHist:
 			out = append(out, what+"exported, but not as a histogram (no _count series): a gauge or counter tells no wait or work")
 		case histUnmatched:

@@ -165,7 +165,7 @@ func TestWhereTimeHistograms(t *testing.T) {
 	if shifts["pool=orders"] != GrewWait || shifts["pool=catalog"] != GrewNeither {
 		t.Errorf("shifts %+v, want orders' wait grown, catalog's neither", w.Shifts)
 	}
-	if len(w.Notes) != 2 || !strings.Contains(w.Notes[0], "`missing_seconds` (a wait under external.timing.histograms): the service never exported it in 41 scrapes") ||
+	if len(w.Notes) != 2 || !strings.Contains(w.Notes[0], "`missing_seconds` (a wait under external.timing.histograms): the service never exported it in the run's scrapes") ||
 		!strings.Contains(w.Notes[1], "`gauge_seconds` (a wait under external.timing.histograms): exported, but not as a histogram") {
 		t.Errorf("notes %q, want missing_seconds never exported and gauge_seconds no histogram", w.Notes)
 	}

@@ -129,11 +129,12 @@ expectations: {slow: slowa}
 `, addr, deps["A"], deps["B"], proxyA, proxyB, timing)
 }
 
-// runHist runs spec and returns the results folder and, by run condition,
-// the shift of the row named who (its endpoint or scope) from the service's
-// histograms; it runs again (twice at most) when a run that did not shift
-// as want says was INVALID (the loaded machine, not the service).
-func runHist(t *testing.T, name string, spec func() string, who string, want map[string][]string) (string, verdict.Summary) {
+// runHist runs spec and returns the results folder, the console output
+// and the summary once the row named who (its endpoint or scope) from the
+// service's histograms shifted in every run as want says by condition; it
+// runs again (twice at most) when a run that did not was INVALID (the
+// loaded machine, not the service).
+func runHist(t *testing.T, name string, spec func() string, who string, want map[string][]string) (string, string, verdict.Summary) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		code, out, dir := runSpec(t, name, spec())
@@ -158,7 +159,7 @@ func runHist(t *testing.T, name string, spec func() string, who string, want map
 		}
 		switch {
 		case len(wrong) == 0:
-			return dir, sum
+			return dir, out, sum
 		case invalid && attempt < 3:
 			t.Logf("attempt %d had INVALID runs and %v: again", attempt, wrong)
 		case invalid:
@@ -197,7 +198,7 @@ func TestWhereTheTimeWentHistograms(t *testing.T) {
       work: [dependency_call_seconds]
       by: route`)
 	}
-	dir, sum := runHist(t, "timing-hist", spec, "/b", map[string][]string{"slowa": {measure.GrewWait}, "slowb": {measure.GrewWork}})
+	dir, out, sum := runHist(t, "timing-hist", spec, "/b", map[string][]string{"slowa": {measure.GrewWait}, "slowb": {measure.GrewWork}})
 
 	m, err := readMeta(dir, "slowa-shared-r1")
 	if err != nil || m.TimingHistograms == nil || len(m.TimingHistograms.Histograms) != 3 {
@@ -207,6 +208,9 @@ func TestWhereTheTimeWentHistograms(t *testing.T) {
 		if w := run.WhereTime; w == nil || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "`pool_queue_seconds` (a wait under external.timing.histograms): the service never exported it") {
 			t.Errorf("%s: notes %+v, want pool_queue_seconds never exported", run.ID, run.WhereTime)
 		}
+	}
+	if !strings.Contains(out, "NOTE: Where the time went, not read in 2 of 2 runs: `pool_queue_seconds`") {
+		t.Errorf("the console does not say pool_queue_seconds was not read:\n%s", out)
 	}
 	md := readReport(t, dir)
 	html, err := os.ReadFile(filepath.Join(dir, rundata.HTMLFile))
@@ -249,7 +253,7 @@ func TestWhereTheTimeWentPoolHistograms(t *testing.T) {
       by: pool
       match: {app: shop}`)
 	}
-	_, sum := runHist(t, "timing-hist", spec, "pool=shared", map[string][]string{"slowa": {measure.GrewBoth, measure.GrewWait}, "slowb": {measure.GrewWork}})
+	_, _, sum := runHist(t, "timing-hist", spec, "pool=shared", map[string][]string{"slowa": {measure.GrewBoth, measure.GrewWait}, "slowb": {measure.GrewWork}})
 	for _, run := range sum.Runs {
 		for _, row := range run.WhereTime.Rows {
 			if row.Source != measure.TimingMetrics {
