@@ -36,10 +36,8 @@ type histShape struct {
 	decoy prometheus.Labels
 }
 
-// histService is a user's service that says where its time went only in
-// the histograms it exports at /metrics (no Server-Timing): /a calls
-// dependency A and /b dependency B, each call holding one of 8 permits of
-// a pool both share (a caller waits at most 100 ms, then gets a 503).
+// histService is a sharedPoolHandler's service that says where its time
+// went only in the histograms it exports at /metrics (no Server-Timing).
 func histService(proxyA, proxyB string, sh histShape) func(context.Context, net.Listener) error {
 	reg := prometheus.NewRegistry()
 	var keys []string
@@ -51,82 +49,31 @@ func histService(proxyA, proxyB string, sh histShape) func(context.Context, net.
 	work := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: sh.work, Help: "Time of the dependency call.", Buckets: buckets}, keys)
 	reg.MustRegister(wait, work)
 	observe := func(h *prometheus.HistogramVec, route string, d time.Duration) {
-		h.With(sh.labels(route)).Observe(float64(d) / float64(time.Millisecond) / sh.perMs)
+		h.With(sh.labels(route)).Observe(timingMs(d) / sh.perMs)
 		if sh.decoy != nil {
 			h.With(sh.decoy).Observe(5000 / sh.perMs)
 		}
 	}
-	pool := make(chan struct{}, 8)
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	deps := map[string]string{"/a": "http://" + proxyA + "/", "/b": "http://" + proxyB + "/"}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		url, ok := deps[r.URL.Path]
-		if !ok {
-			return // the canary, a ready check
-		}
-		route := r.URL.Path[1:]
-		start := time.Now()
-		timer := time.NewTimer(100 * time.Millisecond)
-		defer timer.Stop()
-		select {
-		case pool <- struct{}{}:
-		case <-timer.C:
-			observe(wait, route, time.Since(start))
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		observe(wait, route, time.Since(start))
-		callStart := time.Now()
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-		}
-		<-pool
-		observe(work, route, time.Since(callStart))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			w.WriteHeader(http.StatusBadGateway)
-		}
-	})
-	return func(ctx context.Context, ln net.Listener) error {
-		srv := &http.Server{Handler: mux}
-		go func() { <-ctx.Done(); srv.Close() }()
-		return srv.Serve(ln)
-	}
+	mux.Handle("/", sharedPoolHandler(proxyA, proxyB, poolHooks{
+		gaveUp: func(_ http.ResponseWriter, route string, d time.Duration) { observe(wait, route, d) },
+		called: func(_ http.ResponseWriter, route string, d, call time.Duration) {
+			observe(wait, route, d)
+			observe(work, route, call)
+		},
+	}))
+	return serveHandler(mux)
 }
 
 // histSpec starts a histService of shape sh (and its dependencies) and
-// returns the experiment on it: A slow (its calls hold the shared pool),
-// then B slow (its own calls take longer, the pool has room), histograms
-// as timing (external.timing's body) declares them.
-func histSpec(t *testing.T, sh histShape, timing string) string {
+// returns timingSpec's experiment on it, its histograms as hist (the body
+// of external.timing.histograms) declares them.
+func histSpec(t *testing.T, sh histShape, hist string) string {
 	deps := stubDeps(t, service.DepConfig{Latency: 5 * time.Millisecond, Seed: 1, Size: 16})
 	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	addr := serveOn(t, histService(proxyA, proxyB, sh))
-	return fmt.Sprintf(`name: timing-hist
-seed: 5
-external:
-  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
-  canary:    "http://%[1]s/healthz"
-  metrics:   {url: "http://%[1]s/metrics"}
-  upstreams: {A: "%[2]s", B: "%[3]s"}
-  proxies:   {A: "%[4]s", B: "%[5]s"}
-  rules:
-    - {status: "503", class: rejected}
-    - {status: "502", class: dep_error}
-  timing:
-%[6]s
-service: {timeout: 250ms, max_wait: 100ms}
-load: {rates: {a: 50, b: 20}}
-phases: {warmup: 300ms, baseline: 1s, fault: 2s, recovery: 300ms}
-validity: {retries: 0}
-conditions:
-  - {name: slowa, dependency: A, faults: [{type: latency, latency: 200ms}]}
-  - {name: slowb, dependency: B, faults: [{type: latency, latency: 40ms}]}
-modes: [shared]
-expectations: {slow: slowa}
-`, addr, deps["A"], deps["B"], proxyA, proxyB, timing)
+	return timingSpec(addr, deps, proxyA, proxyB, fmt.Sprintf("  metrics: {url: \"http://%s/metrics\"}\n  timing:\n    histograms:\n%s", addr, hist))
 }
 
 // runHist runs spec and returns the results folder, the console output
@@ -193,12 +140,11 @@ func TestWhereTheTimeWentHistograms(t *testing.T) {
 	spec := func() string {
 		sh := histShape{wait: "pool_acquire_seconds", work: "dependency_call_seconds", perMs: 1000,
 			labels: func(route string) prometheus.Labels { return prometheus.Labels{"route": route} }}
-		return histSpec(t, sh, `    histograms:
-      wait: [pool_acquire_seconds, pool_queue_seconds]
+		return histSpec(t, sh, `      wait: [pool_acquire_seconds, pool_queue_seconds]
       work: [dependency_call_seconds]
       by: route`)
 	}
-	dir, out, sum := runHist(t, "timing-hist", spec, "/b", map[string][]string{"slowa": {measure.GrewWait}, "slowb": {measure.GrewWork}})
+	dir, out, sum := runHist(t, "timing", spec, "/b", map[string][]string{"slowa": {measure.GrewWait}, "slowb": {measure.GrewWork}})
 
 	m, err := readMeta(dir, "slowa-shared-r1")
 	if err != nil || m.TimingHistograms == nil || len(m.TimingHistograms.Histograms) != 3 {
@@ -246,14 +192,13 @@ func TestWhereTheTimeWentPoolHistograms(t *testing.T) {
 		sh := histShape{wait: "db_pool_wait_milliseconds", work: "db_query_time", perMs: 1,
 			labels: func(string) prometheus.Labels { return prometheus.Labels{"pool": "shared", "app": "shop"} },
 			decoy:  prometheus.Labels{"pool": "shared", "app": "other"}}
-		return histSpec(t, sh, `    histograms:
-      wait: [db_pool_wait_milliseconds]
+		return histSpec(t, sh, `      wait: [db_pool_wait_milliseconds]
       work: [db_query_time]
       unit: ms
       by: pool
       match: {app: shop}`)
 	}
-	_, _, sum := runHist(t, "timing-hist", spec, "pool=shared", map[string][]string{"slowa": {measure.GrewBoth, measure.GrewWait}, "slowb": {measure.GrewWork}})
+	_, _, sum := runHist(t, "timing", spec, "pool=shared", map[string][]string{"slowa": {measure.GrewBoth, measure.GrewWait}, "slowb": {measure.GrewWork}})
 	for _, run := range sum.Runs {
 		for _, row := range run.WhereTime.Rows {
 			if row.Source != measure.TimingMetrics {
