@@ -49,25 +49,13 @@ func (s *Spec) validateTiming(p *problems) {
 	if t == nil {
 		return
 	}
-	seen := map[string]string{}
-	for _, l := range []struct {
-		role  string
-		names []string
-	}{{rundata.TimingWait, t.Wait}, {rundata.TimingWork, t.Work}, {rundata.TimingIgnore, t.Ignore}} {
-		for i, n := range l.names {
-			path := fmt.Sprintf("external.timing.%s[%d]", l.role, i)
-			switch {
-			case !loadgen.ValidTimingName(n):
-				p.add(path, "want a Server-Timing metric name (a token such as db or pool_wait, at most %d bytes, as your service sends it), got %q", rundata.MaxTimingText, n)
-			case seen[n] == l.role:
-				p.add(path, "%q is listed twice", n)
-			case seen[n] != "":
-				p.add(path, "%q is also listed under %s: a metric has one role", n, seen[n])
-			default:
-				seen[n] = l.role
+	checkRoles(p, "external.timing", "a metric", []roleNames{{rundata.TimingWait, t.Wait}, {rundata.TimingWork, t.Work}, {rundata.TimingIgnore, t.Ignore}},
+		func(n string) string {
+			if !loadgen.ValidTimingName(n) {
+				return fmt.Sprintf("want a Server-Timing metric name (a token such as db or pool_wait, at most %d bytes, as your service sends it), got %q", rundata.MaxTimingText, n)
 			}
-		}
-	}
+			return ""
+		})
 	s.validateTimingHistograms(p, t.Histograms)
 }
 
@@ -85,29 +73,17 @@ func (s *Spec) validateTimingHistograms(p *problems, h *TimingHistograms) {
 	if h.Unit != "" && rundata.UnitMs(h.Unit) == 0 {
 		p.add(at+".unit", "want s, ms, us or ns, got %q", h.Unit)
 	}
-	seen := map[string]string{}
-	for _, l := range []struct {
-		role  string
-		names []string
-	}{{rundata.TimingWait, h.Wait}, {rundata.TimingWork, h.Work}} {
-		for i, n := range l.names {
-			path := fmt.Sprintf("%s.%s[%d]", at, l.role, i)
-			switch {
-			case !model.IsValidLegacyMetricName(n):
-				p.add(path, "want a Prometheus metric name such as pg_pool_acquire_seconds, got %q", n)
-			case histSeries(n) != "":
-				p.add(path, "name the histogram, not its series: %q, not %q", strings.TrimSuffix(n, histSeries(n)), n)
-			case rundata.UnitOfName(n) == "" && h.Unit == "":
-				p.add(path, "%q does not say its unit (_seconds, _milliseconds, _microseconds, _nanoseconds): give unit (s, ms, us or ns)", n)
-			case seen[n] == l.role:
-				p.add(path, "%q is listed twice", n)
-			case seen[n] != "":
-				p.add(path, "%q is also listed under %s: a histogram has one role", n, seen[n])
-			default:
-				seen[n] = l.role
-			}
+	checkRoles(p, at, "a histogram", []roleNames{{rundata.TimingWait, h.Wait}, {rundata.TimingWork, h.Work}}, func(n string) string {
+		switch {
+		case !model.IsValidLegacyMetricName(n):
+			return fmt.Sprintf("want a Prometheus metric name such as pg_pool_acquire_seconds, got %q", n)
+		case histSeries(n) != "":
+			return fmt.Sprintf("name the histogram, not its series: %q, not %q", strings.TrimSuffix(n, histSeries(n)), n)
+		case rundata.UnitOfName(n) == "" && h.Unit == "":
+			return fmt.Sprintf("%q does not say its unit (_seconds, _milliseconds, _microseconds, _nanoseconds): give unit (s, ms, us or ns)", n)
 		}
-	}
+		return ""
+	})
 	if h.By != "" && (!model.LabelName(h.By).IsValidLegacy() || h.By == model.BucketLabel) {
 		p.add(at+".by", "want a label name of the histograms' series (such as pool), not le, got %q", h.By)
 	}
@@ -120,6 +96,35 @@ func (s *Spec) validateTimingHistograms(p *problems, h *TimingHistograms) {
 		if es := s.ExternalOf(&s.Modes[i]); es.Metrics == nil {
 			p.add(at, "mode %s has no external.metrics.url to scrape the histograms from", s.Modes[i].Name)
 			break
+		}
+	}
+}
+
+// roleNames are the names a spec lists under one role.
+type roleNames struct {
+	role  string
+	names []string
+}
+
+// checkRoles checks the names listed under each role at path.<role>[i]:
+// each one that bad finds fault with (its message; "" for none) is a
+// problem, and so is a name listed twice or under two roles (what is "a
+// metric", "a histogram").
+func checkRoles(p *problems, at, what string, lists []roleNames, bad func(string) string) {
+	seen := map[string]string{}
+	for _, l := range lists {
+		for i, n := range l.names {
+			path := fmt.Sprintf("%s.%s[%d]", at, l.role, i)
+			switch msg := bad(n); {
+			case msg != "":
+				p.add(path, "%s", msg)
+			case seen[n] == l.role:
+				p.add(path, "%q is listed twice", n)
+			case seen[n] != "":
+				p.add(path, "%q is also listed under %s: %s has one role", n, seen[n], what)
+			default:
+				seen[n] = l.role
+			}
 		}
 	}
 }
@@ -152,10 +157,7 @@ func (t *ExternalTiming) histograms() *rundata.TimingHistograms {
 	}
 	h := t.Histograms
 	out := &rundata.TimingHistograms{By: h.By, Match: h.Match}
-	for _, l := range []struct {
-		role  string
-		names []string
-	}{{rundata.TimingWait, h.Wait}, {rundata.TimingWork, h.Work}} {
+	for _, l := range []roleNames{{rundata.TimingWait, h.Wait}, {rundata.TimingWork, h.Work}} {
 		for _, n := range l.names {
 			unit := rundata.UnitOfName(n)
 			if h.Unit != "" {
