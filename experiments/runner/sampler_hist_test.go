@@ -81,3 +81,27 @@ func TestSamplerKeepsTimingHistograms(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogramWarnings: the pre-flight warns of a named histogram the
+// service does not export (a gauge of that name is no histogram), and of
+// metrics that do not answer; a histogram it exports is no warning.
+func TestHistogramWarnings(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, histBody+"# TYPE gauge_seconds gauge\ngauge_seconds 3\n")
+	}))
+	defer srv.Close()
+	run := plan.Run{Mode: "shared", ServiceMetrics: &plan.ServiceMetrics{URL: srv.URL,
+		Map: &plan.MetricMap{Histograms: []string{"pg_pool_acquire_seconds", "query_ms", "gauge_seconds", "missing_seconds"}}}}
+	got := histogramWarnings(context.Background(), run)
+	if len(got) != 2 || !strings.Contains(got[0], "no histogram gauge_seconds at "+srv.URL) || !strings.Contains(got[1], "no histogram missing_seconds") {
+		t.Errorf("warnings %q, want gauge_seconds and missing_seconds", got)
+	}
+	srv.Close()
+	if got := histogramWarnings(context.Background(), run); len(got) != 1 || !strings.Contains(got[0], "did not answer") {
+		t.Errorf("metrics down: warnings %q", got)
+	}
+	run.ServiceMetrics.Map.Histograms = nil
+	if got := histogramWarnings(context.Background(), run); got != nil {
+		t.Errorf("no histograms named: warnings %q", got)
+	}
+}
