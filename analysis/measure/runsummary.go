@@ -84,8 +84,9 @@ type RunSummary struct {
 	// service exports its connection pools.
 	ConnWaits []ConnWait `json:"conn_waits,omitempty"`
 	// WhereTime is where the endpoints' time went, waiting or working,
-	// when the service says so in Server-Timing headers or exports its
-	// connection hold times.
+	// when the service says so in Server-Timing headers, exports its
+	// connection hold times or the histograms external.timing.histograms
+	// names.
 	WhereTime *WhereTime `json:"where_time_went,omitempty"`
 	// Policy holds the culprit's policy numbers when the experiment names
 	// policy claims.

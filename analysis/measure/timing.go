@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -43,22 +44,33 @@ const (
 
 // WhereTime is where a run's endpoints spent their time, phase by phase:
 // waiting (for a pool's connection, in a queue) or working (a query, a
-// call), as the service itself said in its Server-Timing headers, or, for
-// the built-in service, as its connection metrics measure it.
+// call), as the service itself said in its Server-Timing headers or in the
+// histograms it exports, or, for the built-in service, as its connection
+// metrics measure it.
 type WhereTime struct {
 	// Rows are per endpoint (sorted) and phase (in order, warmup left
-	// out).
+	// out), then per scope of the service's histograms that is no endpoint
+	// (sorted).
 	Rows []TimeSplit `json:"rows"`
-	// Shifts say, per endpoint and source, what grew from the baseline to
-	// the fault phase.
+	// Shifts say, per endpoint or scope and source, what grew from the
+	// baseline to the fault phase.
 	Shifts []TimeShift `json:"shifts,omitempty"`
+	// Notes say which histograms of external.timing.histograms gave no
+	// row, and why (the service never exported one, …).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TimeSplit is one endpoint's time in one phase, from one source.
 type TimeSplit struct {
+	// Endpoint is the endpoint; "" for a row of TimingMetrics whose scope
+	// is no endpoint.
 	Endpoint string `json:"endpoint"`
-	Phase    string `json:"phase"`
-	Source   string `json:"source"`
+	// Scope (TimingMetrics) is what the histograms' series of the row
+	// have in common when it is no endpoint: "service" (all of them),
+	// `pool=orders` (the value of external.timing.histograms.by).
+	Scope  string `json:"scope,omitempty"`
+	Phase  string `json:"phase"`
+	Source string `json:"source"`
 	// Wait and Work are the parts of each role, sorted by name; the
 	// metrics of the role rundata.TimingIgnore are left out.
 	Wait []TimePart `json:"wait,omitempty"`
@@ -72,7 +84,8 @@ type TimeSplit struct {
 }
 
 // TimePart is one metric's distribution over a phase. P50Ms and P99Ms are
-// undefined for TimingConnMetrics (means only).
+// undefined for TimingConnMetrics (means only) and for a TimingMetrics
+// summary or histogram without a +Inf bucket.
 type TimePart struct {
 	Name   string `json:"name"`
 	Desc   string `json:"desc,omitempty"`
@@ -94,6 +107,7 @@ const (
 // fault phase.
 type TimeShift struct {
 	Endpoint string `json:"endpoint"`
+	Scope    string `json:"scope,omitempty"`
 	Source   string `json:"source"`
 	// Grew is GrewWait, GrewWork, GrewBoth or GrewNeither, by the means of
 	// each role's parts together (TimeGrowthMinMs, TimeGrowthShare,
@@ -104,27 +118,38 @@ type TimeShift struct {
 }
 
 // timingFamily adds where the run's time went; nil when the service sent
-// no Server-Timing and exports no connection hold times.
+// no Server-Timing, exports no connection hold times and declares no
+// histograms.
 func timingFamily(r *Run, s *RunSummary, _ rundata.Expectations) { s.WhereTime = r.whereTime() }
 
 func (r *Run) whereTime() *WhereTime {
 	var w WhereTime
+	hist := r.histTiming()
 	for _, ep := range r.Endpoints() {
-		for _, src := range []func(ep string) []TimeSplit{r.serverTimingRows, r.connTimingRows} {
-			rows := src(ep)
-			if len(rows) == 0 {
-				continue
-			}
-			w.Rows = append(w.Rows, rows...)
-			if sh, ok := timeShift(rows); ok {
-				w.Shifts = append(w.Shifts, sh)
-			}
-		}
+		w.add(r.serverTimingRows(ep))
+		w.add(r.connTimingRows(ep))
+		w.add(hist.rows[ep])
+		delete(hist.rows, ep)
 	}
-	if len(w.Rows) == 0 {
+	for _, scope := range slices.Sorted(maps.Keys(hist.rows)) {
+		w.add(hist.rows[scope])
+	}
+	w.Notes = hist.notes
+	if len(w.Rows)+len(w.Notes) == 0 {
 		return nil
 	}
 	return &w
+}
+
+// add adds one endpoint's or scope's rows of one source, and their shift.
+func (w *WhereTime) add(rows []TimeSplit) {
+	if len(rows) == 0 {
+		return
+	}
+	w.Rows = append(w.Rows, rows...)
+	if sh, ok := timeShift(rows); ok {
+		w.Shifts = append(w.Shifts, sh)
+	}
 }
 
 // timedPhases are the run's phases whose time the report splits: all but
@@ -223,7 +248,7 @@ func timeShift(rows []TimeSplit) (TimeShift, bool) {
 	}
 	wait, work := roleMeans(base.Wait, fault.Wait), roleMeans(base.Work, fault.Work)
 	waitGrew, workGrew := wait.grew(work.rise()), work.grew(wait.rise())
-	sh := TimeShift{Endpoint: fault.Endpoint, Source: fault.Source, Grew: GrewNeither}
+	sh := TimeShift{Endpoint: fault.Endpoint, Scope: fault.Scope, Source: fault.Source, Grew: GrewNeither}
 	switch {
 	case waitGrew && workGrew:
 		sh.Grew = GrewBoth
@@ -247,8 +272,17 @@ func timeShift(rows []TimeSplit) (TimeShift, bool) {
 	default:
 		what = "neither the wait nor the work grew from the baseline"
 	}
-	sh.Text = fmt.Sprintf("/%s: fault phase: %s; %s", fault.Endpoint, splitWords(*fault), what)
+	sh.Text = fmt.Sprintf("%s: fault phase: %s; %s", fault.Who(), splitWords(*fault), what)
 	return sh, true
+}
+
+// Who names the row's endpoint ("/search") or, for a row of the service's
+// histograms that is no endpoint's, its scope ("service", "pool=orders").
+func (t TimeSplit) Who() string {
+	if t.Endpoint == "" {
+		return t.Scope
+	}
+	return "/" + t.Endpoint
 }
 
 // roleMean is one role's parts together, their means summed, in the

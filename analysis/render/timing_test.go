@@ -47,3 +47,38 @@ func TestWhereTimeSection(t *testing.T) {
 		t.Errorf("no rows: markdown %q, HTML %q; want nothing", b.String(), timingHTML(none))
 	}
 }
+
+// TestWhereTimeSectionMetrics: a row of the service's histograms names its
+// scope, the introduction explains the source, and a histogram that could
+// not be read is said in both outputs, even without any row.
+func TestWhereTimeSectionMetrics(t *testing.T) {
+	part := func(name string, ms float64) []measure.TimePart {
+		return []measure.TimePart{{Name: name, Count: 200, P50Ms: measure.Num(ms), P99Ms: measure.Num(ms * 2), MeanMs: measure.Num(ms)}}
+	}
+	s := &verdict.Summary{Runs: []measure.RunSummary{{ID: "slow-shared-r1", WhereTime: &measure.WhereTime{
+		Rows: []measure.TimeSplit{{Scope: "pool=orders", Phase: "fault", Source: measure.TimingMetrics, With: measure.Undefined, Without: measure.Undefined,
+			Wait: part("acq_seconds", 75), Work: part("query_ms", 15)}},
+		Notes: []string{"`missing_seconds` (a wait under external.timing.histograms): the service never exported it"},
+	}}}}
+	var b bytes.Buffer
+	writeTimingMD(&b, s)
+	md := b.String()
+	for _, want := range []string{"Source metrics: the histograms your service exports",
+		"| slow-shared-r1 | pool=orders | fault | metrics | `acq_seconds` 75.00 / 150.0 | `query_ms` 15.00 / 30.00 | — |",
+		"- slow-shared-r1 (metrics): **not read**: `missing_seconds` (a wait under external.timing.histograms): the service never exported it"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	html := string(timingHTML(s))
+	for _, want := range []string{"<td>pool=orders</td>", "<strong>not read</strong>: `missing_seconds`"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, html)
+		}
+	}
+	s.Runs[0].WhereTime.Rows = nil
+	b.Reset()
+	if writeTimingMD(&b, s); !strings.Contains(b.String(), "**not read**") || strings.Contains(b.String(), "| run |") {
+		t.Errorf("notes alone: %s, want the note and no table", b.String())
+	}
+}

@@ -28,6 +28,31 @@ func (s *Summary) notices() []string {
 		}
 	}
 	out = append(out, s.unclassifiedNotices()...)
+	out = append(out, s.timingNotices()...)
+	return out
+}
+
+// timingNotices are the histograms of external.timing.histograms that
+// could not be read (measure.WhereTime.Notes), each once with the number
+// of runs it was said of.
+func (s *Summary) timingNotices() []string {
+	var order []string
+	runs := map[string]int{}
+	for _, r := range s.Runs {
+		if r.WhereTime == nil {
+			continue
+		}
+		for _, n := range r.WhereTime.Notes {
+			if runs[n] == 0 {
+				order = append(order, n)
+			}
+			runs[n]++
+		}
+	}
+	var out []string
+	for _, n := range order {
+		out = append(out, fmt.Sprintf("Where the time went, not read in %d of %d runs: %s", runs[n], len(s.Runs), n))
+	}
 	return out
 }
 

@@ -17,29 +17,37 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
-// timingService is a user's service as small as it gets: /a calls
-// dependency A and /b dependency B, each call holding one of 8 connections
-// of a pool both share (a caller waits at most 100 ms for one, then gets a
-// 503), and every answer says where its time went:
-// `Server-Timing: pool;dur=<wait>, db;dur=<call>` (db only once the call
-// was made).
-func timingService(proxyA, proxyB string) func(context.Context, net.Listener) error {
+// poolHooks are what a sharedPoolHandler's service says of a request:
+// gaveUp is called when it waited in vain for a permit (before its 503),
+// called after its dependency call; each may set w's headers.
+type poolHooks struct {
+	gaveUp func(w http.ResponseWriter, route string, wait time.Duration)
+	called func(w http.ResponseWriter, route string, wait, call time.Duration)
+}
+
+// sharedPoolHandler is a user's service as small as it gets: /a calls
+// dependency A (at proxyA) and /b dependency B (at proxyB), each call
+// holding one of 8 permits of a pool both share (a caller waits at most
+// 100 ms for one, then gets a 503); any other path answers 200 (the
+// canary, a ready check).
+func sharedPoolHandler(proxyA, proxyB string, hooks poolHooks) http.Handler {
 	pool := make(chan struct{}, 8)
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	deps := map[string]string{"/a": "http://" + proxyA + "/", "/b": "http://" + proxyB + "/"}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		url, ok := deps[r.URL.Path]
 		if !ok {
-			w.WriteHeader(http.StatusOK) // the canary, a ready check
+			w.WriteHeader(http.StatusOK)
 			return
 		}
+		route := r.URL.Path[1:]
 		start := time.Now()
 		timer := time.NewTimer(100 * time.Millisecond)
 		defer timer.Stop()
 		select {
 		case pool <- struct{}{}:
 		case <-timer.C:
-			w.Header().Set("Server-Timing", fmt.Sprintf("pool;dur=%.3f", timingMs(time.Since(start))))
+			hooks.gaveUp(w, route, time.Since(start))
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -50,16 +58,62 @@ func timingService(proxyA, proxyB string) func(context.Context, net.Listener) er
 			resp.Body.Close()
 		}
 		<-pool
-		w.Header().Set("Server-Timing", fmt.Sprintf(`pool;desc="connection";dur=%.3f, db;dur=%.3f`, timingMs(wait), timingMs(time.Since(callStart))))
+		hooks.called(w, route, wait, time.Since(callStart))
 		if err != nil || resp.StatusCode != http.StatusOK {
 			w.WriteHeader(http.StatusBadGateway)
 		}
 	})
+}
+
+// serveHandler serves h on the listener until the context ends.
+func serveHandler(h http.Handler) func(context.Context, net.Listener) error {
 	return func(ctx context.Context, ln net.Listener) error {
 		srv := &http.Server{Handler: h}
 		go func() { <-ctx.Done(); srv.Close() }()
 		return srv.Serve(ln)
 	}
+}
+
+// timingService is a sharedPoolHandler whose every answer says where its
+// time went: `Server-Timing: pool;dur=<wait>, db;dur=<call>` (db only
+// once the call was made).
+func timingService(proxyA, proxyB string) func(context.Context, net.Listener) error {
+	return serveHandler(sharedPoolHandler(proxyA, proxyB, poolHooks{
+		gaveUp: func(w http.ResponseWriter, _ string, wait time.Duration) {
+			w.Header().Set("Server-Timing", fmt.Sprintf("pool;dur=%.3f", timingMs(wait)))
+		},
+		called: func(w http.ResponseWriter, _ string, wait, call time.Duration) {
+			w.Header().Set("Server-Timing", fmt.Sprintf(`pool;desc="connection";dur=%.3f, db;dur=%.3f`, timingMs(wait), timingMs(call)))
+		},
+	}))
+}
+
+// timingSpec is the experiment on a sharedPoolHandler's service at addr,
+// with external's own lines (indented two spaces) added: A slow (its calls
+// hold the shared pool), then B slow (its own calls take longer, the pool
+// has room).
+func timingSpec(addr string, deps map[string]string, proxyA, proxyB, external string) string {
+	return fmt.Sprintf(`name: timing
+seed: 5
+external:
+  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
+  canary:    "http://%[1]s/healthz"
+  upstreams: {A: "%[2]s", B: "%[3]s"}
+  proxies:   {A: "%[4]s", B: "%[5]s"}
+  rules:
+    - {status: "503", class: rejected}
+    - {status: "502", class: dep_error}
+%[6]s
+service: {timeout: 250ms, max_wait: 100ms}
+load: {rates: {a: 50, b: 20}}
+phases: {warmup: 300ms, baseline: 1s, fault: 2s, recovery: 300ms}
+validity: {retries: 0}
+conditions:
+  - {name: slowa, dependency: A, faults: [{type: latency, latency: 200ms}]}
+  - {name: slowb, dependency: B, faults: [{type: latency, latency: 40ms}]}
+modes: [shared]
+expectations: {slow: slowa}
+`, addr, deps["A"], deps["B"], proxyA, proxyB, strings.TrimRight(external, "\n"))
 }
 
 func timingMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -79,27 +133,7 @@ func TestWhereTheTimeWent(t *testing.T) {
 	proxyA, proxyB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	addr := serveOn(t, timingService(proxyA, proxyB))
 
-	spec := fmt.Sprintf(`name: timing
-seed: 5
-external:
-  targets:   {a: "http://%[1]s/a", b: "http://%[1]s/b"}
-  canary:    "http://%[1]s/healthz"
-  upstreams: {A: "%[2]s", B: "%[3]s"}
-  proxies:   {A: "%[4]s", B: "%[5]s"}
-  rules:
-    - {status: "503", class: rejected}
-    - {status: "502", class: dep_error}
-  timing: {wait: [pool], work: [db]}
-service: {timeout: 250ms, max_wait: 100ms}
-load: {rates: {a: 50, b: 20}}
-phases: {warmup: 300ms, baseline: 1s, fault: 2s, recovery: 300ms}
-validity: {retries: 0}
-conditions:
-  - {name: slowa, dependency: A, faults: [{type: latency, latency: 200ms}]}
-  - {name: slowb, dependency: B, faults: [{type: latency, latency: 40ms}]}
-modes: [shared]
-expectations: {slow: slowa}
-`, addr, deps["A"], deps["B"], proxyA, proxyB)
+	spec := timingSpec(addr, deps, proxyA, proxyB, "  timing: {wait: [pool], work: [db]}")
 	// --check judges P1 on these runs (not what this test is about): any
 	// verdict's exit code will do, not a harness error.
 	code, out, dir := runSpec(t, "timing", spec)

@@ -380,6 +380,9 @@ type MetricMap struct {
 	// (empty: not exported), each series labelled by ConnPoolLabel.
 	ConnInUse, ConnLimit, ConnWaiting string
 	ConnPoolLabel                     string
+	// Histograms are the family names of histograms whose series (buckets,
+	// sum and count) the sampler keeps under their own names.
+	Histograms []string
 }
 
 // AvailableMetric is the canonical name MetricMap.Canonical gives free

@@ -143,6 +143,7 @@ func (r *Runner) preflightMode(ctx context.Context, run plan.Run, logs string) (
 	var errs []error
 	if !r.SkipTargetProbes {
 		n, warns, errs = probeTargets(ctx, run, st)
+		warns = append(warns, histogramWarnings(ctx, run)...)
 	}
 	if derr := st.Died(); derr != nil && ctx.Err() == nil {
 		errs = append(errs, &SetupError{Mode: run.Mode, What: "a component exited during the pre-flight", Err: derr})
@@ -240,6 +241,34 @@ func probeTargets(ctx context.Context, run plan.Run, st *Stack) (int, []string, 
 		}
 	}
 	return n, warns, errs
+}
+
+// histogramWarnings scrapes the service's metrics once, after the probes,
+// and warns of each histogram of the metric map (external.timing.histograms)
+// that is not among them, or that the metrics did not answer.
+func histogramWarnings(ctx context.Context, run plan.Run) []string {
+	m := run.ServiceMetrics
+	if m == nil || m.Map == nil || len(m.Map.Histograms) == 0 {
+		return nil
+	}
+	hc := &http.Client{Timeout: probeTimeout(run)}
+	vals, err := scrape(ctx, hc, m.URL, mapKeep(m.Map), mapBuckets(m.Map))
+	if err != nil {
+		return []string{fmt.Sprintf("mode %s: external.timing.histograms: the metrics at %s did not answer (%v): no histogram can be read", run.Mode, m.URL, err)}
+	}
+	var out []string
+	for _, h := range m.Map.Histograms {
+		found := false
+		for k := range vals {
+			name, _, _ := strings.Cut(k, "{")
+			found = found || name == h+"_count" || name == h+"_bucket"
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("mode %s: external.timing.histograms: no histogram %s at %s after a request to every endpoint "+
+				"(a misspelt name, not a histogram, or one with labels that has not observed yet); the report says whether the runs saw it", run.Mode, h, m.URL))
+		}
+	}
+	return out
 }
 
 func method(e plan.Endpoint) string {

@@ -127,7 +127,7 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 			vals := map[string]float64{}
 			switch {
 			case tg.MetricsURL != "" && tg.Map != nil:
-				if v, err := scrape(ctx, hc, tg.MetricsURL, mapKeep(tg.Map)); err == nil {
+				if v, err := scrape(ctx, hc, tg.MetricsURL, mapKeep(tg.Map), mapBuckets(tg.Map)); err == nil {
 					vals = applyMap(v, tg.Map)
 				}
 			case tg.MetricsURL != "":
@@ -136,7 +136,7 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 				}
 			case tg.Gatherer != nil:
 				if fams, err := tg.Gatherer.Gather(); err == nil {
-					vals = keptSeries(fams, kept)
+					vals = keptSeries(fams, kept, isQuantileHistogram)
 				}
 			}
 			s.prev[i] = intervalQuantiles(vals, s.prev[i])
@@ -164,13 +164,15 @@ func (s *Sampler) sampleAll(ctx context.Context, hc *http.Client, t time.Time) [
 // <name>_p99, in the histogram's unit); their buckets are not kept.
 var quantileHistograms = []string{runtimestats.SchedLatency, runtimestats.GCPause}
 
+func isQuantileHistogram(name string) bool { return slices.Contains(quantileHistograms, name) }
+
 // intervalQuantiles replaces the bucket series of quantileHistograms in
 // vals by the p99 of the observations since prev (the buckets of the
 // previous tick), and returns the buckets of this tick.
 func intervalQuantiles(vals, prev map[string]float64) map[string]float64 {
 	cur := map[string]float64{}
 	for k, v := range vals {
-		if strings.Contains(k, "_bucket{") {
+		if n, _, ok := strings.Cut(k, "_bucket{"); ok && isQuantileHistogram(n) {
 			cur[k] = v
 			delete(vals, k)
 		}
@@ -275,10 +277,12 @@ func addMachineStats(vals map[string]float64) {
 // their text form, e.g. `bulkhead_pool_in_use{pool="a"}`. Histograms and
 // summaries contribute their _sum and _count series.
 func Scrape(ctx context.Context, hc *http.Client, url string) (map[string]float64, error) {
-	return scrape(ctx, hc, url, kept)
+	return scrape(ctx, hc, url, kept, isQuantileHistogram)
 }
 
-func scrape(ctx context.Context, hc *http.Client, url string, keep func(string) bool) (map[string]float64, error) {
+// scrape fetches url and keeps the series of the families keep keeps;
+// the histograms buckets names also keep their buckets.
+func scrape(ctx context.Context, hc *http.Client, url string, keep, buckets func(string) bool) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -292,7 +296,7 @@ func scrape(ctx context.Context, hc *http.Client, url string, keep func(string) 
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
 	}
-	return parseMetrics(io.LimitReader(resp.Body, maxScrapeBytes), keep)
+	return parseMetrics(io.LimitReader(resp.Body, maxScrapeBytes), keep, buckets)
 }
 
 // keptLines copies the lines of a Prometheus text body that belong to kept
@@ -324,9 +328,11 @@ func keptLines(r io.Reader, keep func(string) bool) (io.Reader, error) {
 
 // ParseMetrics parses the Prometheus text format and keeps the series of
 // SampledPrefixes; see Scrape.
-func ParseMetrics(r io.Reader) (map[string]float64, error) { return parseMetrics(r, kept) }
+func ParseMetrics(r io.Reader) (map[string]float64, error) {
+	return parseMetrics(r, kept, isQuantileHistogram)
+}
 
-func parseMetrics(r io.Reader, keep func(string) bool) (map[string]float64, error) {
+func parseMetrics(r io.Reader, keep, buckets func(string) bool) (map[string]float64, error) {
 	r, err := keptLines(r, keep)
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
@@ -340,12 +346,13 @@ func parseMetrics(r io.Reader, keep func(string) bool) (map[string]float64, erro
 	for _, f := range fams {
 		list = append(list, f)
 	}
-	return keptSeries(list, keep), nil
+	return keptSeries(list, keep, buckets), nil
 }
 
 // keptSeries flattens the kept families into series keys; histograms give
-// their _sum and _count (and, for quantileHistograms, their buckets).
-func keptSeries(fams []*dto.MetricFamily, keep func(string) bool) map[string]float64 {
+// their _sum and _count (and, for those buckets keeps, their buckets, the
+// +Inf one from the count).
+func keptSeries(fams []*dto.MetricFamily, keep, buckets func(string) bool) map[string]float64 {
 	out := map[string]float64{}
 	for _, fam := range fams {
 		name := fam.GetName()
@@ -358,7 +365,7 @@ func keptSeries(fams []*dto.MetricFamily, keep func(string) bool) map[string]flo
 				h := m.GetHistogram()
 				out[series(name+"_sum", m.GetLabel())] = h.GetSampleSum()
 				out[series(name+"_count", m.GetLabel())] = float64(h.GetSampleCount())
-				if slices.Contains(quantileHistograms, name) {
+				if buckets(name) {
 					for _, b := range h.GetBucket() {
 						le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
 						out[series(name+"_bucket", append(m.GetLabel(), &dto.LabelPair{Name: proto.String("le"), Value: &le}))] = float64(b.GetCumulativeCount())
@@ -399,10 +406,16 @@ func series(name string, labels []*dto.LabelPair) string {
 	return rundata.Key(name, ls...)
 }
 
-// mapKeep keeps the harness's own series and the ones m renames.
+// mapKeep keeps the harness's own series, the ones m renames and m's
+// histograms (their families, and the _bucket, _sum and _count series of
+// a body without # TYPE lines, which parse as series of their own).
 func mapKeep(m *plan.MetricMap) func(string) bool {
 	return func(name string) bool {
 		if kept(name) {
+			return true
+		}
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if slices.Contains(m.Histograms, name) || slices.Contains(m.Histograms, base) {
 			return true
 		}
 		for _, n := range m.Names() {
@@ -412,6 +425,12 @@ func mapKeep(m *plan.MetricMap) func(string) bool {
 		}
 		return false
 	}
+}
+
+// mapBuckets keeps the buckets of quantileHistograms and of m's
+// histograms.
+func mapBuckets(m *plan.MetricMap) func(string) bool {
+	return func(name string) bool { return isQuantileHistogram(name) || slices.Contains(m.Histograms, name) }
 }
 
 // isConnMetric reports whether canon is one of the connection-pool gauges.

@@ -332,7 +332,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			label = "pool"
 		}
 		mm := &plan.MetricMap{InUse: m.InUse, Available: m.Available,
-			Limit: m.Limit, Waiting: m.Waiting, QueueLimit: m.QueueLimit, Rejected: m.Rejected, PoolLabel: label}
+			Limit: m.Limit, Waiting: m.Waiting, QueueLimit: m.QueueLimit, Rejected: m.Rejected, PoolLabel: label,
+			Histograms: x.Timing.histogramNames()}
 		if c := m.Conns; c != nil {
 			mm.ConnInUse, mm.ConnLimit, mm.ConnWaiting, mm.ConnPoolLabel = c.InUse, c.Limit, c.Waiting, c.PoolLabel
 			if mm.ConnPoolLabel == "" {
@@ -399,6 +400,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 	if s.External != nil {
 		m.External = true
 		m.TimingRoles = s.External.Timing.roles()
+		m.TimingHistograms = s.External.Timing.histograms()
 		m.Pools = nil
 		pool := map[string]string{}
 		for _, pl := range s.ExternalOf(r.Mode).Pools {

@@ -628,8 +628,9 @@ func (s *Spec) validateExternalService(p *problems, path string, x ExternalServi
 	}
 	if m := x.Metrics; m != nil {
 		checkURL(p, path+".metrics.url", m.URL)
-		if m.InUse == "" && m.Available == "" && m.Conns == nil {
-			p.add(path+".metrics", "name in_use (permits in use) or available (free permits, with limit), or conns (connection pools)")
+		if m.InUse == "" && m.Available == "" && m.Conns == nil && len(s.External.Timing.histogramNames()) == 0 {
+			p.add(path+".metrics", "name in_use (permits in use) or available (free permits, with limit), or conns (connection pools), "+
+				"or histograms of waits and work under external.timing.histograms")
 		}
 		if c := m.Conns; c != nil {
 			if c.InUse == "" {

@@ -52,6 +52,9 @@ type RunMeta struct {
 	// wait, work or left out (external.timing); the rest take
 	// DefaultTimingRole.
 	TimingRoles *TimingRoles `json:"server_timing_roles,omitempty"`
+	// TimingHistograms are the service's histograms the spec declares as
+	// waits or work (external.timing.histograms).
+	TimingHistograms *TimingHistograms `json:"timing_histograms,omitempty"`
 	// Canary describes the canary (CanaryEndpoint in the windows and
 	// phases), if the run had one.
 	Canary *CanaryInfo `json:"canary,omitempty"`
