@@ -229,23 +229,7 @@ func (s *Spec) validateJobsRoles(p *problems) {
 	if c := s.condition(r.Control); c != nil && c.Jobs != nil && r.Control != r.Condition {
 		p.add(path+"control", "condition %q enqueues jobs too: the control is the run without a drain (default: expectations.healthy)", r.Control)
 	}
-	hasMode := func(n string) bool { return s.mode(n) != nil }
-	if r.Shared != "" && !hasMode(r.Shared) {
-		p.add(path+"shared", "no mode %q in the matrix", r.Shared)
-	}
-	if len(r.Bounded) == 0 {
-		p.add(path+"bounded", "required: the modes whose jobs run on workers of their own (jobs: {mode: own, workers: N})")
-	}
-	for i, m := range r.Bounded {
-		switch j := slices.Index(r.Bounded, m); {
-		case !hasMode(m):
-			p.add(fmt.Sprintf("%sbounded[%d]", path, i), "no mode %q in the matrix", m)
-		case j < i:
-			p.add(fmt.Sprintf("%sbounded[%d]", path, i), "%q is named already (bounded[%d])", m, j)
-		case m == r.Shared:
-			p.add(fmt.Sprintf("%sbounded[%d]", path, i), "%q is the shared mode too", m)
-		}
-	}
+	s.checkRoleModes(p, path, "bounded", r.Shared, r.Bounded, "the modes whose jobs run on workers of their own (jobs: {mode: own, workers: N})") // tenants.go
 	for i, e := range r.Live {
 		switch {
 		case !s.hasEndpoint(e):

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/bulkheadlab/bulkheadlab/experiments/plan"
 	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
@@ -51,7 +49,7 @@ func TestPlanJobs(t *testing.T) {
 		if got := svc.Service.Config.Jobs; !reflect.DeepEqual(got, want[r.Mode]) {
 			t.Errorf("run %s: job queue %+v, want %+v", r.ID, got, want[r.Mode])
 		}
-		if got := jobsServeFlags(t, *svc).Jobs; !reflect.DeepEqual(got, want[r.Mode]) {
+		if got := serveFlagsOf(t, *svc).Jobs; !reflect.DeepEqual(got, want[r.Mode]) {
 			t.Errorf("run %s: serve flags %v give job queue %+v, want %+v", r.ID, svc.Args(), got, want[r.Mode])
 		}
 		wantMeta := &rundata.JobsInfo{Mode: string(want[r.Mode].Mode), Workers: want[r.Mode].Workers, Queue: service.DefaultJobsQueue}
@@ -79,30 +77,6 @@ func TestPlanJobs(t *testing.T) {
 	if !reflect.DeepEqual(again.Modes[1].Jobs, s.Modes[1].Jobs) || !reflect.DeepEqual(again.condition("drain").Jobs, s.condition("drain").Jobs) {
 		t.Errorf("resolved spec: jobs %+v / %+v, want %+v / %+v", again.Modes[1].Jobs, again.condition("drain").Jobs, s.Modes[1].Jobs, s.condition("drain").Jobs)
 	}
-}
-
-// jobsServeFlags is the configuration the service component c starts
-// with, read back from its serve flags (the preset's proxies).
-func jobsServeFlags(t *testing.T, c plan.Component) service.Config {
-	t.Helper()
-	rc, err := c.Resolve(map[string]string{"proxy-payments": "http://127.0.0.1:1", "proxy-billing": "http://127.0.0.1:2",
-		"proxy-db": "http://127.0.0.1:3", "proxy-mail": "http://127.0.0.1:4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := rc.Args()
-	var f service.ServeFlags
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.String("listen", "", "")
-	f.Bind(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		t.Fatalf("serve %v: %v", args[1:], err)
-	}
-	cfg, err := f.Config()
-	if err != nil {
-		t.Fatalf("serve %v: %v", args[1:], err)
-	}
-	return cfg
 }
 
 // TestJobsPreview: Little's law counts a burst of jobs on the request pool
