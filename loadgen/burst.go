@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -66,6 +68,13 @@ type Burst struct {
 	At time.Duration
 	// Requests is how many requests are released, in [1, MaxBurstRequests].
 	Requests int
+	// Method and Path, if set, replace the target's method and the path
+	// and query of its URL: a request to the target's server other than
+	// its own (the built-in service's POST /jobs?n=K, which enqueues K
+	// jobs). Path begins with "/". A burst with its own method sends no
+	// body; the target's headers and rules stay.
+	Method string
+	Path   string
 }
 
 var burstLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -107,6 +116,8 @@ func (p *plan) buildBursts() error {
 			return invalid(field+".at", "burst %q: %v is outside the run [0, %v)", b.Label, b.At, p.duration)
 		case b.Requests < 1 || b.Requests > MaxBurstRequests:
 			return invalid(field+".requests", "burst %q: %d is not in [1, %d]", b.Label, b.Requests, MaxBurstRequests)
+		case b.Path != "" && !strings.HasPrefix(b.Path, "/"):
+			return invalid(field+".path", "burst %q: %q does not begin with /", b.Label, b.Path)
 		}
 		labels[b.Label] = true
 		bp, err := newBurstPlan(b, p.cfg.Targets[ti], p.classifiers[ti], p.timeout, nil)
@@ -132,7 +143,22 @@ func newBurstPlan(b Burst, t Target, cl *Classifier, timeout time.Duration, tlsB
 	if len(urls) == 0 {
 		urls = []string{t.URL}
 	}
+	if b.Method != "" {
+		t.Method, t.Body = b.Method, nil
+	}
 	for _, u := range urls {
+		if b.Path != "" {
+			pu, err := url.Parse(u)
+			if err != nil {
+				return nil, err
+			}
+			ref, err := url.Parse(b.Path)
+			if err != nil {
+				return nil, err
+			}
+			pu.Path, pu.RawPath, pu.RawQuery = ref.Path, ref.RawPath, ref.RawQuery
+			u = pu.String()
+		}
 		r, err := newBurstReq(t, u, tlsBase)
 		if err != nil {
 			return nil, err

@@ -292,3 +292,37 @@ func TestBurstOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstOwnRequest: a burst with its own method and path sends that
+// request to the target's server (the target's headers kept, its body
+// not), and a path that is not absolute is refused by name.
+func TestBurstOwnRequest(t *testing.T) {
+	type seen struct{ method, uri, header, body string }
+	got := make(chan seen, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.RequestURI(), r.Header.Get("X-Tenant"), string(b)}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	cl, _ := NewClassifier(DefaultRules())
+	target := Target{Name: "a", URL: srv.URL + "/a?x=1", Method: http.MethodPut, Body: []byte("payload"), Header: http.Header{"X-Tenant": {"t1"}}}
+	bp, err := newBurstPlan(Burst{Label: "jobs", Target: "a", Requests: 1, Method: http.MethodPost, Path: "/jobs?n=40&dependency=b"}, target, cl, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(30 * time.Millisecond)
+	rs, released := bp.fire(context.Background(), time.Now(), at)
+	if s := bp.stats(at, at, released, rs); s.Counts[ClassOK] != 1 {
+		t.Errorf("counts %v, want one ok (202)", s.Counts)
+	}
+	if r := <-got; r != (seen{http.MethodPost, "/jobs?n=40&dependency=b", "t1", ""}) {
+		t.Errorf("the server saw %+v, want POST /jobs?n=40&dependency=b with the target's header and no body", r)
+	}
+
+	p := &plan{cfg: Config{Targets: []Target{target}, Bursts: []Burst{{Label: "jobs", Target: "a", Requests: 1, Path: "jobs?n=1"}}}, duration: time.Second,
+		classifiers: []*Classifier{cl}}
+	if err := p.buildBursts(); err == nil || !strings.Contains(err.Error(), "bursts[0].path") {
+		t.Errorf("a relative path: %v, want an error on bursts[0].path", err)
+	}
+}

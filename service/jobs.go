@@ -22,11 +22,11 @@ const (
 	// for its call, like a request: a drain of the job queue competes with
 	// live traffic for the same permits (and, with enough workers, takes
 	// them all).
-	JobsShared JobsMode = "shared"
+	JobsShared JobsMode = rundata.JobsShared
 	// JobsOwn: jobs run on a bounded worker pool of their own and never
 	// touch the request pools: at most JobsConfig.Workers jobs run at once
 	// whatever the queue holds.
-	JobsOwn JobsMode = "own"
+	JobsOwn JobsMode = rundata.JobsOwn
 )
 
 // DefaultJobsQueue is the job queue's length when JobsConfig.Queue is 0.
@@ -112,7 +112,7 @@ type jobRunner struct {
 
 type jobMetrics struct {
 	depth, busy, workers, queueLimit prometheus.Gauge
-	started, done, failed            *prometheus.CounterVec
+	enqueued, started, done, failed  *prometheus.CounterVec
 	refused                          prometheus.Counter
 }
 
@@ -132,20 +132,22 @@ func newJobRunner(s *Service, jc JobsConfig, r prometheus.Registerer) *jobRunner
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"dependency"})
 	}
 	j.m = jobMetrics{
-		depth:      g("bulkheadlab_jobs_queue_depth", "Jobs waiting for a worker."),
-		queueLimit: g("bulkheadlab_jobs_queue_limit", "The most jobs that may wait at once."),
-		busy:       g("bulkheadlab_jobs_workers_busy", "Workers running a job (in shared mode, waiting for or holding a request pool's permit included)."),
-		workers:    g("bulkheadlab_jobs_workers", "The most jobs that run at once."),
-		started:    c("bulkheadlab_jobs_started_total", "Jobs a worker took from the queue, by dependency."),
-		done:       c("bulkheadlab_jobs_done_total", "Jobs whose call succeeded, by dependency."),
-		failed:     c("bulkheadlab_jobs_failed_total", "Jobs whose call failed (error or timeout), by dependency."),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "bulkheadlab_jobs_refused_total",
+		depth:      g(rundata.MetricJobsQueueDepth, "Jobs waiting for a worker."),
+		queueLimit: g(rundata.MetricJobsQueueLimit, "The most jobs that may wait at once."),
+		busy:       g(rundata.MetricJobsBusy, "Workers running a job (in shared mode, waiting for or holding a request pool's permit included)."),
+		workers:    g(rundata.MetricJobsWorkers, "The most jobs that run at once."),
+		enqueued:   c(rundata.MetricJobsEnqueued, "Jobs the queue accepted at POST /jobs, by dependency."),
+		started:    c(rundata.MetricJobsStarted, "Jobs a worker took from the queue, by dependency."),
+		done:       c(rundata.MetricJobsDone, "Jobs whose call succeeded, by dependency."),
+		failed:     c(rundata.MetricJobsFailed, "Jobs whose call failed (error or timeout), by dependency."),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: rundata.MetricJobsRefused,
 			Help: "Jobs refused at POST /jobs because the queue had no room for them."}),
 	}
-	r.MustRegister(j.m.depth, j.m.queueLimit, j.m.busy, j.m.workers, j.m.started, j.m.done, j.m.failed, j.m.refused)
+	r.MustRegister(j.m.depth, j.m.queueLimit, j.m.busy, j.m.workers, j.m.enqueued, j.m.started, j.m.done, j.m.failed, j.m.refused)
 	j.m.queueLimit.Set(float64(j.limit))
 	j.m.workers.Set(float64(j.workers))
 	for _, e := range s.cfg.EndpointNames() {
+		j.m.enqueued.WithLabelValues(e)
 		j.m.started.WithLabelValues(e)
 		j.m.done.WithLabelValues(e)
 		j.m.failed.WithLabelValues(e)
@@ -174,6 +176,7 @@ func (j *jobRunner) enqueue(dep string, n int) (depth int, err error) {
 	for range n {
 		j.pending = append(j.pending, job{dep: dep})
 	}
+	j.m.enqueued.WithLabelValues(dep).Add(float64(n))
 	for j.running < j.workers && j.running < len(j.pending) {
 		j.running++
 		j.m.busy.Inc()
@@ -252,8 +255,8 @@ func (j *jobRunner) snapshot() (depth, busy int) {
 	return len(j.pending), j.running
 }
 
-// maxJobsPerPost bounds n of one POST /jobs.
-const maxJobsPerPost = 1 << 16
+// MaxJobsPerPost bounds n of one POST /jobs.
+const MaxJobsPerPost = 1 << 16
 
 // handle serves POST /jobs?n=K[&dependency=NAME]: 202 with the queue's
 // depth, 400 for a bad n or dependency, 503 (X-Bulkhead-Reject: jobs)
@@ -269,8 +272,8 @@ func (j *jobRunner) handle(w http.ResponseWriter, r *http.Request) {
 		dep = j.def
 	}
 	switch {
-	case err != nil || n < 1 || n > maxJobsPerPost:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("n must be an integer between 1 and %d, got %q", maxJobsPerPost, q.Get("n")), Reason: "bad-request"})
+	case err != nil || n < 1 || n > MaxJobsPerPost:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("n must be an integer between 1 and %d, got %q", MaxJobsPerPost, q.Get("n")), Reason: "bad-request"})
 		return
 	case j.s.deps[dep] == nil:
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("no endpoint %q", dep), Reason: "bad-request"})

@@ -121,7 +121,8 @@ func TestJobsQueue(t *testing.T) {
 	}
 	m := get(t, c, url+"/metrics", nil).body
 	for _, want := range []string{"bulkheadlab_jobs_queue_depth 3", "bulkheadlab_jobs_workers_busy 1", "bulkheadlab_jobs_workers 1",
-		"bulkheadlab_jobs_refused_total 3", `bulkheadlab_jobs_started_total{dependency="a"} 1`} {
+		"bulkheadlab_jobs_refused_total 3", `bulkheadlab_jobs_started_total{dependency="a"} 1`,
+		`bulkheadlab_jobs_enqueued_total{dependency="a"} 3`, `bulkheadlab_jobs_enqueued_total{dependency="b"} 1`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -135,5 +136,24 @@ func TestJobsQueue(t *testing.T) {
 	}
 	if r := post(t, c, url+"/jobs"); r.status != http.StatusServiceUnavailable {
 		t.Errorf("POST after Shutdown: %d, want 503", r.status)
+	}
+}
+
+// TestJobsNamesAreTheContract: the modes and the metric names the analysis
+// reads (package rundata) are the queue's own.
+func TestJobsNamesAreTheContract(t *testing.T) {
+	if string(JobsShared) != rundata.JobsShared || string(JobsOwn) != rundata.JobsOwn {
+		t.Errorf("modes %s, %s; rundata says %s, %s", JobsShared, JobsOwn, rundata.JobsShared, rundata.JobsOwn)
+	}
+	depA := startDep(t, DepConfig{Name: "A", Latency: time.Millisecond})
+	svc, url := startService(t, Config{Layout: LayoutConfig{Mode: ModeShared, PoolSize: 2},
+		Timeout: time.Second, Endpoints: TwoEndpoints(depA, depA), Jobs: &JobsConfig{Mode: JobsOwn, Workers: 1}})
+	t.Cleanup(svc.Shutdown)
+	m := get(t, testClient(t), url+"/metrics", nil).body
+	for _, name := range []string{rundata.MetricJobsQueueDepth, rundata.MetricJobsQueueLimit, rundata.MetricJobsBusy, rundata.MetricJobsWorkers,
+		rundata.MetricJobsEnqueued, rundata.MetricJobsStarted, rundata.MetricJobsDone, rundata.MetricJobsFailed, rundata.MetricJobsRefused} {
+		if !strings.Contains(m, "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
 	}
 }

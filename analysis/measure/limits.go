@@ -207,6 +207,11 @@ func (r *Run) declaredLimit(d string) (int, string) {
 		}
 		sum += l
 	}
+	// Jobs on workers of their own call d beside the pools: their workers
+	// bound those calls (jobs.go).
+	if j := r.Meta.Jobs; j != nil && j.Mode == rundata.JobsOwn && j.Dependency == d && j.Count > 0 && sum > 0 {
+		sum += j.Workers
+	}
 	return sum, source
 }
 

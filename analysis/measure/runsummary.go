@@ -118,6 +118,9 @@ type RunSummary struct {
 	// Tenants is what the service's tenant stage saw of each endpoint's
 	// tenant, when the experiment names the tenant claims.
 	Tenants *TenantsRun `json:"tenants,omitempty"`
+	// Jobs is what the service's job queue did and what the live traffic
+	// got while it drained, when the service had one (jobs.go).
+	Jobs *JobsRun `json:"jobs,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -362,6 +365,7 @@ var runFamilies = []runFamily{
 	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
 	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 	tenantFamily,    // tenants.go: each endpoint's tenant, its share and what was refused over it
+	jobsFamily,      // jobs.go: the job queue's drain, and the live traffic beside it
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

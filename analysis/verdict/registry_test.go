@@ -36,6 +36,7 @@ func everyRole() rundata.Expectations {
 	e.RateLimit = &rundata.RateLimitRoles{}
 	e.Memory = &rundata.MemoryRoles{}
 	e.Tenants = &rundata.TenantsRoles{Condition: "batch", Shared: "shared", Isolated: []string{"partitioned"}}
+	e.Jobs = &rundata.JobsRoles{Condition: "drain", Shared: "shared-workers", Bounded: []string{"own-workers"}}
 	return e
 }
 
@@ -87,6 +88,11 @@ func TestRegistryCoverage(t *testing.T) {
 		{"tenants without a shared mode", func() rundata.Expectations {
 			e := everyRole()
 			e.Tenants.Shared = ""
+			return e
+		}()},
+		{"jobs without a shared mode", func() rundata.Expectations {
+			e := everyRole()
+			e.Jobs.Shared = ""
 			return e
 		}()},
 	} {

@@ -35,6 +35,8 @@ var presetQuestions = map[string]string{
 		"the other endpoint although no pool is full. ~1 min.",
 	"fleet-multiplication": "Do per-instance bulkheads protect a dependency when the service runs as a fleet? N " +
 		"instances × a limit of L put N·L calls on it; and does a budget per instance keep it within capacity? ~1 min.",
+	"background-jobs": "Does a burst of background jobs drained by the service's own workers starve its live traffic " +
+		"when the jobs share the request pool, and do bounded workers of their own keep it at its baseline? ~45 s.",
 	"priority-reserve": "Can permits reserved for critical calls keep checkout up when recommendation traffic " +
 		"surges through the same pool — and how many of them sit idle? Shared pool vs a reservation vs too small a one. ~1 min.",
 	"rate-limit-not-bulkhead": "Is a rate limiter a bulkhead? A dependency ten times slower at the same rate: the " +

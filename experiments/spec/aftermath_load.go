@@ -207,8 +207,14 @@ func (s *Spec) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
 						At: at + probeLead + time.Duration(k*len(s.Endpoints)+i)*s.probeGap()})
 				}
 			}
-		case ph.Name == rundata.PhaseFault && r.Condition.Bursts != nil:
+		case ph.Name == rundata.PhaseFault:
+			if jb, ok := s.jobsBurst(r, at); ok { // jobs.go
+				out = append(out, jb)
+			}
 			b := r.Condition.Bursts
+			if b == nil {
+				break
+			}
 			n := s.burstSize(r.Mode, b.Requests)
 			// The last burst leaves T before the phase ends to drain.
 			for k, t := 1, b.Every.D/2; t+s.Service.Timeout.D <= ph.Duration; k, t = k+1, t+b.Every.D {

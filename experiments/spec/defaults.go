@@ -237,6 +237,9 @@ func (s *Spec) resolveDurations() {
 		for j := range s.Conditions[i].Faults {
 			s.Conditions[i].Faults[j].resolveDurations(abs)
 		}
+		if b := s.Conditions[i].Jobs; b != nil {
+			abs(&b.At)
+		}
 	}
 }
 
@@ -250,7 +253,7 @@ func (s *Spec) expandConditions() {
 		if c.Dependency == "" {
 			c.Dependency = s.DependencyOf(s.Expectations.Culprit)
 		}
-		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil {
+		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil && c.Jobs == nil {
 			s.builtin(c, t)
 		}
 		s.aftermathDefaults(c)

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,7 +28,10 @@ modes:
 // c (its addresses resolved) back into the service's configuration.
 func serveFlagsOf(t *testing.T, c plan.Component) service.Config {
 	t.Helper()
-	urls := map[string]string{"proxy-A": "http://127.0.0.1:1", "proxy-B": "http://127.0.0.1:2"}
+	urls := map[string]string{}
+	for _, a := range c.Service.Upstreams { // the proxies it calls, at addresses of no one
+		urls[a.Component] = fmt.Sprintf("http://127.0.0.1:%d", len(urls)+1)
+	}
 	rc, err := c.Resolve(urls)
 	if err != nil {
 		t.Fatal(err)

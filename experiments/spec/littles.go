@@ -155,10 +155,21 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 			fault += min(r1*wf.Seconds(), f.cap)
 			flows = append(flows, f)
 		}
+		ex := exhaustion(flows, float64(pl.Limit*n))
+		// A burst of jobs that run on the request pools holds as many
+		// permits as it has workers, from its arrival on (jobs.go).
+		if jf, at, ok := s.jobsFlow(c, m, pl); ok {
+			fault += jf.cap
+			if ex == 0 {
+				if e := exhaustion(append(flows, jf), float64(pl.Limit*n)); e > 0 {
+					ex = at + e
+				}
+			}
+		}
 		out = append(out, rundata.PoolInfo{
 			Name: pl.Name, Limit: pl.Limit * n, Queue: pl.Queue * n, MaxWait: s.Service.MaxWait.D, Endpoints: pl.Endpoints,
 			PredictedDemand:     map[string]float64{rundata.PhaseBaseline: base, rundata.PhaseFault: fault},
-			PredictedExhaustion: exhaustion(flows, float64(pl.Limit*n)),
+			PredictedExhaustion: ex,
 		})
 	}
 	return out

@@ -133,6 +133,9 @@ func (s *Spec) serviceConfig(m *Mode) service.Config {
 		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: path, Query: e.Query})
 	}
 	c.Tenants = s.tenantConfig(m)
+	if s.External == nil {
+		c.Jobs = m.Jobs.config() // jobs.go
+	}
 	return c
 }
 
@@ -397,6 +400,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		m.PredictedBreakerOpen = b
 	}
 	m.RecoveryAllowance = r.Mode.breakerDelay()
+	m.Jobs = s.jobsInfo(r.Condition, r.Mode) // jobs.go
 	if s.External != nil {
 		m.External = true
 		m.TimingRoles = s.External.Timing.roles()

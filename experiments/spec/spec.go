@@ -274,6 +274,10 @@ type Condition struct {
 	// Bursts, if set, sends bursts of requests at one instant during the
 	// fault phase, on top of the endpoints' load.
 	Bursts *BurstSpec `yaml:"bursts,omitempty"`
+	// Jobs, if set, enqueues a burst of jobs on the built-in service's job
+	// queue during the fault phase, drained beside the live traffic by the
+	// workers each mode's jobs stage gives it (jobs.go).
+	Jobs *JobsBurst `yaml:"jobs,omitempty"`
 }
 
 // Mode is one column of the matrix. In YAML it is "shared", "bulkhead" or a
@@ -336,6 +340,10 @@ type Mode struct {
 	// mode: one pool for every tenant (shared), a partition per tenant, or
 	// a fair share with a cap (tenants.go).
 	Tenants *Tenants `yaml:"tenants,omitempty"`
+	// Jobs, if set, is the built-in service's job queue in this mode: its
+	// jobs run on the request pools (shared) or on bounded workers of
+	// their own (own) (jobs.go).
+	Jobs *Jobs `yaml:"jobs,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -292,24 +292,8 @@ func (s *Spec) validateTenantRoles(p *problems) {
 	}
 	const path = "expectations.tenants."
 	r := s.Expectations.TenantRoles()
-	hasMode := func(n string) bool { return s.mode(n) != nil }
 	s.checkConditionAndControl(p, path, r.Condition, r.Control, "the condition in which the noisy tenant's load rises")
-	if r.Shared != "" && !hasMode(r.Shared) {
-		p.add(path+"shared", "no mode %q in the matrix", r.Shared)
-	}
-	if len(r.Isolated) == 0 {
-		p.add(path+"isolated", "required: the modes with a partition per tenant (or a fair share)")
-	}
-	for i, m := range r.Isolated {
-		switch j := slices.Index(r.Isolated, m); {
-		case !hasMode(m):
-			p.add(fmt.Sprintf("%sisolated[%d]", path, i), "no mode %q in the matrix", m)
-		case j < i:
-			p.add(fmt.Sprintf("%sisolated[%d]", path, i), "%q is named already (isolated[%d])", m, j)
-		case m == r.Shared:
-			p.add(fmt.Sprintf("%sisolated[%d]", path, i), "%q is the shared mode too", m)
-		}
-	}
+	s.checkRoleModes(p, path, "isolated", r.Shared, r.Isolated, "the modes with a partition per tenant (or a fair share)")
 	if !s.hasEndpoint(r.Noisy) {
 		p.add(path+"noisy", "no endpoint %q (default: expectations.culprit; endpoints: %s)", r.Noisy, strings.Join(s.EndpointNames(), ", "))
 	}
@@ -321,6 +305,30 @@ func (s *Spec) validateTenantRoles(p *problems) {
 			p.add(fmt.Sprintf("%squiet[%d]", path, i), "%q is the noisy tenant", q)
 		case slices.Index(r.Quiet, q) < i:
 			p.add(fmt.Sprintf("%squiet[%d]", path, i), "%q is named already", q)
+		}
+	}
+}
+
+// checkRoleModes checks a claim's roles of modes under path: the shared
+// mode (none: not named) and the list field (what: what it names), each a
+// mode of the matrix, named once, the shared one not among the list.
+func (s *Spec) checkRoleModes(p *problems, path, field, shared string, modes []string, what string) {
+	hasMode := func(n string) bool { return s.mode(n) != nil }
+	if shared != "" && !hasMode(shared) {
+		p.add(path+"shared", "no mode %q in the matrix", shared)
+	}
+	if len(modes) == 0 {
+		p.add(path+field, "required: %s", what)
+	}
+	for i, m := range modes {
+		at := fmt.Sprintf("%s%s[%d]", path, field, i)
+		switch j := slices.Index(modes, m); {
+		case !hasMode(m):
+			p.add(at, "no mode %q in the matrix", m)
+		case j < i:
+			p.add(at, "%q is named already (%s[%d])", m, field, j)
+		case m == shared:
+			p.add(at, "%q is the shared mode too", m)
 		}
 	}
 }

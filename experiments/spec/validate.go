@@ -65,6 +65,7 @@ func (s *Spec) validate(p *problems) {
 	s.validatePriority(p) // priority.go
 	s.validateNoPool(p)   // nolayout.go
 	s.validateTenants(p)  // tenants.go
+	s.validateJobs(p)     // jobs.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {
@@ -208,6 +209,9 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 	if path, ok := tenantFieldPath(mode, field); ok { // tenants.go
 		return path
 	}
+	if path, ok := s.jobsFieldPath(mode, field); ok { // jobs.go
+		return path
+	}
 	name, sub, _ := strings.Cut(field, ".")
 	switch name {
 	case "pool_sizes", "queues", "pool_groups":
@@ -349,8 +353,8 @@ func (s *Spec) validateConditions(p *problems) {
 			p.add(path+".name", "%q: use 1–64 of a-z, 0-9, '_', '-', '.'", c.Name)
 		case seen[c.Name]:
 			p.add(path+".name", "duplicate condition %q", c.Name)
-		case !isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil:
-			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults, rates, cancel or bursts", c.Name, BuiltinConditions)
+		case !isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil && c.Jobs == nil:
+			p.add(path, "unknown condition %q: built-ins are %v; a condition of your own needs faults, rates, cancel, bursts or jobs", c.Name, BuiltinConditions)
 		}
 		seen[c.Name] = true
 		// An empty dependency is the culprit's, which validateExpectations
@@ -359,7 +363,7 @@ func (s *Spec) validateConditions(p *problems) {
 		switch _, ok := s.Dependencies[c.Dependency]; {
 		case !ok && c.Dependency != "":
 			p.add(path+".dependency", "must be one of %s, got %q", strings.Join(s.DependencyNames(), ", "), c.Dependency)
-		case c.Dependency == "" && s.hasEndpoint(s.Expectations.Culprit) && (len(c.Faults) > 0 || len(c.Rates) > 0 || c.Cancel != nil || c.Bursts != nil || isBuiltin(c.Name) && c.Name != CondHealthy):
+		case c.Dependency == "" && s.hasEndpoint(s.Expectations.Culprit) && (len(c.Faults) > 0 || len(c.Rates) > 0 || c.Cancel != nil || c.Bursts != nil || c.Jobs != nil && c.Jobs.Dependency == "" || isBuiltin(c.Name) && c.Name != CondHealthy):
 			p.add(path+".dependency", "required: the dependency this condition acts on (one of %s); by default it is the culprit's, and /%s declares none",
 				strings.Join(s.DependencyNames(), ", "), s.Expectations.Culprit)
 		}
@@ -741,6 +745,7 @@ func (s *Spec) Warnings() []string {
 	out = append(out, s.phaseWarnings()...)    // scale.go
 	out = append(out, s.priorityWarnings()...) // priority.go
 	out = append(out, s.tenantWarnings()...)   // tenants.go
+	out = append(out, s.jobsWarnings()...)     // jobs.go
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+

@@ -51,6 +51,9 @@ const (
 	// Tenants.
 	TenantsDoS      = "TENANTS-DOS"
 	TenantsIsolated = "TENANTS-ISOLATED"
+	// Background jobs: a queue drain beside live traffic.
+	JobsStarve   = "JOBS-STARVE"
+	JobsIsolated = "JOBS-ISOLATED"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -70,6 +73,7 @@ const (
 	RateLimit  Family = "ratelimit"
 	Memory     Family = "memory"
 	Tenants    Family = "tenants"
+	Jobs       Family = "jobs"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -129,6 +133,9 @@ var (
 	// TenantsRuns and TenantsSharedMode name the tenant claims' runs.
 	TenantsRuns       = Section{"tenants", "its condition and partitioned modes"}
 	TenantsSharedMode = Section{"tenants.shared", "the mode without partitions"}
+	// JobsRuns and JobsSharedMode name the background-job claims' runs.
+	JobsRuns       = Section{"jobs", "its condition and bounded modes"}
+	JobsSharedMode = Section{"jobs.shared", "the mode whose jobs share the request pools"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -218,6 +225,8 @@ var registry = []Claim{
 	{UnboundedGrows, Memory, Needs{Sections: []Section{MemoryRuns}, Conditions: []Role{MemoryCondition}, Modes: []Role{MemoryMode, MemoryControl}}},
 	{TenantsDoS, Tenants, Needs{Sections: []Section{TenantsRuns, TenantsSharedMode}}},
 	{TenantsIsolated, Tenants, Needs{Sections: []Section{TenantsRuns}}},
+	{JobsStarve, Jobs, Needs{Sections: []Section{JobsRuns, JobsSharedMode}}},
+	{JobsIsolated, Jobs, Needs{Sections: []Section{JobsRuns}}},
 }
 
 // All returns every claim in report order (a copy).

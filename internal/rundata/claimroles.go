@@ -71,6 +71,10 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Tenants != nil
 	case claims.TenantsSharedMode:
 		return e.Tenants != nil && e.Tenants.Shared != ""
+	case claims.JobsRuns:
+		return e.Jobs != nil
+	case claims.JobsSharedMode:
+		return e.Jobs != nil && e.Jobs.Shared != ""
 	}
 	return false
 }

@@ -22,6 +22,7 @@ func named() Expectations {
 	e.RateLimit = &RateLimitRoles{}
 	e.Memory = &MemoryRoles{}
 	e.Tenants = &TenantsRoles{Condition: "surge", Shared: "shared", Isolated: []string{"partitioned"}}
+	e.Jobs = &JobsRoles{Condition: "drain", Shared: "shared-workers", Bounded: []string{"own-workers"}}
 	return e
 }
 
@@ -62,6 +63,7 @@ func TestClaimSectionsAndRoles(t *testing.T) {
 		{claims.ConnsSizedRuns, func(e *Expectations) { e.Conns.Over = "" }},
 		{claims.BudgetMode, func(e *Expectations) { e.Fleet.Budget = "" }},
 		{claims.TenantsSharedMode, func(e *Expectations) { e.Tenants.Shared = "" }},
+		{claims.JobsSharedMode, func(e *Expectations) { e.Jobs.Shared = "" }},
 	} {
 		e := named()
 		tt.edit(&e)
@@ -106,5 +108,27 @@ func TestTenantRolesDefault(t *testing.T) {
 	}
 	if e.Tenants.Control != "calm" || e.Tenants.Quiet[1] != "q2" {
 		t.Error("TenantRoles changed the expectations")
+	}
+}
+
+// TestJobsRolesDefault: the job claims' control and live endpoints default
+// to the expectations' healthy condition and victim; what is written stays.
+func TestJobsRolesDefault(t *testing.T) {
+	e := DefaultExpectations()
+	if e.JobsRoles() != nil {
+		t.Fatal("job roles without expectations.jobs")
+	}
+	e.Victim = "checkout"
+	e.Jobs = &JobsRoles{Condition: "drain", Bounded: []string{"own"}}
+	r := e.JobsRoles()
+	if r.Control != "healthy" || len(r.Live) != 1 || r.Live[0] != "checkout" {
+		t.Errorf("defaults %+v, want control healthy, live [checkout]", *r)
+	}
+	e.Jobs = &JobsRoles{Condition: "drain", Control: "calm", Bounded: []string{"own"}, Live: []string{"checkout", "invoice"}}
+	if r := e.JobsRoles(); r.Control != "calm" || len(r.Live) != 2 {
+		t.Errorf("written roles changed: %+v", *r)
+	}
+	if e.Jobs.Control != "calm" || e.Jobs.Live[1] != "invoice" {
+		t.Error("JobsRoles changed the expectations")
 	}
 }

@@ -88,6 +88,8 @@ type Expectations struct {
 	Memory *MemoryRoles `yaml:"memory,omitempty" json:"memory,omitempty"`
 	// Tenants names the runs of the tenant claims; nil: none judged.
 	Tenants *TenantsRoles `yaml:"tenants,omitempty" json:"tenants,omitempty"`
+	// Jobs names the runs of the background-job claims; nil: none judged.
+	Jobs *JobsRoles `yaml:"jobs,omitempty" json:"jobs,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

@@ -114,6 +114,9 @@ type RunMeta struct {
 	// run (StatusStopped).
 	MaxServiceMemory int64       `json:"max_service_memory_bytes,omitempty"`
 	MemoryStop       *MemoryStop `json:"memory_stop,omitempty"`
+	// Jobs, when the built-in service has a job queue, is where its jobs
+	// run and the burst of them the condition enqueues (JobsInfo).
+	Jobs *JobsInfo `json:"jobs,omitempty"`
 }
 
 // MemoryStop is the memory guard stopping a run: the resident memory of
