@@ -16,7 +16,7 @@ import (
 )
 
 // LeakRule documents how leaked permits are found; the report prints it.
-const LeakRule = "after the fault, once its calls could have drained (T + the longest queue wait + a sample), a pool that at every sample to the run's end had at least L more permits in use than its dependencies' proxies had calls in flight has leaked L permits — when so long a stretch at L or more is improbable by the baseline's own samples of the same difference (below 1 in 10 000); without pool metrics, a probe burst's peak at a proxy after the fault below its peak before, or fast rejections, to the run's end, while the proxies see fewer calls in flight than the limit inferred in the fault phase (rejections that stop before the end are a slow recovery, not a leak)"
+const LeakRule = "after the fault, once its calls could have drained (T + the longest queue wait + a sample), a pool that at every sample to the run's end had at least L more permits in use than its dependencies' proxies had calls in flight has leaked L permits — when so long a stretch at L or more is improbable by the baseline's own samples of the same difference (below 1 in 10 000), and, where the run sampled its service after the load, still so once every call could have ended; without pool metrics, a probe burst's peak at a proxy after the fault below its peak before, or fast rejections, to the run's end, while the proxies see fewer calls in flight than the limit inferred in the fault phase (rejections that stop before the end are a slow recovery, not a leak)"
 
 // maxLeakChance is how probable, by the baseline's samples, a stretch of
 // samples that all show a leak must be for the leak to count: below it,
@@ -64,7 +64,16 @@ type PoolLeak struct {
 	Limit  int `json:"limit,omitempty"`
 	Before Num `json:"before"`
 	After  Num `json:"after"`
+	// Quiet is, where the run recorded its service after the load, the
+	// fewest permits in use beyond the calls in flight once every call
+	// could have ended; 0 when not recorded or when nothing seemed leaked
+	// under load.
+	Quiet Num `json:"quiet,omitempty"`
 }
+
+// maxQuietLag bounds how long after the load's end a sample counts as the
+// quiet service's (the runner samples at most 5 s more).
+const maxQuietLag = 10 * time.Second
 
 // String is the finding's evidence line: "pool a: 10 in use, 0 calls to A
 // in flight for 3.0 s after the fault → 10 permits leaked".
@@ -204,6 +213,9 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 	if len(after) < minLeakSamples {
 		return PoolLeak{}, false
 	}
+	// The quiet service: samples after the load's end, once its calls
+	// could have drained (the runner records them; older runs have none).
+	quiet, _, _ := diffs(to.Add(from.Sub(r.FaultEnd())), to.Add(maxQuietLag))
 	var base []float64
 	if bs, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
 		base, _, _ = diffs(bs.Start, bs.End)
@@ -212,6 +224,12 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 		InFlight: Num(quantileOf(fl, 0.5)), SpanS: Num(to.Sub(from).Seconds()), Limit: r.PoolInfo(pool).Limit, Before: Undefined, After: Undefined}
 	if least := slices.Min(after); least >= 1 && leakChance(base, least, len(after)) < maxLeakChance {
 		l.Leaked = int(least)
+		if len(quiet) > 0 {
+			// Permits a loaded machine's late calls only seemed to hold
+			// came back once the load stopped: a leak keeps them.
+			l.Leaked = min(l.Leaked, max(0, int(slices.Min(quiet))))
+			l.Quiet = Num(slices.Min(quiet))
+		}
 	}
 	return l, true
 }

@@ -90,6 +90,9 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	if err := sw.failure(); err != nil && ctx.Err() == nil {
 		runErr = err // it stopped the load early; the load's own error is only the cancel
 	}
+	if runErr == nil && meta.MemoryStop == nil && len(run.Faults) > 0 {
+		settle(ctx, quietSpan(meta, orDefault(r.SampleInterval, DefaultSampleInterval)))
+	}
 	stopSampler()
 	wg.Wait()
 	sw.clear() // never leave a fault behind, even when interrupted
@@ -582,4 +585,31 @@ func (f *runFiles) close() error {
 		}
 	})
 	return f.err
+}
+
+// maxQuietSpan bounds how long a run samples the quiet service after its
+// load.
+const maxQuietSpan = 5 * time.Second
+
+// quietSpan is how long the sampler runs on after the load so that the run
+// records its service quiet: every call ended (T and the longest queue
+// wait after the last request) and two samples more. A pool that still has
+// permits in use then, with no call in flight, lost them (measure's
+// LeakRule); one whose samples under load only looked so did not.
+func quietSpan(meta *rundata.RunMeta, interval time.Duration) time.Duration {
+	var wait time.Duration
+	for _, p := range meta.Pools {
+		wait = max(wait, p.MaxWait)
+	}
+	return min(meta.Timeout+wait+2*interval, maxQuietSpan)
+}
+
+// settle waits d or until ctx ends.
+func settle(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
