@@ -217,7 +217,7 @@ func TestRouteMatchOfConditions(t *testing.T) {
 			if f := r.Faults[0].Faults[0]; f.Match != "GET|HEAD /export$" {
 				t.Errorf("fault %+v, want the route as its match", f)
 			}
-			if d := s.Conditions[1].DescribeFaults(); !strings.Contains(d, `of the calls that match "GET|HEAD /export$"`) {
+			if d := s.Conditions[1].DescribeFaults(); !strings.HasSuffix(d, `on 100 % of the calls that match "GET|HEAD /export$"`) {
 				t.Errorf("described %q", d)
 			}
 		}
