@@ -24,22 +24,7 @@ func benchRaw(b *testing.B, fs []Fault) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	p, err := New(Config{Upstream: u, Seed: 1, ErrorLog: log.New(io.Discard, "", 0)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.SetFaults(fs); err != nil {
-		b.Fatal(err)
-	}
-	srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}()
+	srv := rawBenchProxy(b, u, nil, fs)
 	if _, ok := srv.data.(*rawServer); !ok {
 		b.Skip("no raw data plane here")
 	}
@@ -62,6 +47,28 @@ func benchRaw(b *testing.B, fs []Fault) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// rawBenchProxy serves a proxy of upstream u with classes and faults fs
+// on loopback until the benchmark ends.
+func rawBenchProxy(b *testing.B, u *url.URL, classes []Class, fs []Fault) *Server {
+	p, err := New(Config{Upstream: u, Seed: 1, ErrorLog: log.New(io.Discard, "", 0), Classes: classes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.SetFaults(fs); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv
 }
 
 // BenchmarkRawPassThrough: no faults set.
@@ -181,22 +188,7 @@ func BenchmarkClasses(b *testing.B) {
 		}
 		var ss []side
 		for _, s := range sides {
-			p, err := New(Config{Upstream: u, Seed: 1, ErrorLog: log.New(io.Discard, "", 0), Classes: s.classes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.SetFaults(s.faults); err != nil {
-				b.Fatal(err)
-			}
-			srv, err := Listen(p, "127.0.0.1:0", "127.0.0.1:0", log.New(io.Discard, "", 0))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(ctx)
-			}()
+			srv := rawBenchProxy(b, u, s.classes, s.faults)
 			conn, err := net.Dial("tcp", srv.Addr())
 			if err != nil {
 				b.Fatal(err)
