@@ -331,7 +331,7 @@ func TestCapacityDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		set := newFaultSet(tt.faults)
-		d := set.decide(1, 1)
+		d := set.decide(1, 1, allMatched)
 		if d.Capacity != tt.wantFired || d.Delay != tt.wantDelay || d.String() != tt.wantName || set.capacity == nil {
 			t.Errorf("decide(%+v) = %+v %q (server %v), want capacity %v, delay %v, %q and a server",
 				tt.faults, d, d.String(), set.capacity != nil, tt.wantFired, tt.wantDelay, tt.wantName)

@@ -26,6 +26,28 @@ type faultSet struct {
 	// capacity is the server of the set's capacity fault, nil if it has
 	// none (a set has at most one).
 	capacity *capacityServer
+	// routes are the faults' routes (Fault.Match), by index (nil for a
+	// fault without one); nil when no fault has one.
+	routes []*route
+}
+
+// allMatched has every fault's bit set: a request that every fault acts
+// on.
+const allMatched = ^uint64(0)
+
+// matched returns the faults (a bit each, MaxFaults ≤ 64) that act on the
+// request l: those without a route, and those whose route it is of.
+func (s *faultSet) matched(l *reqLine) uint64 {
+	if s.routes == nil {
+		return allMatched
+	}
+	var m uint64
+	for i, r := range s.routes {
+		if r == nil || l.match(r) {
+			m |= 1 << i
+		}
+	}
+	return m
 }
 
 var emptySet = &faultSet{}
@@ -58,6 +80,12 @@ func newFaultSet(fs []Fault) *faultSet {
 		}
 		if s.roles[i] == roleCapacity && s.capacity == nil {
 			s.capacity = newCapacityServer(&s.faults[i])
+		}
+		if f.Match != "" {
+			if s.routes == nil {
+				s.routes = make([]*route, len(fs))
+			}
+			s.routes[i], _ = parseRoute(f.Match) // validated
 		}
 	}
 	return s
@@ -168,16 +196,19 @@ func splitmix(x uint64) uint64 {
 // decide applies the combination rule (see the package doc) to request seq:
 // every fault is rolled in order; fired latencies (and a capacity fault's
 // service time) add up; the first fired terminal fault wins; fired shaping
-// faults shape a forwarded answer.
-func (s *faultSet) decide(seed, seq uint64) Decision {
+// faults shape a forwarded answer. Only the faults whose bit is in matched
+// act on the request (matched); each consumes its roll whether it acts or
+// not, so that a request's decision does not depend on which routes the
+// requests before it took.
+func (s *faultSet) decide(seed, seq, matched uint64) Decision {
 	d := Decision{Terminal: -1}
-	if len(s.faults) == 0 {
+	if len(s.faults) == 0 || matched == 0 {
 		return d
 	}
 	r := requestRand(seed, seq)
 	for i := range s.faults {
 		f := &s.faults[i]
-		if !(r.Float64()*100 < f.Percent) {
+		if !(r.Float64()*100 < f.Percent) || matched&(1<<i) == 0 {
 			continue
 		}
 		switch s.roles[i] {

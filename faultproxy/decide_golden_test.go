@@ -69,7 +69,7 @@ func TestDecideSameAsBefore(t *testing.T) {
 	set := newFaultSet(goldenSet)
 	for _, seed := range []uint64{0, 1, 7, 42, math.MaxUint64} {
 		for seq := uint64(1); seq <= 20000; seq++ {
-			if got, want := set.decide(seed, seq), oldDecide(set, seed, seq); got != want {
+			if got, want := set.decide(seed, seq, allMatched), oldDecide(set, seed, seq); got != want {
 				t.Fatalf("seed %d seq %d: decide = %+v, the earlier code decided %+v", seed, seq, got, want)
 			}
 		}
@@ -108,7 +108,7 @@ var goldenDecisions = []Decision{
 func TestDecideGolden(t *testing.T) {
 	set := newFaultSet(goldenSet)
 	for i, want := range goldenDecisions {
-		if got := set.decide(7, uint64(i+1)); got != want {
+		if got := set.decide(7, uint64(i+1), allMatched); got != want {
 			t.Errorf("seed 7 seq %d: decide = %#v, want %#v", i+1, got, want)
 		}
 	}
@@ -117,7 +117,7 @@ func TestDecideGolden(t *testing.T) {
 func TestDecideAllocs(t *testing.T) {
 	set := newFaultSet(goldenSet[:1])
 	var seq uint64
-	if n := testing.AllocsPerRun(1000, func() { seq++; _ = set.decide(1, seq) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { seq++; _ = set.decide(1, seq, allMatched) }); n != 0 {
 		t.Errorf("decide allocates %v times per call, want 0", n)
 	}
 	d := Decision{Latencies: 1, Terminal: 3, TerminalType: TypeError}

@@ -21,7 +21,7 @@ func TestDecidePercent(t *testing.T) {
 			set := newFaultSet([]Fault{{Type: TypeError, Percent: pct}})
 			k := 0
 			for seq := uint64(1); seq <= n; seq++ {
-				if set.decide(seed, seq).Terminal == 0 {
+				if set.decide(seed, seq, allMatched).Terminal == 0 {
 					k++
 				}
 			}
@@ -40,7 +40,7 @@ func TestDecideReproducible(t *testing.T) {
 	seqOf := func(seed uint64) []Decision {
 		var out []Decision
 		for seq := uint64(1); seq <= 200; seq++ {
-			out = append(out, set.decide(seed, seq))
+			out = append(out, set.decide(seed, seq, allMatched))
 		}
 		return out
 	}
@@ -73,7 +73,7 @@ func TestCombinationRule(t *testing.T) {
 	for _, tt := range tests {
 		set := newFaultSet(tt.faults)
 		for seq := uint64(1); seq <= 20; seq++ {
-			d := set.decide(1, seq)
+			d := set.decide(1, seq, allMatched)
 			if d.Delay != tt.wantDelay || d.Terminal != tt.wantTerm || d.String() != tt.wantName {
 				t.Fatalf("%s: decide(%+v) = %+v (%s), want delay %v terminal %d (%s)",
 					tt.name, tt.faults, d, d, tt.wantDelay, tt.wantTerm, tt.wantName)
@@ -89,7 +89,7 @@ func TestCombinationIndependentRolls(t *testing.T) {
 	set := newFaultSet([]Fault{{Type: TypeError, Percent: 10}, {Type: TypeAbort, Percent: 10}})
 	counts := map[string]int{}
 	for seq := uint64(1); seq <= n; seq++ {
-		counts[set.decide(3, seq).String()]++
+		counts[set.decide(3, seq, allMatched).String()]++
 	}
 	for name, p := range map[string]float64{"error": 0.10, "abort": 0.09, "pass": 0.81} {
 		if ok, bound := binomialOK(counts[name], n, p); !ok {

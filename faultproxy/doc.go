@@ -57,6 +57,16 @@
 // gives an error on 10% of requests and an abort on 9% (10% of the other
 // 90%), and two latency faults of 100 ms and 50 ms at 100% give 150 ms.
 //
+// # Routes
+//
+// A fault with a Match acts on the requests of its route only — a regular
+// expression on the request's path, optionally after a method: "GET
+// ^/reports/" (see ValidateRoute) — and is not set for the others, whose
+// rolls it still consumes so that decisions stay reproducible. The
+// proxy's classes (Config.Classes) are routes too: it counts the requests
+// of each, those in flight and their durations, by class. Only a proxy
+// with classes or a fault with a Match looks at a request's route.
+//
 // # Data plane
 //
 // For a plain-http upstream (and no Transport of the caller's), [Listen]

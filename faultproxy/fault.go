@@ -68,6 +68,10 @@ type Fault struct {
 	// value (every parameter left out), and is all a type without
 	// parameters (abort, hang) takes.
 	Params any
+	// Match, if not empty, is a route expression (route.go): the fault
+	// acts on the requests whose method and path it matches, and passes
+	// the others as if it were not set. "GET ^/reports/", "^/export$".
+	Match string
 }
 
 // MarshalJSON encodes f in the control API's form: type, percent (always
@@ -85,6 +89,9 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 				keys, values = append(keys, p.Name), append(values, p.jsonValue(v))
 			}
 		}
+	}
+	if f.Match != "" {
+		keys, values = append(keys, "match"), append(values, f.Match)
 	}
 	out := []byte{'{'}
 	for i, k := range keys {
@@ -243,7 +250,7 @@ func decodeWire(b []byte, field string) (f Fault, foreign string, err error) {
 	}
 	var unknown []string
 	for k := range w {
-		if k != "type" && k != "percent" && !isParam(k) {
+		if k != "type" && k != "percent" && k != "match" && !isParam(k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -260,6 +267,11 @@ func decodeWire(b []byte, field string) (f Fault, foreign string, err error) {
 	if raw, ok := w["percent"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &f.Percent); err != nil {
 			return Fault{}, "", jsonErr(err, field+".percent")
+		}
+	}
+	if raw, ok := w["match"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &f.Match); err != nil {
+			return Fault{}, "", jsonErr(err, field+".match")
 		}
 	}
 	t := lookupType(f.Type)
@@ -402,6 +414,11 @@ func (f Fault) check(field, foreign string) error {
 		return fieldErr(field+".type", "required (%s)", orList(Types()))
 	case t == nil:
 		return fieldErr(field+".type", "unknown fault type %q (want %s)", f.Type, orList(Types()))
+	}
+	if f.Match != "" {
+		if err := ValidateRoute(f.Match); err != nil {
+			return fieldErr(field+".match", "%v", err)
+		}
 	}
 	g := f
 	g.Params, _ = t.paramsOf(&f)

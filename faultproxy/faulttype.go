@@ -309,11 +309,14 @@ func orList(names []string) string {
 // the fault of that plane's control API, as its JSON decodes, that does
 // there what f does over HTTP. The error, a *FieldError, names what has
 // no counterpart there: "fault.type" for a type the plane lacks (Planes),
-// or a parameter.
+// a parameter, or "fault.match" (a route is the HTTP plane's).
 func (f Fault) OnPlane(plane string) (map[string]any, error) {
 	t := lookupType(f.Type)
 	if t == nil {
 		return nil, fieldErr("fault.type", "unknown fault type %q (want %s)", f.Type, orList(Types()))
+	}
+	if f.Match != "" {
+		return nil, fieldErr("fault.match", "a route (a request's method and path) is the HTTP plane's; the %s plane has none", plane)
 	}
 	c, ok := t.counterparts()[plane]
 	if !ok {

@@ -168,7 +168,7 @@ func checkExample(t *testing.T, rt *registered) {
 // role says.
 func checkDecision(t *testing.T, rt *registered, f Fault) {
 	t.Helper()
-	d := newFaultSet([]Fault{f}).decide(1, 1)
+	d := newFaultSet([]Fault{f}).decide(1, 1, allMatched)
 	var ok bool
 	switch rt.role() {
 	case roleTerminal:

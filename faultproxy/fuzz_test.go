@@ -56,7 +56,7 @@ func FuzzParseFaults(f *testing.F) {
 		}
 		set := newFaultSet(fs)
 		for seq := uint64(1); seq <= 20; seq++ {
-			if d := set.decide(1, seq); d.Delay < 0 {
+			if d := set.decide(1, seq, allMatched); d.Delay < 0 {
 				t.Fatalf("faults %+v: negative delay %v", fs, d.Delay)
 			}
 		}

@@ -66,7 +66,7 @@ func BenchmarkDecide(b *testing.B) {
 	var seq uint64
 	for b.Loop() {
 		seq++
-		_ = set.decide(1, seq)
+		_ = set.decide(1, seq, allMatched)
 	}
 }
 

@@ -37,6 +37,10 @@ type Config struct {
 	// /healthz must carry as a bearer token (see internal/ctlauth); empty:
 	// none is asked. The Host, Origin and Content-Type checks hold anyway.
 	Token string
+	// Classes are route classes whose requests the proxy counts
+	// (faultproxy_class_requests_total{class}…); see Class. Without
+	// them (and without a fault's Match) no request's route is looked at.
+	Classes []Class
 }
 
 // Proxy is the data plane: an http.Handler that injects the current faults
@@ -56,7 +60,8 @@ type Proxy struct {
 	rp        *httputil.ReverseProxy // for protocol upgrades only
 	ledger    *Ledger
 	m         *metrics
-	token     string // the control API's; see Config.Token
+	classes   *classes // Config.Classes; nil without
+	token     string   // the control API's; see Config.Token
 	// bodyIdleTimeout bounds each wait for more of a request body on the
 	// net/http data plane (idleBody), as the raw plane's bodyIdleTimeout.
 	bodyIdleTimeout time.Duration
@@ -92,6 +97,9 @@ func New(cfg Config) (*Proxy, error) {
 	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: want http(s)://host[:port][/path], got %s", ErrBadUpstream, redactURL(u))
 	}
+	if err := ValidateClasses(cfg.Classes); err != nil {
+		return nil, err
+	}
 	target := *u
 	tr := cfg.Transport
 	if tr == nil {
@@ -104,6 +112,7 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p.set.Store(emptySet)
 	p.m = newMetrics(p)
+	p.classes = newClasses(cfg.Classes, p.m.reg)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:      func(pr *httputil.ProxyRequest) { pr.SetURL(&target) },
 		Transport:    tr,
@@ -198,7 +207,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p.enter()
 	defer p.inflight.Add(-1)
-	set, d, e := p.begin(arrived)
+	target := r.RequestURI
+	if target == "" { // a request built by hand
+		target = r.URL.RequestURI()
+	}
+	set, d, e, cls := p.begin(arrived, &reqLine{smethod: r.Method, starget: target})
+	if cls != 0 {
+		defer p.classes.leave(cls, arrived)
+	}
 	start := arrived // of the request's service
 	if d.Capacity {
 		res, at := p.admit(set.capacity, ctx.Done, arrived, &e)
@@ -233,14 +249,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // begin counts a request and decides its faults; the ledger entry starts
-// as "forwarded" (its Decision is rendered only for a ledger). Both data
-// planes start here.
-func (p *Proxy) begin(arrived time.Time) (*faultSet, Decision, LedgerEntry) {
+// as "forwarded" (its Decision is rendered only for a ledger). It returns
+// the route classes l is of, counted in flight from now (the caller ends
+// them with p.classes.leave). Both data planes start here. l's route is
+// looked at only when the proxy has classes or a fault a Match.
+func (p *Proxy) begin(arrived time.Time, l *reqLine) (*faultSet, Decision, LedgerEntry, uint64) {
 	p.m.requests.Inc()
 	seq := p.seq.Add(1)
 	set := p.set.Load()
-	d := set.decide(p.seed, seq)
-	return set, d, LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}
+	var cls uint64
+	if p.classes != nil {
+		if cls = p.classes.match(l); cls != 0 {
+			p.classes.enter(cls)
+		}
+	}
+	d := set.decide(p.seed, seq, set.matched(l))
+	return set, d, LedgerEntry{Time: arrived, Seq: seq, Outcome: "forwarded"}, cls
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -24,7 +24,10 @@ func (p *Proxy) serveRaw(c *rconn) bool {
 	p.enter()
 	c.counted = &p.inflight
 	defer c.answering() // if no answer went out
-	set, d, e := p.begin(arrived)
+	set, d, e, cls := p.begin(arrived, &reqLine{raw: true, method: c.req.line[0], target: c.req.line[1]})
+	if cls != 0 {
+		c.classes, c.classBits, c.arrived = p.classes, cls, arrived
+	}
 	if d.Capacity {
 		return p.serveRawCapacity(c, set, d, e, arrived)
 	}

@@ -249,6 +249,11 @@ type rconn struct {
 	// counted is the proxy's in-flight count while this connection's
 	// request is counted in it (nil otherwise): see answering.
 	counted *atomic.Int64
+	// classBits are the route classes the request is counted in flight
+	// in (0: none), in classes since arrived: see answering.
+	classBits uint64
+	classes   *classes
+	arrived   time.Time
 }
 
 // answering takes the request out of the proxy's in-flight count, once,
@@ -259,6 +264,10 @@ func (c *rconn) answering() {
 	if c.counted != nil {
 		c.counted.Add(-1)
 		c.counted = nil
+	}
+	if c.classBits != 0 {
+		c.classes.leave(c.classBits, c.arrived)
+		c.classBits = 0
 	}
 }
 

@@ -73,7 +73,7 @@ func TestThrottleDecision(t *testing.T) {
 		{[]Fault{thr, thr}, "throttle+throttle", 3},
 		{[]Fault{{Type: TypeThrottle, Percent: 0, Params: Throttle{BytesPerSecond: 100}}}, "pass", 0},
 	} {
-		d := newFaultSet(tt.fs).decide(1, 1)
+		d := newFaultSet(tt.fs).decide(1, 1, allMatched)
 		if d.String() != tt.want || d.Shaped != tt.shaped {
 			t.Errorf("%+v: decision %q (shaped %b), want %q (%b)", tt.fs, d, d.Shaped, tt.want, tt.shaped)
 		}

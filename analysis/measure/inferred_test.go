@@ -195,56 +195,63 @@ func btoi(b bool) int {
 }
 
 // TestProxyPredictionMatch: a fault with a match acts on the share of an
-// endpoint's statements that match it. /a and /b both query DB (2 in
-// flight at 400 queries/s: 5 ms each); a 225 ms latency fault matches
-// the report class, which the calibration measured /a alone to run. With
-// the call graph, /b's demand stays at its baseline's and /a takes the
-// fault; without it, each is charged the share of DB's queries of the
-// class in the baseline (a half; the proxy's class counter); with a match
-// the proxy did not count, every query (the old charge).
+// endpoint's calls that match it. /a and /b both call DB (2 in flight at
+// 400 calls/s: 5 ms each); a 225 ms latency fault matches the report
+// class, which the calibration measured /a alone to call. With the call
+// graph, /b's demand stays at its baseline's and /a takes the fault;
+// without it, each is charged the share of DB's calls of the class in the
+// baseline (a half; the proxy's class counter); with a match the proxy
+// did not count, every call (the old charge). The same for a PostgreSQL
+// dependency's statement class (faultproxy_pg_class_queries_total) and
+// an HTTP one's route class (faultproxy_class_requests_total).
 func TestProxyPredictionMatch(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
 	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
-	run := func(match string, g *rundata.CallGraph) *Run {
-		r := &Run{&rundir.Run{CallGraph: g, Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
-			Endpoints:        []rundata.EndpointInfo{{Name: "a", Dependency: "DB"}, {Name: "b", Dependency: "DB"}},
-			Phases:           []rundata.PhaseSpan{base, fault},
-			StatementClasses: map[string][]rundata.StatementClass{"DB": {{Name: "report", Match: "report_"}}},
-			Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "DB", Action: "set",
-				Faults: []byte(`[{"type":"latency","percent":100,"latency":"225ms","match":"` + match + `"}]`)}}}}}
-		r.atRate(200, base, fault)
-		for i := range 60 {
-			at := start.Add(time.Duration(i) * 250 * time.Millisecond)
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-DB", Values: map[string]float64{
-				rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 100 * float64(i),
-				rundata.Key(rundata.MetricPgClassQueries, rundata.L("class", "report")): 50 * float64(i)}})
-		}
-		return r
-	}
-	graph := &rundata.CallGraph{Requests: 10, Rate: 10, Edges: map[string][]string{"a": {"DB"}, "b": {"DB"}}, Endpoints: []rundata.EndpointCalls{
-		{Endpoint: "a", OK: 10, Calls: map[string]float64{"DB": 1}, Classes: map[string]map[string]float64{"DB": {"report": 1}}},
-		{Endpoint: "b", OK: 10, Calls: map[string]float64{"DB": 1}, Classes: map[string]map[string]float64{"DB": {"report": 0}}}}}
-	for _, tt := range []struct {
-		name  string
-		match string
-		g     *rundata.CallGraph
-		a, b  float64 // fault-phase demand
-	}{
-		{"measured per endpoint", "report_", graph, 200 * 0.23, 200 * 0.005},
-		{"the baseline's share", "report_", nil, 200 * (0.005 + 0.225/2), 200 * (0.005 + 0.225/2)},
-		{"a match not counted", "lookup", graph, 200 * 0.23, 200 * 0.23},
+	for _, plane := range []struct{ metric, report, other string }{
+		{rundata.MetricPgClassQueries, "report_", "lookup"},
+		{rundata.MetricClassRequests, "GET ^/reports/", "^/lookup"},
 	} {
-		r := run(tt.match, tt.g)
-		for ep, want := range map[string]float64{"a": tt.a, "b": tt.b} {
-			pred, ok := r.proxyPrediction([]string{ep})
-			if got := pred[rundata.PhaseFault]; !ok || math.Abs(got-want) > 0.5 {
-				t.Errorf("%s: /%s's fault-phase demand %.2f (%v), want %.2f", tt.name, ep, got, ok, want)
+		run := func(match string, g *rundata.CallGraph) *Run {
+			r := &Run{&rundir.Run{CallGraph: g, Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+				Endpoints:   []rundata.EndpointInfo{{Name: "a", Dependency: "DB"}, {Name: "b", Dependency: "DB"}},
+				Phases:      []rundata.PhaseSpan{base, fault},
+				CallClasses: map[string][]rundata.CallClass{"DB": {{Name: "report", Match: plane.report}}},
+				Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "DB", Action: "set",
+					Faults: []byte(`[{"type":"latency","percent":100,"latency":"225ms","match":"` + match + `"}]`)}}}}}
+			r.atRate(200, base, fault)
+			for i := range 60 {
+				at := start.Add(time.Duration(i) * 250 * time.Millisecond)
+				r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-DB", Values: map[string]float64{
+					rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 100 * float64(i),
+					rundata.Key(plane.metric, rundata.L("class", "report")): 50 * float64(i)}})
 			}
+			return r
 		}
-		if tt.g != nil && tt.match == "report_" {
-			if d, ok := r.demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
-				t.Errorf("%s: DB's fault-phase demand %.2f (%v), want %.2f", tt.name, d[rundata.PhaseFault], ok, tt.a+tt.b)
+		graph := &rundata.CallGraph{Requests: 10, Rate: 10, Edges: map[string][]string{"a": {"DB"}, "b": {"DB"}}, Endpoints: []rundata.EndpointCalls{
+			{Endpoint: "a", OK: 10, Calls: map[string]float64{"DB": 1}, Classes: map[string]map[string]float64{"DB": {"report": 1}}},
+			{Endpoint: "b", OK: 10, Calls: map[string]float64{"DB": 1}, Classes: map[string]map[string]float64{"DB": {"report": 0}}}}}
+		for _, tt := range []struct {
+			name  string
+			match string
+			g     *rundata.CallGraph
+			a, b  float64 // fault-phase demand
+		}{
+			{"measured per endpoint", plane.report, graph, 200 * 0.23, 200 * 0.005},
+			{"the baseline's share", plane.report, nil, 200 * (0.005 + 0.225/2), 200 * (0.005 + 0.225/2)},
+			{"a match not counted", plane.other, graph, 200 * 0.23, 200 * 0.23},
+		} {
+			r := run(tt.match, tt.g)
+			for ep, want := range map[string]float64{"a": tt.a, "b": tt.b} {
+				pred, ok := r.proxyPrediction([]string{ep})
+				if got := pred[rundata.PhaseFault]; !ok || math.Abs(got-want) > 0.5 {
+					t.Errorf("%s, %s: /%s's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, ep, got, ok, want)
+				}
+			}
+			if tt.g != nil && tt.match == plane.report {
+				if d, ok := r.demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
+					t.Errorf("%s, %s: DB's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, d[rundata.PhaseFault], ok, tt.a+tt.b)
+				}
 			}
 		}
 	}

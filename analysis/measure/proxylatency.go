@@ -139,21 +139,22 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 	return out, true
 }
 
-// matchShare is the share of endpoint ep's calls to dependency dep whose
-// statements match the expression match (1 without one): of the statement
-// class the run's proxy counted for it (RunMeta.StatementClasses), the
-// share the audit's calibration measured for ep, else the share of all of
-// dep's queries in the baseline (ep "": always that one), else 1 (a match
-// the proxy did not count: every call, as before it was counted).
+// matchShare is the share of endpoint ep's calls to dependency dep that
+// the expression match matches (1 without one; a PostgreSQL dependency's
+// statements, an HTTP one's routes): of the class the run's proxy counted
+// for it (RunMeta.CallClasses), the share the audit's calibration
+// measured for ep, else the share of all of dep's calls in the baseline
+// (ep "": always that one), else 1 (a match the proxy did not count:
+// every call, as before it was counted).
 func (r *Run) matchShare(dep, ep, match string) float64 {
 	if match == "" {
 		return 1
 	}
-	i := slices.IndexFunc(r.Meta.StatementClasses[dep], func(c rundata.StatementClass) bool { return c.Match == match })
+	i := slices.IndexFunc(r.Meta.CallClasses[dep], func(c rundata.CallClass) bool { return c.Match == match })
 	if i < 0 {
 		return 1
 	}
-	cls := r.Meta.StatementClasses[dep][i].Name
+	cls := r.Meta.CallClasses[dep][i].Name
 	if ep != "" {
 		if share, ok := r.CallGraph.ClassShare(ep, dep, cls); ok {
 			return share
@@ -165,7 +166,13 @@ func (r *Run) matchShare(dep, ep, match string) float64 {
 	}
 	comp := rundata.ProxyComponent(dep)
 	all, ok1 := rundir.DeltaOver(r.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
-	n, ok2 := rundir.DeltaOver(r.Metric(comp, rundata.Key(rundata.MetricPgClassQueries, rundata.L("class", cls))), base.Start, base.End)
+	var n float64
+	ok2 := false
+	for _, m := range rundata.ClassCallMetrics { // the proxy's plane's
+		if n, ok2 = rundir.DeltaOver(r.Metric(comp, rundata.Key(m, rundata.L("class", cls))), base.Start, base.End); ok2 {
+			break
+		}
+	}
 	if !ok1 || !ok2 || !(all > 0) {
 		return 1
 	}

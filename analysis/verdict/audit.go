@@ -137,8 +137,8 @@ type AuditControl struct {
 type AuditFinding struct {
 	Endpoint   string `json:"endpoint"`
 	Dependency string `json:"dependency"`
-	// Class is the statement class of Dependency the fault acted on, if
-	// the column is a class's.
+	// Class is the class of Dependency's calls (statements, routes) the
+	// fault acted on, if the column is a class's.
 	Class     string `json:"class,omitempty"`
 	Fault     string `json:"fault"`
 	Condition string `json:"condition"`

@@ -248,9 +248,9 @@ func predictedClass(r *rundir.Run, ep string, calls bool) string {
 }
 
 // callsColumn reports whether endpoint e calls what column col faults:
-// its dependency (calls), or for a column of a statement class, that
-// class's statements, at least rundata.MinCallsPerRequest per request as
-// the calibration measured them. An endpoint that calls the dependency but
+// its dependency (calls), or for a column of a class (a statement class,
+// a route class), that class's calls, at least rundata.MinCallsPerRequest
+// per request as the calibration measured them. An endpoint that calls the dependency but
 // whose classes were not measured is taken to run the class: no finding
 // rests on a class the harness did not see it leave alone.
 func callsColumn(g *rundata.CallGraph, calls map[string][]string, e string, col AuditColumn) bool {

@@ -4,12 +4,14 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/verdict"
 	"github.com/bulkheadlab/bulkheadlab/internal/pgtest"
 	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
@@ -71,8 +73,25 @@ audit:
   faults: [slow]
   calibration: {requests: 10, rate: 40}
 `, pg.Addr, proxy, start(addrS, "shared"), addrS, start(addrB, "per-dependency"), addrB)
+	sum := runClassAudit(t, "classes-audit", text)
+	checkClassAudit(t, sum, "DB", "queries")
+	// Little's law with the fault's match: /interactive's own pool, with
+	// the report class slow. Charged to every query, the fault would add
+	// 40/s × 225 ms = 9 connections; with its match it adds none to
+	// /interactive. Without it, 40/s × 40 ms ≈ 1.6 against a measured
+	// 40/s × /interactive's latency.
+	if pred, got, ok := poolDemand(t, sum, "slow-db-report-bulkhead-r1", "db-interactive"); !ok || !(pred <= 1.5*got && got <= 1.5*pred) {
+		t.Errorf("pool db-interactive: predicted %.2f, measured %.2f (%v): want within a factor of 1.5", pred, got, ok)
+	}
+}
+
+// runClassAudit runs `audit` (without --check) on text, an audit of two
+// modes, shared and bulkhead, until its runs are judged, and returns its
+// summary: exit 0 and a map per mode.
+func runClassAudit(t *testing.T, name, text string) verdict.Summary {
+	t.Helper()
 	tmp := t.TempDir()
-	file := filepath.Join(tmp, "classes-audit.yaml")
+	file := filepath.Join(tmp, name+".yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +101,7 @@ audit:
 	untilJudged(t, func(i int) string {
 		outDir := filepath.Join(tmp, fmt.Sprintf("attempt%d", i))
 		r := startRunner(t, tmp, "audit", file, "--out", outDir, "--no-images")
-		code, out, dir = r.wait(t, runBound(file)), r.out.String(), resultsDir(outDir, "classes-audit")
+		code, out, dir = r.wait(t, runBound(file)), r.out.String(), resultsDir(outDir, name)
 		return dir
 	})
 	t.Logf("audit took %v", time.Since(began).Round(100*time.Millisecond))
@@ -93,16 +112,27 @@ audit:
 	if len(sum.Audits) != 2 {
 		t.Fatalf("%d audit maps, want one per mode; output:\n%s", len(sum.Audits), out)
 	}
-	// The calibration saw which class each endpoint runs.
+	return sum
+}
+
+// checkClassAudit holds an audit of runClassAudit, of endpoints /report
+// and /interactive each calling the class of its name of dependency dep
+// (its calls: noun), to what the classes should show: the calibration saw
+// which class each endpoint calls; with the shared pool a slow report
+// class is a finding against /interactive; with a pool each there is no
+// finding.
+func checkClassAudit(t *testing.T, sum verdict.Summary, dep, noun string) {
+	t.Helper()
 	g := sum.Audits[0].CallGraph
-	for ep, want := range map[string]string{"report": "report", "interactive": "interactive"} {
+	for _, ep := range []string{"report", "interactive"} {
 		for _, cls := range []string{"report", "interactive"} {
-			n, ok := g.ClassCalls(ep, "DB", cls)
-			if runs := n >= 0.5; !ok || runs != (cls == want) {
-				t.Errorf("/%s: %v queries of class %s per request (measured %v), want %v", ep, n, cls, ok, cls == want)
+			n, ok := g.ClassCalls(ep, dep, cls)
+			if calls := n >= 0.5; !ok || calls != (cls == ep) {
+				t.Errorf("/%s: %v %s of class %s per request (measured %v), want %v", ep, n, noun, cls, ok, cls == ep)
 			}
 		}
 	}
+	want := "/interactive × " + dep + "/report"
 	for _, m := range sum.Audits {
 		var got []string
 		for _, f := range m.Findings {
@@ -110,35 +140,29 @@ audit:
 			t.Logf("%s: %s", m.Mode, f.Summary)
 		}
 		slices.Sort(got)
-		want := []string(nil)
-		if m.Mode == "shared" {
-			want = []string{"/interactive × DB/report"}
-		}
 		switch {
 		case m.Mode == "bulkhead" && len(got) > 0:
 			t.Errorf("bulkhead: findings %v, want none: the pools are separate", got)
-		case m.Mode == "shared" && !slices.Contains(got, want[0]):
-			t.Errorf("shared: findings %v, want %s slow among them", got, want[0])
+		case m.Mode == "shared" && !slices.Contains(got, want):
+			t.Errorf("shared: findings %v, want %s slow among them", got, want)
 		}
 	}
-	// Little's law with the fault's match: /interactive's own pool, with
-	// the report class slow.
+}
+
+// poolDemand is pool's predicted and measured demand in run id of sum;
+// false when the run has no prediction for it.
+func poolDemand(t *testing.T, sum verdict.Summary, id, pool string) (pred, got float64, ok bool) {
+	t.Helper()
 	for _, r := range sum.Runs {
-		if r.ID != "slow-db-report-bulkhead-r1" {
+		if r.ID != id {
 			continue
 		}
 		for _, p := range r.Pools {
 			t.Logf("%s: pool %s predicted %.2f, measured %.2f", r.ID, p.Pool, float64(p.PredictedDemand), float64(p.MeasuredDemand))
-			if p.Pool != "db-interactive" {
-				continue
-			}
-			// Charged to every query, the fault would add 40/s × 225 ms = 9
-			// connections; with its match it adds none to /interactive.
-			// Without it, 40/s × 40 ms ≈ 1.6 against a measured 40/s ×
-			// /interactive's latency.
-			if pred, got := float64(p.PredictedDemand), float64(p.MeasuredDemand); !(pred <= 1.5*got && got <= 1.5*pred) {
-				t.Errorf("pool db-interactive: predicted %.2f, measured %.2f: want within a factor of 1.5", pred, got)
+			if p.Pool == pool {
+				pred, got, ok = float64(p.PredictedDemand), float64(p.MeasuredDemand), !math.IsNaN(float64(p.PredictedDemand))
 			}
 		}
 	}
+	return pred, got, ok
 }

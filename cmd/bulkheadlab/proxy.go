@@ -38,7 +38,7 @@ type proxyOptions struct {
 	tuneRuntime               bool
 	protocol                  string   // "", "http", "tcp" (proxy_tcp.go) or "postgres" (proxy_pg.go)
 	tlsPassthrough            bool     // postgres: relay a client's TLS as plain TCP
-	classes                   []string // postgres: statement classes, name=RE2
+	classes                   []string // http: route classes, postgres: statement classes; NAME=EXPR each
 	delayBuffer               string   // tcp: the bytes latency faults hold per direction
 	token                     string   // the control API's and pprof's ($BULKHEADLAB_TOKEN)
 }
@@ -108,7 +108,7 @@ The first line on stdout is a JSON announcement with the bound addresses.`,
 	f.StringVar(&o.protocol, "protocol", "", "data-plane protocol: http (faults per request), tcp (any TCP protocol, faults per connection) or postgres (PostgreSQL's wire protocol, faults per query); empty: tcp for a tcp:// upstream, postgres for a postgres:// one, else http")
 	f.StringVar(&o.delayBuffer, "delay-buffer", "", fmt.Sprintf("tcp: the most bytes latency faults hold per direction of a connection, e.g. 16MiB (%s to %s; default %s): with a latency L a direction carries at most this per L, and a client pipelining more waits for the line", bytesize.Format(minDelayBuffer), bytesize.Format(maxDelayBuffer), bytesize.Format(tcpproxy.DefaultDelayBuffer)))
 	f.BoolVar(&o.tlsPassthrough, "tls-passthrough", false, "postgres: pass a client's SSLRequest on to the server and relay the TLS session as plain TCP (faults per connection there) instead of answering it 'N'")
-	f.StringArrayVar(&o.classes, "class", nil, "postgres: a statement class NAME=RE2 whose queries are counted on /metrics (faultproxy_pg_class_queries_total{class}); repeatable")
+	f.StringArrayVar(&o.classes, "class", nil, "a class NAME=EXPR of the calls, counted on /metrics (calls, in flight, durations, by class); repeatable. http: a route, RE2 on the request's path (without the query), optionally after a method: report='GET ^/reports/' (faultproxy_class_requests_total{class}); postgres: RE2 on the statement's text (faultproxy_pg_class_queries_total{class})")
 	f.BoolVar(&o.tuneRuntime, "tune-runtime", true, "keep the Go runtime's monitor thread awake rather than woken on every request: the proxy executes itself once more at start with GODEBUG="+sysmon.Setting+" (unless GODEBUG sets schedtrace), which cuts its CPU per request by about a third; false: the runtime's defaults")
 	return cmd
 }
@@ -160,15 +160,19 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 	if o.tlsPassthrough {
 		return usageError(errors.New("--tls-passthrough: only with --protocol postgres"))
 	}
-	if len(o.classes) > 0 {
-		return usageError(errors.New("--class: only with --protocol postgres"))
-	}
 	if tcp, err := o.isTCP(); err != nil {
 		return err
 	} else if tcp {
+		if len(o.classes) > 0 {
+			return usageError(errors.New("--class: only with --protocol http or postgres (a TCP stream has no requests or statements to class)"))
+		}
 		return runTCPProxy(ctx, stdout, stderr, o)
 	}
 	u, fs, err := o.parse()
+	if err != nil {
+		return err
+	}
+	classes, err := o.httpClasses()
 	if err != nil {
 		return err
 	}
@@ -202,7 +206,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, o proxyOptions) (er
 		}
 		defer pl.Close()
 	}
-	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token})
+	p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: o.seed, Ledger: ledger, ErrorLog: errLog, Token: o.token, Classes: classes})
 	if err != nil {
 		return usageError(fmt.Errorf("--upstream: %w", err))
 	}

@@ -94,15 +94,26 @@ func (o proxyOptions) parsePG() (string, []pgproxy.Fault, error) {
 
 // pgClasses are the --class flags: NAME=RE2 each.
 func (o proxyOptions) pgClasses() ([]pgproxy.Class, error) {
-	var cs []pgproxy.Class
+	return o.classFlags("RE2", pgproxy.ValidateClasses)
+}
+
+// httpClasses are the --class flags of the HTTP plane: NAME=ROUTE each.
+func (o proxyOptions) httpClasses() ([]faultproxy.Class, error) {
+	return o.classFlags("ROUTE", faultproxy.ValidateClasses)
+}
+
+// classFlags parses the --class flags, NAME=EXPR each (expr names EXPR
+// in an error), and checks them with validate.
+func (o proxyOptions) classFlags(expr string, validate func([]faultproxy.Class) error) ([]faultproxy.Class, error) {
+	var cs []faultproxy.Class
 	for _, v := range o.classes {
 		name, re, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, usageError(fmt.Errorf("--class: want NAME=RE2, got %q", v))
+			return nil, usageError(fmt.Errorf("--class: want NAME=%s, got %q", expr, v))
 		}
-		cs = append(cs, pgproxy.Class{Name: name, Match: re})
+		cs = append(cs, faultproxy.Class{Name: name, Match: re})
 	}
-	if err := pgproxy.ValidateClasses(cs); err != nil {
+	if err := validate(cs); err != nil {
 		return nil, usageError(fmt.Errorf("--class: %w", err))
 	}
 	return cs, nil

@@ -44,6 +44,10 @@ func TestProxyCmdBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--control", "[::]:0"}, "--control [::]:0: not a loopback address"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--pprof", "10.1.2.3:6060"}, "--pprof 10.1.2.3:6060: not a loopback address"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--allow-remote", "--listen", "nonsense"}, "--listen"},
+		// Route classes: NAME=ROUTE, a route; none on the TCP plane.
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--class", "report"}, "--class: want NAME=ROUTE"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--class", "report=get /reports/"}, `--class: faultproxy: route class report: "get" before the space`},
+		{[]string{"proxy", "--upstream", "tcp://127.0.0.1:1", "--class", "report=^/r"}, "--class: only with --protocol http or postgres"},
 	}
 	for _, tt := range tests {
 		root := newRootCmd()
@@ -92,7 +96,7 @@ func TestProxyCmdLive(t *testing.T) {
 	pprofAddr := freeLoopbackAddr(t)
 	// With credentials in the URL: the start line must not print them.
 	upURL := strings.Replace(up.URL, "http://", "http://user:s3cret@", 1)
-	root.SetArgs([]string{"proxy", "--upstream", upURL, "--name", "A", "--seed", "7", "--ledger", ledger, "--pprof", pprofAddr})
+	root.SetArgs([]string{"proxy", "--upstream", upURL, "--name", "A", "--seed", "7", "--ledger", ledger, "--pprof", pprofAddr, "--class", "report=GET ^/reports/"})
 	root.SetOut(pw)
 	var stderr syncBuffer
 	root.SetErr(&stderr)
@@ -107,8 +111,8 @@ func TestProxyCmdLive(t *testing.T) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
 	ctl := faultproxy.NewClient(a.Control, hc)
-	get := func() int {
-		resp, err := hc.Get("http://" + a.Addr + "/")
+	get := func(path string) int {
+		resp, err := hc.Get("http://" + a.Addr + path)
 		if err != nil {
 			t.Fatalf("GET through the proxy: %v", err)
 		}
@@ -117,12 +121,15 @@ func TestProxyCmdLive(t *testing.T) {
 	}
 	steps := []struct {
 		faults []faultproxy.Fault
+		path   string
 		want   int
 	}{
-		{nil, 200},
-		{[]faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: 20 * time.Millisecond}}}, 200},
-		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100}}, 503},
-		{nil, 200},
+		{nil, "/", 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: 20 * time.Millisecond}}}, "/", 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100}}, "/", 503},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Match: "^/reports/"}}, "/", 200},
+		{[]faultproxy.Fault{{Type: faultproxy.TypeError, Percent: 100, Match: "^/reports/"}}, "/reports/daily", 503},
+		{nil, "/reports/daily", 200},
 	}
 	if resp, err := hc.Get("http://" + pprofAddr + "/debug/pprof/cmdline"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("GET --pprof's /debug/pprof/cmdline = %v, %v; want 200", resp, err)
@@ -133,8 +140,18 @@ func TestProxyCmdLive(t *testing.T) {
 		if err := ctl.Set(ctx, s.faults); err != nil {
 			t.Fatalf("step %d: Set: %v", i, err)
 		}
-		if got := get(); got != s.want {
-			t.Errorf("step %d (faults %+v): status %d, want %d", i, s.faults, got, s.want)
+		if got := get(s.path); got != s.want {
+			t.Errorf("step %d (faults %+v, %s): status %d, want %d", i, s.faults, s.path, got, s.want)
+		}
+	}
+	// --class: the report route's requests counted.
+	if resp, err := hc.Get("http://" + a.Control + "/metrics"); err != nil {
+		t.Errorf("GET /metrics: %v", err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := faultproxy.MetricClassRequests + `{class="report"} 2`; !strings.Contains(string(b), want) {
+			t.Errorf("/metrics without %q", want)
 		}
 	}
 	cancel()

@@ -245,10 +245,11 @@ type Proxy struct {
 	Seed     uint64
 	// Control is the control-plane listen address.
 	Control string
-	// Classes, for a PostgreSQL proxy, are the statement classes whose
-	// queries it counts (the dependency's classes, and the conditions'
-	// match expressions).
-	Classes []pgproxy.Class
+	// Classes are the classes whose calls the proxy counts (the
+	// dependency's classes, and the conditions' match expressions):
+	// statement classes of a PostgreSQL proxy, route classes of an HTTP
+	// one (the same type on both planes).
+	Classes []faultproxy.Class
 }
 
 // Service is the service under test. Its endpoints' URLs are filled in from

@@ -135,7 +135,8 @@ func Calibrate(ctx context.Context, l Launcher, run plan.Run, cal rundata.Calibr
 }
 
 // proxyCount is a proxy's count of calls, or of bytes for the TCP plane;
-// for the PostgreSQL plane, also its queries of each statement class.
+// and its calls of each class (a PostgreSQL proxy's statement classes, an
+// HTTP proxy's route classes).
 type proxyCount struct {
 	n       float64
 	bytes   bool
@@ -162,7 +163,7 @@ func callCounts(ctx context.Context, hc *http.Client, proxies map[string]SampleT
 				seen = true
 			case k == tcpBytes || strings.HasPrefix(k, tcpBytes+"{"):
 				bytes += v
-			case strings.HasPrefix(k, rundata.MetricPgClassQueries+"{"):
+			case strings.HasPrefix(k, rundata.MetricPgClassQueries+"{"), strings.HasPrefix(k, rundata.MetricClassRequests+"{"):
 				if _, ls, ok := rundata.ParseKey(k); ok && ls["class"] != "" {
 					if c.classes == nil {
 						c.classes = map[string]float64{}

@@ -70,7 +70,7 @@ func startInProcess(_ context.Context, c plan.Component, token string) (started,
 			return started{}, err
 		}
 		quiet := log.New(io.Discard, "", 0)
-		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token})
+		p, err := faultproxy.New(faultproxy.Config{Upstream: u, Seed: c.Proxy.Seed, ErrorLog: quiet, Token: token, Classes: c.Proxy.Classes})
 		if err != nil {
 			return started{}, err
 		}

@@ -35,13 +35,14 @@ func (s *Spec) auditDefaults() {
 		s.Conditions = []Condition{{Name: CondHealthy, Description: "no fault (the audit's control run)"}}
 		a.Columns = nil
 		for _, dep := range s.auditDependencies() {
-			// A dependency with statement classes is a column per class
-			// (classes.go), each fault acting on its statements only.
+			// A dependency with classes (statement classes, route
+			// classes) is a column per class (classes.go), each fault
+			// acting on its class's calls only.
 			targets := []rundata.AuditColumn{{Dependency: dep}}
-			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && s.pgDependency(dep) {
+			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && s.classedDependency(dep) {
 				targets = nil
 				for _, name := range slices.Sorted(maps.Keys(cs)) {
-					if validClass(name, cs[name]) { // validateClasses reports the others
+					if s.validClass(dep, name, cs[name]) { // validateClasses reports the others
 						targets = append(targets, rundata.AuditColumn{Dependency: dep, Class: name})
 					}
 				}
@@ -103,8 +104,8 @@ func (s *Spec) auditRoles() {
 }
 
 // addAuditColumn adds a generated condition: t's dependency (its class's
-// statements, when t has a class) slowed by slowT × T, or failing when
-// fault is failing.
+// calls, when t has a class) slowed by slowT × T, or failing when fault
+// is failing.
 func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT float64) {
 	dep, match := t.Dependency, ""
 	if t.Class != "" {
@@ -124,7 +125,7 @@ func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT f
 	}
 	if match != "" {
 		c.Faults[0].Match = match
-		c.Description += " (its " + t.Class + " statements)"
+		c.Description += " (its " + t.Class + " " + s.callNoun(dep) + ")"
 	}
 	s.Conditions = append(s.Conditions, c)
 	t.Condition, t.Fault = name, fault

@@ -32,7 +32,9 @@ type Fault struct {
 	Params Params `yaml:"-"`
 	// Match, on a PostgreSQL dependency, is a regular expression the
 	// statement's text must match for the fault to act on a query (empty:
-	// every query); Code an error fault's SQLSTATE (postgres.go).
+	// every query); on an HTTP dependency, a route the request's method
+	// and path must match (faultproxy.ValidateRoute). Code is an error
+	// fault's SQLSTATE (postgres.go).
 	Match string `yaml:"match,omitempty"`
 	Code  string `yaml:"code,omitempty"`
 }
@@ -293,14 +295,19 @@ func (s *Spec) answerBytes(dep string) int64 {
 
 // DescribeFaults says what the condition's faults do, each as its fault
 // type describes it (faultproxy.Fault.Describe): "latency 225ms ± 10ms on
-// 100 % of requests", with a PostgreSQL fault's match ("… whose statement
-// matches report_"); "" for a condition without faults.
+// 100 % of requests", or with a match "… on 100 % of the calls that
+// match" and the expression, quoted; "" for a condition without faults.
 func (c *Condition) DescribeFaults() string {
 	parts := make([]string, len(c.Faults))
 	for i, f := range c.Faults {
 		parts[i] = f.proxyFault().Describe()
 		if f.Match != "" {
-			parts[i] += fmt.Sprintf(" whose statement matches %q", f.Match)
+			m := fmt.Sprintf(" of the calls that match %q", f.Match)
+			if d, ok := strings.CutSuffix(parts[i], " of requests"); ok {
+				parts[i] = d + m
+			} else {
+				parts[i] += m
+			}
 		}
 	}
 	return strings.Join(parts, "; ")

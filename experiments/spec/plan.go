@@ -349,6 +349,9 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		fs := make([]faultproxy.Fault, len(c.Faults))
 		for i, f := range c.Faults {
 			fs[i] = f.proxyFault()
+			if !s.pgDependency(c.Dependency) {
+				fs[i].Match = f.Match // a route (validated: none on TCP)
+			}
 		}
 		pr.Faults = []plan.Faults{s.withPostgres(s.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}), c.Faults)}
 	}
@@ -394,7 +397,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
 
-		StatementClasses: s.metaClasses(),
+		CallClasses: s.metaClasses(),
 	}
 	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
 		m.PredictedBreakerOpen = b

@@ -113,15 +113,24 @@ func (s *Spec) postgresUpstream(d string) string {
 // validatePostgresConditions reports the faults of conditions on
 // PostgreSQL dependencies that its plane has no counterpart for (a type
 // without one, faultproxy.Planes, or a parameter its counterpart cannot
-// take), and match and code where they mean nothing.
+// take), match and code where they mean nothing, and an HTTP
+// dependency's match that is not a route (faultproxy.ValidateRoute).
 func (s *Spec) validatePostgresConditions(p *problems) {
 	for i, c := range s.Conditions {
 		pg := s.pgDependency(c.Dependency)
 		for j, f := range c.Faults {
 			path := fmt.Sprintf("conditions[%d].faults[%d]", i, j)
 			if !pg {
-				if f.Match != "" {
-					p.add(path+".match", "only a fault on a PostgreSQL dependency (protocol: postgres) matches statements; %s is not one", c.Dependency)
+				switch {
+				case f.Match == "":
+				case !s.classedDependency(c.Dependency):
+					p.add(path+".match", "only a fault on a PostgreSQL dependency (statements) or an HTTP one (routes) has a match; %s is reached over TCP", c.Dependency)
+				case len(f.Match) > faultproxy.MaxMatchLen:
+					p.add(path+".match", "at most %d bytes, got %d", faultproxy.MaxMatchLen, len(f.Match))
+				default:
+					if err := faultproxy.ValidateRoute(f.Match); err != nil {
+						p.add(path+".match", "dependency %s is an HTTP one, whose faults match a route: %v", c.Dependency, err)
+					}
 				}
 				if f.Code != "" {
 					p.add(path+".code", "only a fault on a PostgreSQL dependency (protocol: postgres) answers with an SQLSTATE; %s is not one", c.Dependency)

@@ -82,8 +82,8 @@ func TestPostgresUpstreamErrors(t *testing.T) {
 			"conditions[4].faults[0].code: an SQLSTATE answers an error fault"},
 		{"  - {name: odd, dependency: A, faults: [{type: latency, latency: 10ms, match: '('}]}\n",
 			"conditions[4].faults[0].match: error parsing regexp"},
-		{"  - {name: odd, dependency: B, faults: [{type: latency, latency: 10ms, match: 'x'}]}\n",
-			"conditions[4].faults[0].match: only a fault on a PostgreSQL dependency"},
+		{"  - {name: odd, dependency: B, faults: [{type: latency, latency: 10ms, match: 'select 1 from report_'}]}\n",
+			"conditions[4].faults[0].match: dependency B is an HTTP one, whose faults match a route: \"select\" before the space"},
 		{"  - {name: odd, dependency: B, faults: [{type: error, code: '57014'}]}\n",
 			"conditions[4].faults[0].code: only a fault on a PostgreSQL dependency"},
 	} {

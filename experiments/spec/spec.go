@@ -203,10 +203,12 @@ type Dependency struct {
 	// (protocol: postgres without external mode), is SQL run once the
 	// server the run starts accepts connections: its tables and rows.
 	Setup string `yaml:"setup,omitempty"`
-	// Classes, for a PostgreSQL dependency, are its statement classes:
-	// name → RE2 on the statement text (classes.go). Its proxy counts the
-	// queries of each, the audit's calibration measures which classes each
-	// endpoint runs, and an audit faults each class in turn.
+	// Classes split the dependency's calls (classes.go): for a PostgreSQL
+	// dependency, statement classes, name → RE2 on the statement text; for
+	// an HTTP one, route classes, name → a route on the request's method
+	// and path ("GET ^/reports/"). Its proxy counts the calls of each, the
+	// audit's calibration measures which classes each endpoint calls, and
+	// an audit faults each class in turn.
 	Classes map[string]string `yaml:"classes,omitempty"`
 }
 

@@ -433,6 +433,7 @@ func (s *Spec) validateExpectations(p *problems) {
 	roles := s.Audit == nil || s.set("expectations.victim") || s.set("expectations.culprit")
 	switch {
 	case !roles:
+	case len(s.Endpoints) == 0: // validateEndpoints says so
 	case !s.hasEndpoint(e.Victim) || !s.hasEndpoint(e.Culprit):
 		why := ""
 		if !s.set("expectations.victim") && !s.set("expectations.culprit") {

@@ -1,79 +1,62 @@
 package pgproxy
 
 import (
-	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bulkheadlab/bulkheadlab/faultproxy/internal/callclass"
 )
 
 // A Class is a named class of statements: the queries whose statement
 // text matches Match (RE2, anywhere in the text, as a fault's match). The
 // proxy counts the queries of each class, faults or not, so that how many
-// statements of each class an endpoint runs can be measured from outside
-// (faultproxy_pg_class_queries_total{class}).
-type Class struct {
-	Name  string
-	Match string
-}
+// statements of each class an endpoint runs can be measured from outside:
+// faultproxy_pg_class_queries_total{class}, with the class's queries in
+// flight and their durations beside it (the HTTP plane's route classes
+// have the same series; internal/callclass counts both).
+type Class = callclass.Class
 
 // MaxClasses bounds a proxy's statement classes (a bit each per query).
-const MaxClasses = 64
-
-// classNameRE is a class's name: as an endpoint's.
-var classNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+const MaxClasses = callclass.Max
 
 // ValidateClasses checks cs: at most MaxClasses, each with a name of
 // letters, digits, _ and - (unique) and a match that compiles; errors name
 // the class.
 func ValidateClasses(cs []Class) error {
-	if len(cs) > MaxClasses {
-		return fmt.Errorf("pgproxy: at most %d statement classes, got %d", MaxClasses, len(cs))
-	}
-	seen := map[string]bool{}
-	for _, c := range cs {
-		switch {
-		case !classNameRE.MatchString(c.Name):
-			return fmt.Errorf("pgproxy: statement class %q: want a name of letters, digits, _, . and - (at most 64)", c.Name)
-		case seen[c.Name]:
-			return fmt.Errorf("pgproxy: statement class %q given twice", c.Name)
-		case c.Match == "":
-			return fmt.Errorf("pgproxy: statement class %s: its match is empty", c.Name)
-		case len(c.Match) > MaxMatchLen:
-			return fmt.Errorf("pgproxy: statement class %s: match at most %d bytes, got %d", c.Name, MaxMatchLen, len(c.Match))
-		}
-		if _, err := regexp.Compile(c.Match); err != nil {
-			return fmt.Errorf("pgproxy: statement class %s: %v", c.Name, err)
-		}
-		seen[c.Name] = true
-	}
-	return nil
+	return callclass.Validate(cs, "pgproxy: statement class", func(re string) error {
+		_, err := regexp.Compile(re)
+		return err
+	})
 }
 
-// classes are a proxy's statement classes, compiled, with their counters.
+// The series of the statement classes, by class (rundata.MetricPgClass*).
+const (
+	MetricClassQueries  = "faultproxy_pg_class_queries_total"
+	MetricClassInflight = "faultproxy_pg_class_inflight_queries"
+	MetricClassDuration = "faultproxy_pg_class_query_duration_seconds"
+)
+
+var classSeries = callclass.Series{
+	Calls:        MetricClassQueries,
+	Inflight:     MetricClassInflight,
+	Duration:     MetricClassDuration,
+	CallsHelp:    "Queries (a simple Query, or an extended batch up to its Sync) with a statement that matches the statement class, by class; a query may be of several.",
+	InflightHelp: "Queries of the statement class in flight (its Query or Sync received, its answer not yet whole), by class.",
+	DurationHelp: "Answered queries of the statement class: from the proxy's receipt of the query until its ReadyForQuery went to the client, by class.",
+	Buckets:      prometheus.ExponentialBucketsRange(0.0001, 60, 24),
+}
+
+// classes are a proxy's statement classes, compiled, with their series.
 type classes struct {
-	res      []*regexp.Regexp
-	counters []prometheus.Counter
+	res []*regexp.Regexp
+	n   *callclass.Counters
 }
-
-// MetricClassQueries counts the queries of each statement class, by class.
-const MetricClassQueries = "faultproxy_pg_class_queries_total" // rundata.MetricPgClassQueries
 
 func newClasses(cs []Class, reg *prometheus.Registry) classes {
-	if len(cs) == 0 {
-		return classes{}
-	}
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricClassQueries,
-		Help: "Queries (a simple Query, or an extended batch up to its Sync) with a statement that matches the statement class, by class; a query may be of several.",
-	}, []string{"class"})
-	reg.MustRegister(vec)
-	out := classes{}
-	for _, c := range cs {
-		out.res = append(out.res, regexp.MustCompile(c.Match)) // validated
-		out.counters = append(out.counters, vec.WithLabelValues(c.Name))
-	}
-	return out
+	res, n := callclass.Build(cs, regexp.MustCompile, classSeries, reg) // validated
+	return classes{res: res, n: n}
 }
 
 // match returns the classes (a bit each) whose expression text matches.
@@ -88,10 +71,10 @@ func (cs *classes) match(text []byte) uint64 {
 }
 
 // count counts one query of each class in bits.
-func (cs *classes) count(bits uint64) {
-	for i, c := range cs.counters {
-		if bits&(1<<i) != 0 {
-			c.Inc()
-		}
-	}
-}
+func (cs *classes) count(bits uint64) { cs.n.Count(bits) }
+
+// enter counts a query of the classes in bits in flight; leave ends it
+// after d, observed as its duration if answered.
+func (cs *classes) enter(bits uint64) { cs.n.Enter(bits) }
+
+func (cs *classes) leave(bits uint64, d time.Duration, answered bool) { cs.n.Leave(bits, d, answered) }

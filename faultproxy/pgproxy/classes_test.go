@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bulkheadlab/bulkheadlab/internal/testkit"
 )
 
 // TestClassesCounted: the proxy counts each query once per statement class
@@ -31,10 +34,31 @@ func TestClassesCounted(t *testing.T) {
 	if _, err := sim.Exec(ctx, "SELECT 2 AS lookup"); err != nil {
 		t.Fatal(err)
 	}
+	// A report query held by a latency fault is in flight in its class
+	// (and in any), not in lookup's.
+	e.put(t, `{"faults":[{"type":"latency","latency":"300ms","match":"report_"}]}`)
+	held := make(chan error, 1)
+	go func() { _, err := ext.Exec(ctx, "SELECT 4 AS report_n"); held <- err }()
+	testkit.WaitFor(t, 5*time.Second, "the held report query in flight", func() bool {
+		return gather(t, e.p, MetricClassInflight, "class", "report") == 1
+	})
+	if n, any := gather(t, e.p, MetricClassInflight, "class", "lookup"), gather(t, e.p, MetricClassInflight, "class", "any"); n != 0 || any != 1 {
+		t.Errorf("lookup %v, any %v in flight while one report query is held; want 0, 1", n, any)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
 	report, lookup := gather(t, e.p, MetricClassQueries, "class", "report"), gather(t, e.p, MetricClassQueries, "class", "lookup")
 	all, queries := gather(t, e.p, MetricClassQueries, "class", "any"), gather(t, e.p, "faultproxy_requests_total", "", "")
-	if report < 6 || lookup < 2 || report+lookup != all || all != queries {
-		t.Errorf("report %v, lookup %v, any %v of %v queries; want report ≥ 6, lookup ≥ 2, report+lookup = any = every query", report, lookup, all, queries)
+	if report < 7 || lookup < 2 || report+lookup != all || all != queries {
+		t.Errorf("report %v, lookup %v, any %v of %v queries; want report ≥ 7, lookup ≥ 2, report+lookup = any = every query", report, lookup, all, queries)
+	}
+	// Every query answered: none in flight, a duration each.
+	for _, cls := range []string{"report", "lookup", "any"} {
+		testkit.WaitFor(t, 5*time.Second, cls+"'s queries ended", func() bool {
+			return gather(t, e.p, MetricClassInflight, "class", cls) == 0 &&
+				gather(t, e.p, MetricClassDuration, "class", cls) == gather(t, e.p, MetricClassQueries, "class", cls)
+		})
 	}
 }
 

@@ -186,6 +186,9 @@ func (c *conn) finish() {
 	c.mu.Lock()
 	left := c.queue
 	c.queue = nil
+	for _, u := range left {
+		u.ended = true
+	}
 	c.mu.Unlock()
 	for _, u := range left {
 		outcome := outcomeAborted

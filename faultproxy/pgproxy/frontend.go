@@ -269,6 +269,13 @@ func (c *conn) closeBatch() {
 	u := c.start()
 	c.mu.Lock()
 	u.closed = true
+	if bits := c.b.classes; bits != 0 && u.classes == 0 && !u.ended {
+		// In flight in its classes from now (its statements are all
+		// known) until it ends; once only for a query continued after a
+		// COPY (reopened).
+		u.classes = bits
+		c.p.classes.enter(bits)
+	}
 	c.mu.Unlock()
 	c.p.classes.count(c.b.classes)
 	c.b = batch{}

@@ -23,6 +23,10 @@ type unit struct {
 	// Guarded by conn.mu.
 	closed    bool // its Query or Sync was received: it may end
 	cancelled bool // a cancel request ended its hang or its hold
+	ended     bool // taken out of the queue (pop, finish)
+	// classes are the statement classes it is counted in flight in (set
+	// when it closes, unless it ended first); read once it ended.
+	classes uint64
 
 	// The pump's.
 	errSent  bool          // its ErrorResponse went out (synthetic units)
@@ -65,6 +69,7 @@ func (c *conn) pop(u *unit, outcome string) {
 	}
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
+	u.ended = true
 	c.mu.Unlock()
 	c.endQuery(u, outcome)
 }
@@ -87,8 +92,12 @@ func (c *conn) endQuery(u *unit, outcome string) {
 	p.queryEnded()
 	dur := time.Since(u.arrived)
 	p.m.outcomes[outcome].Inc()
-	if outcome != outcomeAborted && outcome != outcomeHang {
+	answered := outcome != outcomeAborted && outcome != outcomeHang
+	if answered {
 		p.m.duration.Observe(dur.Seconds())
+	}
+	if u.classes != 0 {
+		p.classes.leave(u.classes, dur, answered)
 	}
 	if p.ledger == nil {
 		return

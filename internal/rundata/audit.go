@@ -49,9 +49,10 @@ type AuditColumn struct {
 	Condition  string `yaml:"condition" json:"condition"`   // e.g. "slow-pay"
 	Dependency string `yaml:"dependency" json:"dependency"` // "PAY"
 	Fault      string `yaml:"fault" json:"fault"`           // "slow", "failing", "slow 0.5T"
-	// Class, when set, is the statement class of the PostgreSQL
-	// dependency the fault acts on (its statements only): the column is
-	// "DB/report", not the whole dependency.
+	// Class, when set, is the class of the dependency's calls the fault
+	// acts on (its calls only: a PostgreSQL dependency's statement class,
+	// an HTTP one's route class): the column is "DB/report", not the
+	// whole dependency.
 	Class string `yaml:"class,omitempty" json:"class,omitempty"`
 }
 
@@ -63,16 +64,27 @@ func (c AuditColumn) Target() string {
 	return c.Dependency + "/" + c.Class
 }
 
-// StatementClass is a named class of a PostgreSQL dependency's statements:
-// those whose text matches Match (RE2).
-type StatementClass struct {
+// CallClass is a named class of a dependency's calls: a PostgreSQL
+// dependency's statements whose text matches Match (RE2), or an HTTP
+// dependency's requests whose method and path it matches (a route,
+// faultproxy.ValidateRoute).
+type CallClass struct {
 	Name  string `json:"name"`
 	Match string `json:"match"`
 }
 
-// MetricPgClassQueries is a PostgreSQL proxy's count of the queries of
-// each statement class (labelled class).
-const MetricPgClassQueries = "faultproxy_pg_class_queries_total"
+// A proxy's count of the calls of each class (labelled class): a
+// PostgreSQL proxy's queries, an HTTP proxy's requests. ClassCallMetrics
+// are both, for a reader that does not know the dependency's plane (a
+// proxy exports one of them).
+const (
+	MetricPgClassQueries = "faultproxy_pg_class_queries_total"
+	MetricClassRequests  = "faultproxy_class_requests_total"
+)
+
+// ClassCallMetrics are the metrics of a proxy's calls of each class, one
+// per plane that classes its calls.
+var ClassCallMetrics = []string{MetricPgClassQueries, MetricClassRequests}
 
 // Fault kinds of an audit.
 const (
@@ -215,12 +227,13 @@ type EndpointCalls struct {
 	Endpoint string             `json:"endpoint"`
 	OK       int                `json:"ok"` // requests answered 2xx
 	Calls    map[string]float64 `json:"calls_per_request"`
-	// Classes are, per PostgreSQL dependency with statement classes, the
-	// queries of each class per request (a query may be of several).
+	// Classes are, per dependency with classes (statement classes of a
+	// PostgreSQL one, route classes of an HTTP one), the calls of each
+	// class per request (a call may be of several).
 	Classes map[string]map[string]float64 `json:"class_calls_per_request,omitempty"`
 }
 
-// ClassCalls is endpoint ep's queries of class cls of dependency dep per
+// ClassCalls is endpoint ep's calls of class cls of dependency dep per
 // request, as g measured them; false when g did not measure it (no classes
 // counted, or ep's requests unanswered).
 func (g *CallGraph) ClassCalls(ep, dep, cls string) (float64, bool) {
@@ -239,7 +252,7 @@ func (g *CallGraph) ClassCalls(ep, dep, cls string) (float64, bool) {
 	return 0, false
 }
 
-// ClassShare is the share of endpoint ep's queries to dependency dep that
+// ClassShare is the share of endpoint ep's calls to dependency dep that
 // are of class cls, as g measured them; false when g did not measure it or
 // ep does not call dep.
 func (g *CallGraph) ClassShare(ep, dep, cls string) (float64, bool) {

@@ -80,10 +80,12 @@ type RunMeta struct {
 	// Proxies is, per dependency, the data-plane URL of its fault proxy as
 	// the service calls it (on a cluster, the proxies' Service).
 	Proxies map[string]string `json:"proxies,omitempty"`
-	// StatementClasses are, per PostgreSQL dependency, the statement
-	// classes its proxy counted (MetricPgClassQueries): the spec's
-	// declared classes and its conditions' match expressions.
-	StatementClasses map[string][]StatementClass `json:"statement_classes,omitempty"`
+	// CallClasses are, per dependency with classes, the classes of its
+	// calls its proxy counted (ClassCallMetrics): the spec's declared
+	// classes and its conditions' match expressions; statement classes of
+	// a PostgreSQL dependency, route classes of an HTTP one. (The key is
+	// the first kind's, kept for the runs recorded with it.)
+	CallClasses map[string][]CallClass `json:"statement_classes,omitempty"`
 	// Phases are the actual phase spans, in order.
 	Phases []PhaseSpan `json:"phases"`
 	// Faults are the actual fault switches as acknowledged by the proxy.

@@ -43,6 +43,7 @@ func FuzzPlaneFaults(f *testing.F) {
 		`{"faults":[{"type":"latency","percent":50,"stream":"both","latency":100,"jitter":"5ms"}]}`,
 		`{"faults":[{"type":"bandwidth","rate":64},{"type":"slicer","average_size":16,"size_variation":8,"delay":10}]}`,
 		`{"faults":[{"type":"error","code":"53300","message":"sorry","match":"^UPDATE"},{"type":"hang","match":"("}]}`,
+		`{"faults":[{"type":"latency","latency":"5ms","match":"GET|HEAD ^/reports/"},{"type":"error","match":"/a b"}]}`,
 		`{"faults":[{"type":"throttle","bytes_per_second":1e3}]}`, `{"faults":[{"type":"error","headers":{"K":"V"},"status":0}]}`,
 		`{"faults":null}`, `{}`, `[]`, ``, `{"faults":[{}]}`, `{"faults":[null]}`,
 	} {
