@@ -90,7 +90,7 @@ func (r *Runner) measure(ctx context.Context, rundir string, run plan.Run, st *S
 	if err := sw.failure(); err != nil && ctx.Err() == nil {
 		runErr = err // it stopped the load early; the load's own error is only the cancel
 	}
-	if runErr == nil && meta.MemoryStop == nil && len(run.Faults) > 0 {
+	if runErr == nil && meta.MemoryStop == nil && len(run.Faults) > 0 && (len(meta.Pools) > 0 || run.ServiceMetrics != nil) {
 		settle(ctx, quietSpan(meta, orDefault(r.SampleInterval, DefaultSampleInterval)))
 	}
 	stopSampler()
@@ -591,8 +591,8 @@ func (f *runFiles) close() error {
 // load.
 const maxQuietSpan = 5 * time.Second
 
-// quietSpan is how long the sampler runs on after the load so that the run
-// records its service quiet: every call ended (T and the longest queue
+// quietSpan is how long the sampler runs on after the load of a run with a
+// fault and pool metrics so that the run records its service quiet: every call ended (T and the longest queue
 // wait after the last request) and two samples more. A pool that still has
 // permits in use then, with no call in flight, lost them (measure's
 // LeakRule); one whose samples under load only looked so did not.
