@@ -117,6 +117,9 @@ type RunSummary struct {
 	// Tenants is what the service's tenant stage saw of each endpoint's
 	// tenant, when the experiment names the tenant claims.
 	Tenants *TenantsRun `json:"tenants,omitempty"`
+	// Processes is what the run's layout cost in processes, memory and
+	// CPU, when the experiment names the processes claim.
+	Processes *ProcessesRun `json:"processes,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -361,6 +364,7 @@ var runFamilies = []runFamily{
 	rateLimitFamily, // ratelimit.go: what a rate limiter did with the culprit's calls
 	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 	tenantFamily,    // tenants.go: each endpoint's tenant, its share and what was refused over it
+	processesFamily, // processes.go: what the layout cost in processes, memory and CPU
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -33,6 +33,7 @@ var families = [][]decision{
 	rateLimitDecisions,  // ratelimit.go: a rate limiter is not a bulkhead
 	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
 	tenantDecisions,     // tenants.go: one tenant's load against the others
+	processesDecisions,  // processes.go: processes as walls, and what they cost
 }
 
 // decisionOf is every family's decision by claim name.

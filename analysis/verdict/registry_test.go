@@ -36,6 +36,7 @@ func everyRole() rundata.Expectations {
 	e.RateLimit = &rundata.RateLimitRoles{}
 	e.Memory = &rundata.MemoryRoles{}
 	e.Tenants = &rundata.TenantsRoles{Condition: "batch", Shared: "shared", Isolated: []string{"partitioned"}}
+	e.Processes = &rundata.ProcessesRoles{CPU: "payload"}
 	return e
 }
 

@@ -62,9 +62,10 @@ func (s *Spec) validate(p *problems) {
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
-	s.validatePriority(p) // priority.go
-	s.validateNoPool(p)   // nolayout.go
-	s.validateTenants(p)  // tenants.go
+	s.validatePriority(p)  // priority.go
+	s.validateNoPool(p)    // nolayout.go
+	s.validateTenants(p)   // tenants.go
+	s.validateProcesses(p) // processes.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {

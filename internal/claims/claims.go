@@ -51,6 +51,9 @@ const (
 	// Tenants.
 	TenantsDoS      = "TENANTS-DOS"
 	TenantsIsolated = "TENANTS-ISOLATED"
+	// Processes as walls: which isolation a shared pool, bulkheads in one
+	// process and a process per endpoint give, and at what cost.
+	ProcessWall = "PROCESS-WALL"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -70,6 +73,7 @@ const (
 	RateLimit  Family = "ratelimit"
 	Memory     Family = "memory"
 	Tenants    Family = "tenants"
+	Processes  Family = "processes"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -129,6 +133,8 @@ var (
 	// TenantsRuns and TenantsSharedMode name the tenant claims' runs.
 	TenantsRuns       = Section{"tenants", "its condition and partitioned modes"}
 	TenantsSharedMode = Section{"tenants.shared", "the mode without partitions"}
+	// ProcessesRuns names the processes claim's conditions and modes.
+	ProcessesRuns = Section{"processes", "its CPU condition"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -218,6 +224,7 @@ var registry = []Claim{
 	{UnboundedGrows, Memory, Needs{Sections: []Section{MemoryRuns}, Conditions: []Role{MemoryCondition}, Modes: []Role{MemoryMode, MemoryControl}}},
 	{TenantsDoS, Tenants, Needs{Sections: []Section{TenantsRuns, TenantsSharedMode}}},
 	{TenantsIsolated, Tenants, Needs{Sections: []Section{TenantsRuns}}},
+	{ProcessWall, Processes, Needs{Sections: []Section{ProcessesRuns}}},
 }
 
 // All returns every claim in report order (a copy).

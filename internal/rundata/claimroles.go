@@ -71,6 +71,8 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Tenants != nil
 	case claims.TenantsSharedMode:
 		return e.Tenants != nil && e.Tenants.Shared != ""
+	case claims.ProcessesRuns:
+		return e.Processes != nil
 	}
 	return false
 }

@@ -22,6 +22,7 @@ func named() Expectations {
 	e.RateLimit = &RateLimitRoles{}
 	e.Memory = &MemoryRoles{}
 	e.Tenants = &TenantsRoles{Condition: "surge", Shared: "shared", Isolated: []string{"partitioned"}}
+	e.Processes = &ProcessesRoles{CPU: "payload"}
 	return e
 }
 

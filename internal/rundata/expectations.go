@@ -88,6 +88,9 @@ type Expectations struct {
 	Memory *MemoryRoles `yaml:"memory,omitempty" json:"memory,omitempty"`
 	// Tenants names the runs of the tenant claims; nil: none judged.
 	Tenants *TenantsRoles `yaml:"tenants,omitempty" json:"tenants,omitempty"`
+	// Processes names the runs of the processes-as-walls claim; nil: not
+	// judged.
+	Processes *ProcessesRoles `yaml:"processes,omitempty" json:"processes,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the
