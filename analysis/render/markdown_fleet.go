@@ -52,19 +52,27 @@ func writeFleetMD(b *bytes.Buffer, s *verdict.Summary) {
 	if len(inst) > 0 {
 		p("Every instance on its own: peak permits in use per pool against the instance's limit over the fault phase, Little's law for its share " +
 			"of the load (measured ÷ predicted demand), and the resource that ran out first in it.\n")
-		p("| run | instance | peak in use / limit (demand ratio) | exhausted first |")
-		p("|---|---|---|---|")
-		for _, r := range inst {
-			for _, is := range r.Instances {
-				var pools []string
-				for _, ps := range is.Pools {
-					pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
-				}
-				p("| %s | %s | %s | %s |", r.ID, instanceName(is), strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
-			}
-		}
-		p("")
+		writeInstanceRows(b, "instance", inst)
 	}
+}
+
+// writeInstanceRows writes the table of every instance's pools (peak in
+// use / limit, demand ratio) and what ran out first in it; what names the
+// instance column.
+func writeInstanceRows(b *bytes.Buffer, what string, runs []measure.RunSummary) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
+	p("| run | %s | peak in use / limit (demand ratio) | exhausted first |", what)
+	p("|---|---|---|---|")
+	for _, r := range runs {
+		for _, is := range r.Instances {
+			var pools []string
+			for _, ps := range is.Pools {
+				pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
+			}
+			p("| %s | %s | %s | %s |", r.ID, instanceName(is), strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
+		}
+	}
+	p("")
 }
 
 // allPerPool reports whether every run's instances are processes per pool
@@ -100,16 +108,5 @@ func writeProcessesMD(b *bytes.Buffer, runs []measure.RunSummary) {
 	p("Every process of a service run as a process per pool (processes: per-endpoint) on its own: the endpoints it served, peak permits " +
 		"in use per pool against its limit over the fault phase, Little's law for its endpoints' load (measured ÷ predicted demand), and " +
 		"the resource that ran out first in it.\n")
-	p("| run | process (endpoints) | peak in use / limit (demand ratio) | exhausted first |")
-	p("|---|---|---|---|")
-	for _, r := range runs {
-		for _, is := range r.Instances {
-			var pools []string
-			for _, ps := range is.Pools {
-				pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
-			}
-			p("| %s | %s | %s | %s |", r.ID, instanceName(is), strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
-		}
-	}
-	p("")
+	writeInstanceRows(b, "process (endpoints)", runs)
 }

@@ -9,13 +9,14 @@ package rundata
 //
 //   - under CPU (the culprit's calls cost the service CPU: a payload it
 //     decodes) the victim stays at its baseline in Mode (a process per
-//     pool: processes: per-endpoint) — its p99 rises over its rise under
-//     Control by less than MaxP99RiseT, its error rate within P2's — while
-//     in InProcess (the same bulkheads in one process) its p99 rises by at
-//     least MinP99RiseT: the CPU is the wall one process lacks;
+//     pool: processes: per-endpoint) — its fault-phase p99 at most
+//     MaxP99RiseT above its fault-phase p99 under Control, its error rate
+//     within P2's — while in InProcess (the same bulkheads in one process)
+//     its p99 is at least MinP99RiseT above: the CPU is the wall one
+//     process lacks;
 //   - under Slow (the culprit's dependency slow) the victim stays at its
-//     baseline by P2's thresholds (its p99's rise beyond its rise under
-//     Control, its error rate) in Mode and in InProcess alike (the
+//     baseline by P2's thresholds (its fault-phase p99 at most P2's rise
+//     above Control's, its error rate) in Mode and in InProcess alike (the
 //     semaphore's benefit), and degrades in Shared (one pool, P1's rule):
 //     the fault was one a wall had to stop.
 //
@@ -34,9 +35,9 @@ type ProcessesRoles struct {
 	Mode      string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	InProcess string `yaml:"in_process,omitempty" json:"in_process,omitempty"`
 	Shared    string `yaml:"shared,omitempty" json:"shared,omitempty"`
-	// MaxP99RiseT is the largest rise of the victim's fault-phase p99 over
-	// its baseline, beyond its rise under Control, that counts as held
-	// under CPU, in units of T (default DefaultProcessesMaxRiseT);
+	// MaxP99RiseT is the largest excess of the victim's fault-phase p99
+	// under CPU over its fault-phase p99 under Control that counts as held,
+	// in units of T (default DefaultProcessesMaxRiseT);
 	// MinP99RiseT the least that counts as hurt (default
 	// DefaultProcessesMinRiseT).
 	MaxP99RiseT float64 `yaml:"max_p99_rise_t,omitempty" json:"max_p99_rise_t,omitempty"`
