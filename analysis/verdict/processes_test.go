@@ -105,6 +105,19 @@ func TestProcessWall(t *testing.T) {
 		}
 	}
 
+	// Another program on the machine disturbed the one process's payload
+	// baseline (p99 60 ms): its fault phase against the control's still
+	// shows the harm, where a rise over its own baseline would not.
+	disturbed := wallMatrix(good, slowErrs)
+	for i := range disturbed {
+		if disturbed[i].Condition == "payload" && disturbed[i].Mode == "bulkhead" {
+			disturbed[i].Endpoints[1].BaselineP99Ms = 60
+		}
+	}
+	if v := verdictOn(t, claims.ProcessWall, buildCells(disturbed, ex), ex); v.Outcome != Supported {
+		t.Errorf("a disturbed baseline: %s (%s), want SUPPORTED", v.Outcome, v.Reason)
+	}
+
 	v := verdictOn(t, claims.ProcessWall, buildCells(wallMatrix(good, slowErrs), ex), ex)
 	cost := map[string]float64{}
 	for _, m := range v.Measures {

@@ -176,17 +176,7 @@ func (s *Spec) validateProcessRoles(p *problems) {
 	}
 	const path = "expectations.processes."
 	r := s.Expectations.ProcessRoles()
-	switch {
-	case r.CPU == "":
-		p.add(path+"cpu", "required: the condition whose calls cost the service CPU (a payload it decodes)")
-	case s.condition(r.CPU) == nil:
-		p.add(path+"cpu", "no condition %q in the matrix", r.CPU)
-	case r.CPU == r.Control:
-		p.add(path+"control", "must differ from the CPU condition %q", r.CPU)
-	}
-	if s.condition(r.Control) == nil {
-		p.add(path+"control", "no condition %q in the matrix (default: expectations.healthy)", r.Control)
-	}
+	s.checkNamedConditionAndControl(p, path, "cpu", r.CPU, r.Control, "the condition whose calls cost the service CPU (a payload it decodes)")
 	switch {
 	case s.condition(r.Slow) == nil:
 		p.add(path+"slow", "no condition %q in the matrix (default: expectations.slow)", r.Slow)

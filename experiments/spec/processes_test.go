@@ -160,7 +160,7 @@ func TestProcessesErrors(t *testing.T) {
 		{"name: t\n" + conds + "modes: [shared, bulkhead]\nexpectations:\n  processes: {cpu: payload}\n", "expectations.processes.mode: no mode \"processes\" in the matrix (default: processes); add a mode such as {name: processes, pools: bulkhead, processes: per-endpoint}"},
 		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, mode: shared}\n", "expectations.processes.mode: mode \"shared\" has no walls to judge"},
 		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, in_process: processes}\n", "expectations.processes.in_process: mode \"processes\" is not a bulkhead layout in one process (pools: bulkhead, processes: per-endpoint)"},
-		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, control: payload}\n", "expectations.processes.control: must differ from the CPU condition \"payload\""},
+		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, control: payload}\n", "expectations.processes.control: must differ from the condition \"payload\""},
 		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, shared: bulkhead}\n", "expectations.processes.shared: mode \"bulkhead\" is not one shared pool"},
 		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, max_p99_rise_t: 11}\n", "expectations.processes.max_p99_rise_t: must be between 0"},
 		{"name: t\n" + conds + modes + "expectations:\n  processes: {cpu: payload, max_p99_rise_t: 0.2, min_p99_rise_t: 0.15}\n", "expectations.processes.max_p99_rise_t: must be at most min_p99_rise_t (0.15 T)"},
