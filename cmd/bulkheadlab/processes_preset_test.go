@@ -24,9 +24,10 @@ func wallsShort(t *testing.T, size string) string {
 }
 
 // TestProcessesAsWallsPreset: with documents that take this machine about
-// 12 ms each to decode alone (payloadSizeFor, as the CPU preset's test
-// sizes its 9 ms ones: at 9 ms the one process's bulkheads raised /b's p99
-// by 0.11–0.13 T here, too near the 0.1 T that counts as hurt), /b's process keeps /b at its baseline while /a's decodes, the
+// 10 ms each to decode alone (payloadSizeFor, as the CPU preset's test
+// sizes its 9 ms ones; measured on 2 cores: at 12 ms, 578 KiB in a fast
+// moment, /a's process took so much of the machine that /b's process
+// waited too, +0.12 T), /b's process keeps /b at its baseline while /a's decodes, the
 // bulkheads of one process let the CPU through to /b, and a slow A takes
 // /b down only in the shared pool: PROCESS-WALL SUPPORTED, exit 0. The
 // processes were two, each sampled, their memory and GOMAXPROCS summed.
@@ -34,11 +35,23 @@ func wallsShort(t *testing.T, size string) string {
 // (expectations.processes.mode: bulkhead, report --check on a copy of the
 // results) are NOT SUPPORTED, exit 1: the CPU reaches /b through them.
 func TestProcessesAsWallsPreset(t *testing.T) {
-	size := payloadSizeFor(t, 12*time.Millisecond)
-	if size == "96KiB" {
-		t.Skip("this machine decodes JSON so slowly that even the smallest documents would saturate the service's CPU: nothing to judge")
+	var code int
+	var out, dir string
+	for attempt := 1; ; attempt++ {
+		size := payloadSizeFor(t, 10*time.Millisecond)
+		if size == "96KiB" {
+			t.Skip("this machine decodes JSON so slowly that even the smallest documents would saturate the service's CPU: nothing to judge")
+		}
+		code, out, dir = runSpecJudged(t, "processes-as-walls", wallsShort(t, size))
+		// The claim's premise is a payload that hurts /b in one process. A
+		// machine whose speed moved between sizing the documents and
+		// decoding them (they then cost less than meant) says nothing about
+		// the walls: once more, as for an INVALID run.
+		if code != ExitFailed || attempt == 2 || !onlyInProcessUnhurt(readSummary(t, dir)) {
+			break
+		}
+		t.Logf("attempt %d: the payload did not hurt /b in one process either (the documents cost this machine less than sized); once more", attempt)
 	}
-	code, out, dir := runSpecJudged(t, "processes-as-walls", wallsShort(t, size))
 	if code != ExitOK {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
@@ -97,4 +110,25 @@ func TestProcessesAsWallsPreset(t *testing.T) {
 		t.Errorf("walls of one process: %s = %s, want NOT SUPPORTED", claims.ProcessWall, o)
 	}
 	t.Logf("walls of one process: /b fault p99 under payload − under healthy %.3f T", measureOf(s, claims.ProcessWall, "/b fault p99 under payload − under healthy, bulkhead"))
+}
+
+// onlyInProcessUnhurt reports whether PROCESS-WALL failed on the one
+// process's harm under the payload alone, every other deciding number met.
+func onlyInProcessUnhurt(s verdict.Summary) bool {
+	for _, v := range s.Verdicts {
+		if v.Name != claims.ProcessWall || v.Outcome != verdict.NotSupported {
+			continue
+		}
+		failed := 0
+		for _, m := range v.Measures {
+			switch {
+			case m.Result == "fail" && strings.HasPrefix(m.Name, "/b fault p99 under payload − under healthy, bulkhead"):
+				failed++
+			case m.Result == "fail":
+				return false
+			}
+		}
+		return failed == 1
+	}
+	return false
 }
