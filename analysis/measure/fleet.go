@@ -13,9 +13,24 @@ import (
 // peak in use against the instance's limit) and exhausted-resource rules
 // as a service of one instance, applied to the instance alone.
 type InstanceStats struct {
-	Instance  string      `json:"instance"`
+	Instance string `json:"instance"`
+	// Endpoints, for a process per pool (RunMeta.InstanceEndpoints), are
+	// the endpoints it served; empty for an instance of a fleet (each
+	// served every endpoint).
+	Endpoints []string    `json:"endpoints,omitempty"`
 	Pools     []PoolStats `json:"pools"`
 	Exhausted Exhaustion  `json:"exhausted"`
+}
+
+// PerPool reports whether every instance of the stats is a process per
+// pool, none an instance of a fleet.
+func PerPool(stats []InstanceStats) bool {
+	for _, s := range stats {
+		if len(s.Endpoints) == 0 {
+			return false
+		}
+	}
+	return len(stats) > 0
 }
 
 // fleetFamily adds each instance's numbers of a fleet's run and, when the
@@ -39,10 +54,15 @@ func (r *Run) instanceStats() []InstanceStats {
 	for _, c := range r.Meta.Instances {
 		v := &Run{rundir.InstanceView(r.Run, c)}
 		st := InstanceStats{Instance: c}
+		share := n
+		if eps, perPool := r.Meta.InstanceEndpoints[c]; perPool {
+			share = 1 // a process per pool had all of its endpoints' load
+			st.Endpoints = eps
+		}
 		for _, p := range v.PoolNames() {
 			ps := v.poolStats(p)
 			// The endpoints' rates are the fleet's: an instance gets 1/n.
-			ps.MeasuredDemand /= Num(n)
+			ps.MeasuredDemand /= Num(share)
 			ps.DemandRatio = Num(Ratio(float64(ps.MeasuredDemand), float64(ps.PredictedDemand)))
 			st.Pools = append(st.Pools, ps)
 		}

@@ -121,6 +121,9 @@ type RunSummary struct {
 	// Jobs is what the service's job queue did and what the live traffic
 	// got while it drained, when the service had one (jobs.go).
 	Jobs *JobsRun `json:"jobs,omitempty"`
+	// Processes is what the run's layout cost in processes, memory and
+	// CPU, when the experiment names the processes claim.
+	Processes *ProcessesRun `json:"processes,omitempty"`
 	// Shards summarises the load generator's shards, when several
 	// processes sent the load.
 	Shards *ShardsRun `json:"shards,omitempty"`
@@ -366,6 +369,7 @@ var runFamilies = []runFamily{
 	memoryFamily,    // memory.go: the calls in flight and the service's memory over the fault
 	tenantFamily,    // tenants.go: each endpoint's tenant, its share and what was refused over it
 	jobsFamily,      // jobs.go: the job queue's drain, and the live traffic beside it
+	processesFamily, // processes.go: what the layout cost in processes, memory and CPU
 }
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it

@@ -29,6 +29,10 @@ func writeFleetMD(b *bytes.Buffer, s *verdict.Summary) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
 	ex := s.Expectations
+	if len(fleet) == 0 && allPerPool(inst) {
+		writeProcessesMD(b, inst)
+		return
+	}
 	p("## Fleet\n")
 	if len(fleet) > 0 {
 		p("What each run's fleet put on /%s's dependency over the fault phase, against Little's law: K = min(N·L, λ·W) calls, "+
@@ -48,17 +52,61 @@ func writeFleetMD(b *bytes.Buffer, s *verdict.Summary) {
 	if len(inst) > 0 {
 		p("Every instance on its own: peak permits in use per pool against the instance's limit over the fault phase, Little's law for its share " +
 			"of the load (measured ÷ predicted demand), and the resource that ran out first in it.\n")
-		p("| run | instance | peak in use / limit (demand ratio) | exhausted first |")
-		p("|---|---|---|---|")
-		for _, r := range inst {
-			for _, is := range r.Instances {
-				var pools []string
-				for _, ps := range is.Pools {
-					pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
-				}
-				p("| %s | %s | %s | %s |", r.ID, is.Instance, strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
-			}
-		}
-		p("")
+		writeInstanceRows(b, "instance", inst)
 	}
+}
+
+// writeInstanceRows writes the table of every instance's pools (peak in
+// use / limit, demand ratio) and what ran out first in it; what names the
+// instance column.
+func writeInstanceRows(b *bytes.Buffer, what string, runs []measure.RunSummary) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
+	p("| run | %s | peak in use / limit (demand ratio) | exhausted first |", what)
+	p("|---|---|---|---|")
+	for _, r := range runs {
+		for _, is := range r.Instances {
+			var pools []string
+			for _, ps := range is.Pools {
+				pools = append(pools, fmt.Sprintf("%s %s/%d (%s)", ps.Pool, measure.FmtNum(ps.PeakInUse), ps.Limit, measure.FmtNum(ps.DemandRatio)))
+			}
+			p("| %s | %s | %s | %s |", r.ID, instanceName(is), strings.Join(pools, ", "), mdEscape(is.Exhausted.Resource))
+		}
+	}
+	p("")
+}
+
+// allPerPool reports whether every run's instances are processes per pool
+// (processes: per-endpoint), none a fleet's.
+func allPerPool(runs []measure.RunSummary) bool {
+	for _, r := range runs {
+		if !measure.PerPool(r.Instances) {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
+
+// instanceName is an instance's component, with the endpoints it served
+// when it is a process per pool: "service-1 (/a)".
+func instanceName(is measure.InstanceStats) string {
+	if len(is.Endpoints) == 0 {
+		return is.Instance
+	}
+	eps := make([]string, len(is.Endpoints))
+	for i, e := range is.Endpoints {
+		eps[i] = "/" + e
+	}
+	return is.Instance + " (" + strings.Join(eps, ", ") + ")"
+}
+
+// writeProcessesMD writes, for runs of a service run as a process per pool
+// (processes: per-endpoint), every process's pools and what ran out first
+// in it.
+func writeProcessesMD(b *bytes.Buffer, runs []measure.RunSummary) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format+"\n", a...) }
+	p("## Processes\n")
+	p("Every process of a service run as a process per pool (processes: per-endpoint) on its own: the endpoints it served, peak permits " +
+		"in use per pool against its limit over the fault phase, Little's law for its endpoints' load (measured ÷ predicted demand), and " +
+		"the resource that ran out first in it.\n")
+	writeInstanceRows(b, "process (endpoints)", runs)
 }

@@ -103,8 +103,17 @@ func combineSamples(t time.Time, samples []rundata.MetricSample, n int) rundata.
 // and predicted demand its share of the fleet's (the load is spread evenly
 // over the n instances). Windows and phases stay the endpoint's; rates read
 // from them are the fleet's, n times an instance's.
+//
+// A run of a process per pool (RunMeta.InstanceEndpoints) is not a fleet:
+// each pool is one process's, whole, and that process had all of its
+// endpoints' load. Its view keeps the pools of the endpoints it served, at
+// their limits and predicted demand, and no other.
 func InstanceView(r *Run, comp string) *Run {
 	n := len(r.Meta.Instances)
+	served, perPool := r.Meta.InstanceEndpoints[comp]
+	if perPool {
+		n = 1
+	}
 	v := *r
 	v.Metrics = nil
 	for _, s := range r.Metrics {
@@ -117,8 +126,12 @@ func InstanceView(r *Run, comp string) *Run {
 		v.Metrics = append(v.Metrics, s)
 	}
 	v.Meta.Instances = nil
-	v.Meta.Pools = make([]rundata.PoolInfo, len(r.Meta.Pools))
-	for i, p := range r.Meta.Pools {
+	v.Meta.InstanceEndpoints = nil
+	v.Meta.Pools = make([]rundata.PoolInfo, 0, len(r.Meta.Pools))
+	for _, p := range r.Meta.Pools {
+		if perPool && !servesAny(served, p.Endpoints) {
+			continue
+		}
 		p.Limit /= n
 		p.Queue /= n
 		demand := map[string]float64{}
@@ -126,7 +139,19 @@ func InstanceView(r *Run, comp string) *Run {
 			demand[ph] = d / float64(n)
 		}
 		p.PredictedDemand = demand
-		v.Meta.Pools[i] = p
+		v.Meta.Pools = append(v.Meta.Pools, p)
 	}
 	return &v
+}
+
+// servesAny reports whether any of a pool's endpoints is among served.
+func servesAny(served, endpoints []string) bool {
+	for _, e := range endpoints {
+		for _, s := range served {
+			if e == s {
+				return true
+			}
+		}
+	}
+	return false
 }

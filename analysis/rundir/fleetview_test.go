@@ -95,3 +95,36 @@ func TestFleetViewAndInstanceView(t *testing.T) {
 		t.Errorf("a run of one instance got a fleet view")
 	}
 }
+
+// TestProcessPerPoolView: a run of a process per pool (InstanceEndpoints)
+// is read as one service: each pool is its process's, so the combined
+// view's pool is that process's alone and its RSS the processes' sum; a
+// process's view keeps its own pools whole (limit, queue, demand) and none
+// of the other's.
+func TestProcessPerPoolView(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	inA := rundata.Key(rundata.MetricPoolInUse, rundata.L("pool", "a"))
+	inB := rundata.Key(rundata.MetricPoolInUse, rundata.L("pool", "b"))
+	r := &Run{Meta: rundata.RunMeta{Instances: []string{"service-1", "service-2"},
+		InstanceEndpoints: map[string][]string{"service-1": {"a"}, "service-2": {"b"}},
+		Pools: []rundata.PoolInfo{
+			{Name: "a", Limit: 6, Queue: 6, Endpoints: []string{"a"}, PredictedDemand: map[string]float64{rundata.PhaseFault: 2}},
+			{Name: "b", Limit: 20, Queue: 20, Endpoints: []string{"b"}, PredictedDemand: map[string]float64{rundata.PhaseFault: 4}}}},
+		Metrics: []rundata.MetricSample{
+			{Time: t0, Component: "service-1", Values: map[string]float64{inA: 5, rundata.MetricResidentBytes: 30 << 20}},
+			{Time: t0, Component: "service-2", Values: map[string]float64{inB: 3, rundata.MetricResidentBytes: 28 << 20}}}}
+	addFleetView(r)
+	if a, b, rss := r.Metric(rundata.ServiceComponent, inA), r.Metric(rundata.ServiceComponent, inB), r.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes); len(a) != 1 || a[0].Value != 5 || b[0].Value != 3 || rss[0].Value != 58<<20 {
+		t.Errorf("combined view: a %v, b %v, rss %v; want 5, 3 and 58 MiB", a, b, rss)
+	}
+	v := InstanceView(r, "service-2")
+	if len(v.Meta.Pools) != 1 || v.Meta.Pools[0].Name != "b" || v.Meta.Pools[0].Limit != 20 || v.Meta.Pools[0].Queue != 20 || v.Meta.Pools[0].PredictedDemand[rundata.PhaseFault] != 4 {
+		t.Errorf("service-2's pools %+v, want b alone, whole", v.Meta.Pools)
+	}
+	if got := v.Metric(rundata.ServiceComponent, inB); len(got) != 1 || got[0].Value != 3 || len(v.Metric(rundata.ServiceComponent, inA)) != 0 {
+		t.Errorf("service-2's view: b in use %v, a's samples %v", got, v.Metric(rundata.ServiceComponent, inA))
+	}
+	if v.Meta.InstanceEndpoints != nil || v.Meta.Instances != nil {
+		t.Errorf("a process's view still names processes: %v %v", v.Meta.Instances, v.Meta.InstanceEndpoints)
+	}
+}

@@ -34,6 +34,7 @@ var families = [][]decision{
 	memoryDecisions,     // memory.go: nothing bounds an event loop's awaits
 	tenantDecisions,     // tenants.go: one tenant's load against the others
 	jobsDecisions,       // jobs.go: a queue drain beside live traffic
+	processesDecisions,  // processes.go: processes as walls, and what they cost
 }
 
 // decisionOf is every family's decision by claim name.

@@ -37,6 +37,7 @@ func everyRole() rundata.Expectations {
 	e.Memory = &rundata.MemoryRoles{}
 	e.Tenants = &rundata.TenantsRoles{Condition: "batch", Shared: "shared", Isolated: []string{"partitioned"}}
 	e.Jobs = &rundata.JobsRoles{Condition: "drain", Shared: "shared-workers", Bounded: []string{"own-workers"}}
+	e.Processes = &rundata.ProcessesRoles{CPU: "payload"}
 	return e
 }
 

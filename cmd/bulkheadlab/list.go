@@ -45,6 +45,9 @@ var presetQuestions = map[string]string{
 		"no pool (an event loop): calls in flight and memory grow without end; an explicit semaphore keeps them flat. ~20 s.",
 	"noisy-tenant": "Does one tenant's big batch deny service to every other tenant on a shared pool, and do a " +
 		"partition per tenant or a fair share with a cap keep the quiet tenants at their baseline? ~1 min.",
+	"processes-as-walls": "Do separate processes isolate what bulkheads in one process cannot? A CPU-heavy " +
+		"payload and a slow dependency against a shared pool, bulkheads in one process and a process per endpoint — " +
+		"and what the processes cost in memory and CPUs. ~2 min.",
 	"leak-hunt": "Does the service come back after the fault? Every error path and bursts above the limit, then " +
 		"recovery: judges recovery, leaked permits and limits that do not hold. ~3 min.",
 	"blast-radius": "If any one dependency gets slow or fails, which endpoints go down — including those that never " +

@@ -129,6 +129,11 @@ func printSpecPreview(w io.Writer, s *spec.Spec) {
 			"  from the latency the proxies measure in the baseline, for the pools declared under external.pools.\n")
 		return
 	}
+	for i := range s.Modes {
+		if line := s.ProcessesLine(&s.Modes[i]); line != "" {
+			fmt.Fprintf(w, "  processes %s: %s\n", s.Modes[i].Name, line)
+		}
+	}
 	fmt.Fprintf(w, "  Little's law preview (T=%s; permits in flight = Σ rate × holding time, fault phase):\n", t)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  condition\tmode\tpool\tsize\tbaseline\tfault\tvs size\texhausted after")

@@ -57,11 +57,17 @@ func (s *Spec) validateCPURoles(p *problems) {
 // condition is given (what says what it is), both are in the matrix, and
 // they differ.
 func (s *Spec) checkConditionAndControl(p *problems, path, condition, control, what string) {
+	s.checkNamedConditionAndControl(p, path, "condition", condition, control, what)
+}
+
+// checkNamedConditionAndControl is checkConditionAndControl for a
+// condition under another key than "condition" (expectations.processes.cpu).
+func (s *Spec) checkNamedConditionAndControl(p *problems, path, key, condition, control, what string) {
 	switch {
 	case condition == "":
-		p.add(path+"condition", "required: %s", what)
+		p.add(path+key, "required: %s", what)
 	case s.condition(condition) == nil:
-		p.add(path+"condition", "no condition %q in the matrix", condition)
+		p.add(path+key, "no condition %q in the matrix", condition)
 	case condition == control:
 		p.add(path+"control", "must differ from the condition %q", condition)
 	}

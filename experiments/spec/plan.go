@@ -282,6 +282,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		pr.Components = append(pr.Components, plan.Component{Name: rundata.ServiceComponent, Kind: plan.KindCommand,
 			Command: s.command(r, es)})
 	}
+	var processOf map[string]string // service path → its process, with processes: per-endpoint
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
 		for _, path := range s.servicePaths() {
@@ -291,11 +292,20 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 				svc.Upstreams[path] = postgresDSN(proxyComponent(e.Dependency))
 			}
 		}
-		pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
+		if r.Mode.perEndpoint() { // processes.go
+			var procs []plan.Component
+			procs, processOf = s.processComponents(r, svc)
+			pr.Components = append(pr.Components, procs...)
+		} else {
+			pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
+		}
 	}
 	instances := s.InstancesOf(r.Mode)
 	for _, e := range s.Endpoints {
 		target := plan.Of(rundata.ServiceComponent, "/"+e.servicePath())
+		if c, ok := processOf[e.servicePath()]; ok {
+			target = plan.Of(c, "/"+e.servicePath())
+		}
 		if x != nil {
 			target = plan.At(es.Targets[e.Name])
 		}
@@ -324,6 +334,9 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	if c := s.canary(es); c != nil {
 		c.Targets = fleetTargets(instances, "/healthz")
+		if processOf != nil {
+			c.Targets = processTargets(s.ProcessesOf(r.Mode), "/healthz")
+		}
 		pr.Load.Canary = c
 		pr.Load.CanaryMaxP99 = v.CanaryMaxP99.D
 	}
@@ -357,6 +370,9 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	}
 	pr.Meta = s.meta(r)
 	fleetMeta(&pr.Meta, instances)
+	if processOf != nil {
+		s.processMeta(&pr.Meta, processOf)
+	}
 	if c := pr.Load.Canary; c != nil {
 		pr.Meta.Canary = &rundata.CanaryInfo{URL: c.Target.URL, Rate: c.Rate, MaxP99: pr.Load.CanaryMaxP99}
 		if c.Target.Component != "" {

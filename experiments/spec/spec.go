@@ -346,6 +346,12 @@ type Mode struct {
 	// jobs run on the request pools (shared) or on bounded workers of
 	// their own (own) (jobs.go).
 	Jobs *Jobs `yaml:"jobs,omitempty"`
+	// Processes is how many processes the built-in service runs as in
+	// this mode: "one" (the default: every endpoint in one process) or
+	// "per-endpoint" (a bulkhead layout whose pools are each in a process
+	// of their own, on the same host: each endpoint's requests go to its
+	// pool's process alone; processes.go).
+	Processes string `yaml:"processes,omitempty"`
 }
 
 // External runs the load against the user's own service (docs/design.md §2): the

@@ -62,10 +62,14 @@ func (s *Spec) validate(p *problems) {
 	s.validateExpectations(p)
 	s.validatePolicyClaims(p)
 	s.validateCPU(p)
-	s.validatePriority(p) // priority.go
-	s.validateNoPool(p)   // nolayout.go
-	s.validateTenants(p)  // tenants.go
-	s.validateJobs(p)     // jobs.go
+	s.validatePriority(p)  // priority.go
+	s.validateNoPool(p)    // nolayout.go
+	s.validateTenants(p)   // tenants.go
+	s.validateJobs(p)      // jobs.go
+	s.validatePriority(p)  // priority.go
+	s.validateNoPool(p)    // nolayout.go
+	s.validateTenants(p)   // tenants.go
+	s.validateProcesses(p) // processes.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
 	if s.External != nil {

@@ -54,6 +54,9 @@ const (
 	// Background jobs: a queue drain beside live traffic.
 	JobsStarve   = "JOBS-STARVE"
 	JobsIsolated = "JOBS-ISOLATED"
+	// Processes as walls: which isolation a shared pool, bulkheads in one
+	// process and a process per endpoint give, and at what cost.
+	ProcessWall = "PROCESS-WALL"
 )
 
 // A Family is a group of claims judged together: one file of
@@ -74,6 +77,7 @@ const (
 	Memory     Family = "memory"
 	Tenants    Family = "tenants"
 	Jobs       Family = "jobs"
+	Processes  Family = "processes"
 )
 
 // A Role is a condition or a mode of the matrix that the expectations name
@@ -136,6 +140,8 @@ var (
 	// JobsRuns and JobsSharedMode name the background-job claims' runs.
 	JobsRuns       = Section{"jobs", "its condition and bounded modes"}
 	JobsSharedMode = Section{"jobs.shared", "the mode whose jobs share the request pools"}
+	// ProcessesRuns names the processes claim's conditions and modes.
+	ProcessesRuns = Section{"processes", "its CPU condition"}
 )
 
 // A Sight is what of the service a claim must see beyond the results of
@@ -227,6 +233,7 @@ var registry = []Claim{
 	{TenantsIsolated, Tenants, Needs{Sections: []Section{TenantsRuns}}},
 	{JobsStarve, Jobs, Needs{Sections: []Section{JobsRuns, JobsSharedMode}}},
 	{JobsIsolated, Jobs, Needs{Sections: []Section{JobsRuns}}},
+	{ProcessWall, Processes, Needs{Sections: []Section{ProcessesRuns}}},
 }
 
 // All returns every claim in report order (a copy).

@@ -9,7 +9,7 @@ import (
 // that ask for something; the families partition the registry in report
 // order; Lookup finds each claim and nothing else.
 func TestRegistry(t *testing.T) {
-	families := []Family{Hypothesis, Aftermath, Policy, Sizing, Conns, CPU, Fleet, Priority, RateLimit, Memory, Tenants, Jobs}
+	families := []Family{Hypothesis, Aftermath, Policy, Sizing, Conns, CPU, Fleet, Priority, RateLimit, Memory, Tenants, Jobs, Processes}
 	seen := map[string]bool{}
 	for i, c := range All() {
 		switch {

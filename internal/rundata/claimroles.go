@@ -75,6 +75,8 @@ func (e Expectations) Names(s claims.Section) bool {
 		return e.Jobs != nil
 	case claims.JobsSharedMode:
 		return e.Jobs != nil && e.Jobs.Shared != ""
+	case claims.ProcessesRuns:
+		return e.Processes != nil
 	}
 	return false
 }

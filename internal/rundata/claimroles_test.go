@@ -23,6 +23,7 @@ func named() Expectations {
 	e.Memory = &MemoryRoles{}
 	e.Tenants = &TenantsRoles{Condition: "surge", Shared: "shared", Isolated: []string{"partitioned"}}
 	e.Jobs = &JobsRoles{Condition: "drain", Shared: "shared-workers", Bounded: []string{"own-workers"}}
+	e.Processes = &ProcessesRoles{CPU: "payload"}
 	return e
 }
 

@@ -90,6 +90,9 @@ type Expectations struct {
 	Tenants *TenantsRoles `yaml:"tenants,omitempty" json:"tenants,omitempty"`
 	// Jobs names the runs of the background-job claims; nil: none judged.
 	Jobs *JobsRoles `yaml:"jobs,omitempty" json:"jobs,omitempty"`
+	// Processes names the runs of the processes-as-walls claim; nil: not
+	// judged.
+	Processes *ProcessesRoles `yaml:"processes,omitempty" json:"processes,omitempty"`
 }
 
 // SizingRoles name the sweep of the sizing claims (seed-004): Mode is the

@@ -66,6 +66,11 @@ type RunMeta struct {
 	// as a fleet of more than one (InstanceComponent); empty: one instance,
 	// ServiceComponent.
 	Instances []string `json:"instances,omitempty"`
+	// InstanceEndpoints, when the service ran as a process per pool (a
+	// mode with processes: per-endpoint) rather than as a fleet, are the
+	// endpoints each of Instances served: each endpoint's load went to its
+	// process alone, and each pool of Pools is one process's, whole.
+	InstanceEndpoints map[string][]string `json:"instance_endpoints,omitempty"`
 	// Sweep, for a run of a swept spec, names the mode and condition the
 	// run is a variant of and the values of the swept fields it carries.
 	Sweep *SweepPoint `json:"sweep,omitempty"`
