@@ -47,10 +47,17 @@ func TestProcessesAsWallsPreset(t *testing.T) {
 		// machine whose speed moved between sizing the documents and
 		// decoding them (they then cost less than meant) says nothing about
 		// the walls: once more, as for an INVALID run.
-		if code != ExitFailed || attempt == 2 || !onlyInProcessUnhurt(readSummary(t, dir)) {
+		// So is a host whose two cores the payload and the load filled
+		// for a moment, slowing /b's own process too: a separate process
+		// shares the host's CPUs. A layout that does not wall fails twice.
+		if code != ExitFailed || attempt == 2 {
 			break
 		}
-		t.Logf("attempt %d: the payload did not hurt /b in one process either (the documents cost this machine less than sized); once more", attempt)
+		if onlyInProcessUnhurt(readSummary(t, dir)) {
+			t.Logf("attempt %d: the payload did not hurt /b in one process either (the documents cost this machine less than sized); once more", attempt)
+		} else {
+			t.Logf("attempt %d: exit %d; once more on a fresh sizing:\n%s", attempt, code, out)
+		}
 	}
 	if code != ExitOK {
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
