@@ -247,13 +247,20 @@ func predictedClass(r *rundir.Run, ep string, calls bool) string {
 	return ""
 }
 
-// callsColumn reports whether endpoint e calls what column col faults:
-// its dependency (calls), or for a column of a class (a statement class,
-// a route class), that class's calls, at least rundata.MinCallsPerRequest
+// callsColumn reports whether endpoint e is what column col's condition
+// acts through: an endpoint whose load it raises (col.Load), or one that
+// calls what it faults: its dependency, or for a column of a class (a
+// statement class, a route class), that class's calls, at least rundata.MinCallsPerRequest
 // per request as the calibration measured them. An endpoint that calls the dependency but
 // whose classes were not measured is taken to run the class: no finding
 // rests on a class the harness did not see it leave alone.
 func callsColumn(g *rundata.CallGraph, calls map[string][]string, e string, col AuditColumn) bool {
+	if slices.Contains(col.Load, e) {
+		return true // its own load is the column's cause
+	}
+	if col.Dependency == "" {
+		return false
+	}
 	dep := slices.Contains(calls[e], col.Dependency)
 	if col.Class == "" || !dep {
 		return dep
@@ -265,8 +272,13 @@ func callsColumn(g *rundata.CallGraph, calls map[string][]string, e string, col 
 // finding describes a DEGRADED cell in one line.
 func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	var b strings.Builder
-	fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T)",
-		e, col.Target(), col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
+	if col.Dependency == "" && len(col.Load) > 0 {
+		fmt.Fprintf(&b, "/%s degraded when the %s rose (%s), which is not its own: p99 %s → %s ms (%+.2f T)",
+			e, col.Target(), col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
+	} else {
+		fmt.Fprintf(&b, "/%s degraded when %s was %s, which it does not call: p99 %s → %s ms (%+.2f T)",
+			e, col.Target(), col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
+	}
 	if !math.IsNaN(float64(c.TimeToDegradeS)) {
 		fmt.Fprintf(&b, " after %.2f s", float64(c.TimeToDegradeS))
 	}

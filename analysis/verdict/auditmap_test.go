@@ -340,3 +340,29 @@ func TestAuditDeclaredGraph(t *testing.T) {
 		t.Errorf("an endpoint that declares nothing: differences %v, want none", got)
 	}
 }
+
+// TestCallsColumnOfLoad: in a column of load (a tenant's surge) the
+// endpoints whose load rose are its cause, whatever they call; the
+// others are judged; a column with a fault too keeps its dependency's
+// callers as causes.
+func TestCallsColumnOfLoad(t *testing.T) {
+	calls := map[string][]string{"noisy": {"A"}, "quiet": {"A"}, "other": {"B"}}
+	load := AuditColumn{Condition: "batch", Fault: "batch", Load: []string{"noisy"}}
+	both := AuditColumn{Condition: "batch-slow", Dependency: "B", Fault: "batch-slow", Load: []string{"noisy"}}
+	for _, tt := range []struct {
+		col  AuditColumn
+		e    string
+		want bool
+	}{
+		{load, "noisy", true}, {load, "quiet", false}, {load, "other", false},
+		{both, "noisy", true}, {both, "quiet", false}, {both, "other", true},
+	} {
+		if got := callsColumn(nil, calls, tt.e, tt.col); got != tt.want {
+			t.Errorf("/%s × %s: %v, want %v", tt.e, tt.col.Target(), got, tt.want)
+		}
+	}
+	f := finding("quiet", load, AuditCell{BaselineP99Ms: 10, FaultP99Ms: 200, P99RiseT: 0.76, ErrorRate: 0.4, TimeToDegradeS: 0.5})
+	if want := "/quiet degraded when the load of /noisy rose (batch), which is not its own: p99 10.00 → 200.0 ms (+0.76 T)"; !strings.HasPrefix(f.Summary, want) {
+		t.Errorf("finding %q, want it to start %q", f.Summary, want)
+	}
+}

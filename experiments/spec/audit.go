@@ -87,9 +87,19 @@ func (s *Spec) auditColumns() {
 		return
 	}
 	for _, c := range s.Conditions {
-		if c.Name != CondHealthy {
-			s.Audit.Columns = append(s.Audit.Columns, rundata.AuditColumn{Condition: c.Name, Dependency: c.Dependency, Fault: c.Name})
+		if c.Name == CondHealthy {
+			continue
 		}
+		col := rundata.AuditColumn{Condition: c.Name, Dependency: c.Dependency, Fault: c.Name}
+		if len(c.Rates) > 0 {
+			// A surge of some endpoints' load (a tenant's, a class's): they
+			// are the column's cause; the others are judged against it.
+			col.Load = slices.Sorted(maps.Keys(c.Rates))
+			if len(c.Faults) == 0 && c.Cancel == nil && c.Bursts == nil && c.Jobs == nil {
+				col.Dependency = "" // nothing faulted: load alone
+			}
+		}
+		s.Audit.Columns = append(s.Audit.Columns, col)
 	}
 }
 
@@ -262,7 +272,7 @@ func (s *Spec) validateAudit(p *problems) {
 		if !conds[c.Condition] {
 			p.add(fmt.Sprintf("audit.columns[%d].condition", i), "no condition %q", c.Condition)
 		}
-		if !slices.Contains(deps, c.Dependency) {
+		if !slices.Contains(deps, c.Dependency) && (c.Dependency != "" || len(c.Load) == 0) {
 			p.add(fmt.Sprintf("audit.columns[%d].dependency", i), "must be one of %s, got %q", strings.Join(deps, ", "), c.Dependency)
 		}
 	}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestAuditGeneratesTheMatrix(t *testing.T) {
 	if f := s.Conditions[1].Faults[0]; f.Type != "latency" || f.duration("latency").D != 225*time.Millisecond {
 		t.Errorf("slow-pay's fault %+v, want a latency of 0.9T = 225ms", f)
 	}
-	if len(s.Audit.Columns) != 6 || s.Audit.Columns[3] != (rundata.AuditColumn{Condition: "failing-inv", Dependency: "INV", Fault: "failing"}) {
+	if len(s.Audit.Columns) != 6 || !reflect.DeepEqual(s.Audit.Columns[3], rundata.AuditColumn{Condition: "failing-inv", Dependency: "INV", Fault: "failing"}) {
 		t.Errorf("columns %+v", s.Audit.Columns)
 	}
 	if len(s.Modes) != 1 || s.Modes[0].Name != ModeBulkhead || len(s.Expectations.Check) != 0 {
@@ -159,5 +160,35 @@ func TestAuditOwnConditions(t *testing.T) {
 	_, err = Parse("a.yaml", []byte(strings.Replace(auditSpec, "audit:", "conditions: [healthy]\naudit:", 1)))
 	if err == nil || !strings.Contains(err.Error(), "an audit needs at least one fault beside the control run") {
 		t.Errorf("an audit of the control alone: %v", err)
+	}
+}
+
+// TestAuditLoadColumn: a condition of the spec's own that raises some
+// endpoints' rates is a column whose cause is their load: with nothing
+// faulted it has no dependency; with a fault too it keeps its dependency.
+func TestAuditLoadColumn(t *testing.T) {
+	text := `name: tenants-audit
+service: {timeout: 250ms, pool_size: 8, queue: 0}
+endpoints:
+  - {name: quiet, dependency: SEARCH, path: search, headers: {X-Tenant: quiet}}
+  - {name: noisy, dependency: SEARCH, path: search, headers: {X-Tenant: noisy}}
+load: {rates: {quiet: 40, noisy: 40}}
+conditions:
+  - {name: healthy}
+  - {name: surge, rates: {noisy: 400}}
+  - {name: surge-slow, rates: {noisy: 200}, faults: [{type: latency, percent: 100, latency: 50ms}]}
+audit: {critical: [quiet]}
+`
+	s, err := Parse("t.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rundata.AuditColumn{{Condition: "surge", Fault: "surge", Load: []string{"noisy"}},
+		{Condition: "surge-slow", Dependency: "SEARCH", Fault: "surge-slow", Load: []string{"noisy"}}}
+	if !reflect.DeepEqual(s.Audit.Columns, want) {
+		t.Errorf("columns %+v, want %+v", s.Audit.Columns, want)
+	}
+	if got := s.Audit.Columns[0].Target(); got != "load of /noisy" {
+		t.Errorf("target %q", got)
 	}
 }

@@ -1,6 +1,9 @@
 package rundata
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Audit is a blast-radius audit's configuration as the analysis reads it:
 // the spec's `audit:` block. An audit runs a control run and then every
@@ -54,11 +57,21 @@ type AuditColumn struct {
 	// an HTTP one's route class): the column is "DB/report", not the
 	// whole dependency.
 	Class string `yaml:"class,omitempty" json:"class,omitempty"`
+	// Load, when set, are the endpoints whose rates the column's condition
+	// sets (a condition of the spec's own with rates: one tenant's or one
+	// load class's surge). They are the column's cause, as the endpoints
+	// that call a faulted dependency are; the others are judged against
+	// them. A column of load alone (no fault) has no Dependency.
+	Load []string `yaml:"load,omitempty" json:"load,omitempty"`
 }
 
-// Target is what the column faults: the dependency, or "DEP/class".
+// Target is what the column faults: the dependency, "DEP/class", or for a
+// column of load alone "load of /a+/b".
 func (c AuditColumn) Target() string {
-	if c.Class == "" {
+	switch {
+	case c.Dependency == "" && len(c.Load) > 0:
+		return "load of /" + strings.Join(c.Load, "+/")
+	case c.Class == "":
 		return c.Dependency
 	}
 	return c.Dependency + "/" + c.Class
