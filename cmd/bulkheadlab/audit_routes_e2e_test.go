@@ -166,8 +166,8 @@ audit:
 	// the report route slow. Charged to every request of API, the fault
 	// would add 40/s × 225 ms = 9 permits; with its match it adds none to
 	// /interactive.
-	if pred, got, ok := poolDemand(t, sum, "slow-api-report-bulkhead-r1", "api-interactive"); !ok || pred > 1.5*got || pred > 4 {
-		t.Errorf("pool api-interactive: predicted %.2f, measured %.2f (%v): want no more than 1.5 × the measured demand", pred, got, ok)
+	if pred, got, ok := poolDemand(t, sum, "slow-api-report-bulkhead-r1", "api-interactive"); !ok || pred > 1.5*got && pred-got > 1 || pred > 4 {
+		t.Errorf("pool api-interactive: predicted %.2f, measured %.2f (%v): want no more than 1.5 × the measured demand (or one permit more)", pred, got, ok)
 	}
 }
 
