@@ -109,7 +109,7 @@ func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
 	if _, ok := r.FaultStart(); !ok || r.Meta.Timeout <= 0 {
 		return nil
 	}
-	from := fe.Add(r.Meta.Timeout + r.longestWait() + r.sampleInterval())
+	from := fe.Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
 	to := r.End()
 	out := &RunLeaks{}
 	if r.observesPools() {
@@ -133,15 +133,6 @@ func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
 		out.Leaked += l.Leaked
 	}
 	return out
-}
-
-// longestWait is the longest any pool lets a caller wait.
-func (r *Run) longestWait() time.Duration {
-	var w time.Duration
-	for _, p := range r.Meta.Pools {
-		w = max(w, p.MaxWait)
-	}
-	return w
 }
 
 // sampleInterval is the median gap between the service's (else any

@@ -349,7 +349,7 @@ func (r *Run) limitJudged() func(time.Time) bool {
 	if !ok || !r.callsMayOutliveT() {
 		return func(time.Time) bool { return true }
 	}
-	until := r.FaultEnd().Add(r.Meta.Timeout + r.longestWait() + r.sampleInterval())
+	until := r.FaultEnd().Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
 	return func(t time.Time) bool { return t.Before(fs) || !t.Before(until) }
 }
 

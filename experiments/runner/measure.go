@@ -597,11 +597,7 @@ const maxQuietSpan = 5 * time.Second
 // permits in use then, with no call in flight, lost them (measure's
 // LeakRule); one whose samples under load only looked so did not.
 func quietSpan(meta *rundata.RunMeta, interval time.Duration) time.Duration {
-	var wait time.Duration
-	for _, p := range meta.Pools {
-		wait = max(wait, p.MaxWait)
-	}
-	return min(meta.Timeout+wait+2*interval, maxQuietSpan)
+	return min(meta.Timeout+meta.LongestWait()+2*interval, maxQuietSpan)
 }
 
 // settle waits d or until ctx ends.

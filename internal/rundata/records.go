@@ -298,3 +298,13 @@ func (v *SweepValue) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// LongestWait is the longest any of the run's pools lets a caller wait in
+// its queue.
+func (m *RunMeta) LongestWait() time.Duration {
+	var w time.Duration
+	for _, p := range m.Pools {
+		w = max(w, p.MaxWait)
+	}
+	return w
+}
