@@ -272,7 +272,7 @@ func callsColumn(g *rundata.CallGraph, calls map[string][]string, e string, col 
 // finding describes a DEGRADED cell in one line.
 func finding(e string, col AuditColumn, c AuditCell) AuditFinding {
 	var b strings.Builder
-	if col.Dependency == "" && len(col.Load) > 0 {
+	if col.LoadOnly() {
 		fmt.Fprintf(&b, "/%s degraded when the %s rose (%s), which is not its own: p99 %s → %s ms (%+.2f T)",
 			e, col.Target(), col.Fault, measure.FmtNum(c.BaselineP99Ms), measure.FmtNum(c.FaultP99Ms), float64(c.P99RiseT))
 	} else {

@@ -272,7 +272,7 @@ func (s *Spec) validateAudit(p *problems) {
 		if !conds[c.Condition] {
 			p.add(fmt.Sprintf("audit.columns[%d].condition", i), "no condition %q", c.Condition)
 		}
-		if !slices.Contains(deps, c.Dependency) && (c.Dependency != "" || len(c.Load) == 0) {
+		if !slices.Contains(deps, c.Dependency) && !c.LoadOnly() {
 			p.add(fmt.Sprintf("audit.columns[%d].dependency", i), "must be one of %s, got %q", strings.Join(deps, ", "), c.Dependency)
 		}
 	}

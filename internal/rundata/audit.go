@@ -65,11 +65,15 @@ type AuditColumn struct {
 	Load []string `yaml:"load,omitempty" json:"load,omitempty"`
 }
 
+// LoadOnly is whether the column's condition faults nothing and only
+// raises its Load's rates.
+func (c AuditColumn) LoadOnly() bool { return c.Dependency == "" && len(c.Load) > 0 }
+
 // Target is what the column faults: the dependency, "DEP/class", or for a
 // column of load alone "load of /a+/b".
 func (c AuditColumn) Target() string {
 	switch {
-	case c.Dependency == "" && len(c.Load) > 0:
+	case c.LoadOnly():
 		return "load of /" + strings.Join(c.Load, "+/")
 	case c.Class == "":
 		return c.Dependency
