@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -320,6 +321,29 @@ modes:
 		}
 		if want := []string{"noisy→/work", "quiet→/work", "other→/other"}; !slices.Equal(paths, want) {
 			t.Errorf("run %s: load %v, want %v", r.ID, paths, want)
+		}
+	}
+}
+
+// TestProblemsOnce: every problem of a spec is reported once — the
+// priority, no-pool and tenant checks once ran twice and doubled theirs.
+func TestProblemsOnce(t *testing.T) {
+	const eps = "endpoints:\n  - {name: noisy, dependency: A, path: work, headers: {X-Tenant: noisy}}\n  - {name: quiet, dependency: A, path: work, headers: {X-Tenant: quiet}}\n"
+	for _, y := range []string{
+		"name: t\n" + eps + "expectations: {victim: quiet, culprit: noisy}\nmodes:\n  - name: p\n    pools: shared\n    tenants: {mode: fair}\n",
+		"name: t\nendpoints:\n  - {name: noisy, dependency: A, path: Work}\n  - {name: quiet, dependency: A}\nexpectations: {victim: quiet, culprit: noisy}\n",
+	} {
+		_, err := Parse("t.yaml", []byte(y))
+		var se *SpecError
+		if !errors.As(err, &se) {
+			t.Fatalf("Parse(%q) = %v, want a SpecError", y, err)
+		}
+		seen := map[string]bool{}
+		for _, fe := range se.Errs {
+			if seen[fe.Error()] {
+				t.Errorf("Parse(%q) reports %q twice", y, fe.Error())
+			}
+			seen[fe.Error()] = true
 		}
 	}
 }

@@ -66,9 +66,6 @@ func (s *Spec) validate(p *problems) {
 	s.validateNoPool(p)    // nolayout.go
 	s.validateTenants(p)   // tenants.go
 	s.validateJobs(p)      // jobs.go
-	s.validatePriority(p)  // priority.go
-	s.validateNoPool(p)    // nolayout.go
-	s.validateTenants(p)   // tenants.go
 	s.validateProcesses(p) // processes.go
 	s.validateValidity(p)
 	s.validateAudit(p) // audit.go
