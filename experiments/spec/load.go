@@ -101,9 +101,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.validateSizing(p)
-	s.validateConnsClaims(p)
-	s.validateFleet(p)
+	matrixProblems(s, p)
 	return s, p.err()
 }
 

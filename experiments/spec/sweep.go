@@ -128,9 +128,7 @@ func parseSwept(file string, root *yaml.Node, sweeps []Sweep, p *problems) (*Spe
 	s.Sweep = sweeps
 	q := &problems{file: file, lines: base.lines}
 	s.validate(q)
-	s.validateSizing(q)
-	s.validateConnsClaims(q)
-	s.validateFleet(q)
+	matrixProblems(s, q)
 	if err := q.err(); err != nil {
 		return nil, err
 	}

@@ -47,30 +47,10 @@ func (s *Spec) validate(p *problems) {
 	if !s.validateEndpoints(p) {
 		return // everything else is keyed by endpoint and dependency names
 	}
-	s.validateService(p)
-	s.validateDeps(p)
-	s.validateLoad(p)
-	s.validatePhases(p)
-	s.validateConditions(p)
-	s.validatePostgresConditions(p) // postgres.go
-	s.validatePostgresEndpoints(p)
-	s.validateClasses(p) // classes.go
-	s.validateAftermath(p)
-	s.validateModes(p)
-	s.validateInstances(p)
-	s.validateClients(p)
-	s.validateExpectations(p)
-	s.validatePolicyClaims(p)
-	s.validateCPU(p)
-	s.validatePriority(p)  // priority.go
-	s.validateNoPool(p)    // nolayout.go
-	s.validateTenants(p)   // tenants.go
-	s.validateJobs(p)      // jobs.go
-	s.validateProcesses(p) // processes.go
-	s.validateValidity(p)
-	s.validateAudit(p) // audit.go
-	if s.External != nil {
-		s.validateExternal(p)
+	for _, f := range families {
+		if f.validate != nil {
+			f.validate(s, p)
+		}
 	}
 }
 
@@ -724,6 +704,18 @@ func (s *Spec) validateRules(p *problems, n *yaml.Node) {
 // by validate and run: what the harness will not be able to see or judge.
 func (s *Spec) Warnings() []string {
 	var out []string
+	for _, f := range families {
+		if f.warnings != nil {
+			out = append(out, f.warnings(s)...)
+		}
+	}
+	return out
+}
+
+// bulkheadWarnings reports the built-in bulkhead modes whose pools do not
+// add up to the shared pool and queue they are compared with.
+func (s *Spec) bulkheadWarnings() []string {
+	var out []string
 	for i, m := range s.Modes {
 		if m.layout() != ModeBulkhead || s.External != nil {
 			continue
@@ -741,13 +733,13 @@ func (s *Spec) Warnings() []string {
 				i, sizes, queues, s.Service.PoolSize, *s.Service.Queue))
 		}
 	}
-	out = append(out, s.connectionWarnings()...)
-	out = append(out, s.aftermathWarnings()...)
-	out = append(out, s.arrivalsWarnings()...) // arrivals.go
-	out = append(out, s.phaseWarnings()...)    // scale.go
-	out = append(out, s.priorityWarnings()...) // priority.go
-	out = append(out, s.tenantWarnings()...)   // tenants.go
-	out = append(out, s.jobsWarnings()...)     // jobs.go
+	return out
+}
+
+// externalWarnings reports what an external service's spec leaves the
+// harness unable to classify or see.
+func (s *Spec) externalWarnings() []string {
+	var out []string
 	if x := s.External; x != nil {
 		if x.Rules == nil {
 			out = append(out, "external.rules: none given, so only 2xx (ok) and requests without an answer are classified; "+
