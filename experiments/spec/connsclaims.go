@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/bulkheadlab/bulkheadlab/service"
@@ -92,4 +93,45 @@ func (s *Spec) validateConnsClaims(p *problems) {
 			p.add(path+x.field, "must be between 0 and 10 (T), got %g", x.v)
 		}
 	}
+}
+
+// connectionWarnings applies seed-002's rule to every mode of a built-in
+// spec: a bulkhead of one dependency should hold at most ≈ 0.8 × the
+// connections that dependency can use, so that it trips before they run
+// out; a larger one leaves the connection pool as the wall that gives.
+// Modes that expectations.conns names as breaking it on purpose (no_wall,
+// walled, over: the layouts under test) are not warned about.
+func (s *Spec) connectionWarnings() []string {
+	if s.External != nil {
+		return nil
+	}
+	var onPurpose []string
+	if cr := s.Expectations.Conns; cr != nil {
+		onPurpose = []string{cr.NoWall, cr.Walled, cr.Over}
+	}
+	var out []string
+	for i := range s.Modes {
+		m := &s.Modes[i]
+		if slices.Contains(onPurpose, m.Name) {
+			continue
+		}
+		conns, layout := s.connsOf(m)
+		for _, pl := range s.Pools(m) {
+			if len(pl.Endpoints) != 1 {
+				continue // a pool shared by several dependencies is not a bulkhead of one
+			}
+			dep := s.DependencyOf(pl.Endpoints[0])
+			if float64(pl.Limit) <= 0.8*float64(conns) {
+				continue
+			}
+			where := fmt.Sprintf("its %d connections", conns)
+			if layout == service.ConnsShared {
+				where = fmt.Sprintf("the %d connections it shares with every dependency", conns)
+			}
+			out = append(out, fmt.Sprintf("modes[%d] (%s): the bulkhead %s holds %d calls to %s against %s: it cannot trip before the connections run out "+
+				"(size it at ≈ 0.8 × connections = %d, or give %s more connections)",
+				i, m.Name, pl.Name, pl.Limit, dep, where, int(0.8*float64(conns)), dep))
+		}
+	}
+	return out
 }
