@@ -249,7 +249,7 @@ func (s *Spec) probeFaults() []plan.Faults {
 	}
 	var out []plan.Faults
 	for _, d := range s.DependencyNames() {
-		out = append(out, s.withPostgres(s.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
+		out = append(out, postgresPart{s}.withPostgres(tcpPart{s}.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
 			Faults: []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: p.Latency.D, Distribution: "uniform"}}}}), nil))
 	}
 	return out

@@ -48,7 +48,7 @@ func (s *Spec) validateClasses(p *problems) {
 			p.add(path, "at most %d classes, got %d", faultproxy.MaxClasses/2, len(cs))
 		}
 		what := "a regular expression (RE2) on the statement's text"
-		if !s.pgDependency(d) {
+		if !(postgresPart{s}).pgDependency(d) {
 			what = `a route: a regular expression (RE2) on the request's path, optionally after a method ("GET ^/reports/")`
 		}
 		for _, name := range slices.Sorted(maps.Keys(cs)) {
@@ -78,13 +78,13 @@ func (s *Spec) validateClasses(p *problems) {
 // and matched: a PostgreSQL dependency's statements, an HTTP one's
 // requests (not a TCP one's bytes).
 func (s *Spec) classedDependency(d string) bool {
-	return s.pgDependency(d) || !s.tcpDependency(d)
+	return postgresPart{s}.pgDependency(d) || !tcpPart{s}.tcpDependency(d)
 }
 
 // callNoun is what dependency d's classes class: "statements" of a
 // PostgreSQL dependency, "requests" of an HTTP one.
 func (s *Spec) callNoun(d string) string {
-	if s.pgDependency(d) {
+	if (postgresPart{s}).pgDependency(d) {
 		return "statements"
 	}
 	return "requests"
@@ -94,7 +94,7 @@ func (s *Spec) callNoun(d string) string {
 // on a PostgreSQL dependency's statements, a route on an HTTP one's
 // requests.
 func (s *Spec) compileMatch(d, re string) error {
-	if s.pgDependency(d) {
+	if (postgresPart{s}).pgDependency(d) {
 		_, err := regexp.Compile(re)
 		return err
 	}

@@ -6,9 +6,13 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// defectsPart is a spec as its defects family sees it: the service's
+// deliberate defects.
+type defectsPart struct{ *Spec }
+
 // defectsOf is the built-in service's test defects in mode m: the mode's
 // defects where it sets some, else service.defects.
-func (s *Spec) defectsOf(m *Mode) []service.Defect {
+func (s defectsPart) defectsOf(m *Mode) []service.Defect {
 	names := s.Service.Defects
 	if m != nil && len(m.Defects) > 0 {
 		names = m.Defects
@@ -25,7 +29,7 @@ func (s *Spec) defectsOf(m *Mode) []service.Defect {
 
 // validateDefects checks service.defects and every mode's defects: each a
 // defect's name, given once, and only for the built-in service.
-func (s *Spec) validateDefects(p *problems) {
+func (s defectsPart) validateDefects(p *problems) {
 	validDefects(p, "service.defects", s.Service.Defects)
 	if s.External != nil && len(s.Service.Defects) > 0 {
 		p.add("service.defects", "are test defects of the built-in service; your own service's are its own")

@@ -12,10 +12,17 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
-// validateExternal checks the external block: the user's service, its
+// externalPart is a spec as its external family sees it: the user's own
+// service, its upstreams, proxies and rules.
+type externalPart struct{ *Spec }
+
+// validateExternal checks the external block (if any): the user's service, its
 // upstreams, proxies, rules and timing.
-func (s *Spec) validateExternal(p *problems) {
+func (s externalPart) validateExternal(p *problems) {
 	x := s.External
+	if x == nil {
+		return
+	}
 	unknown := func(path string, m map[string]string, known func(string) bool, what string) {
 		for _, k := range sortedKeys(m) {
 			if !known(k) {
@@ -28,7 +35,7 @@ func (s *Spec) validateExternal(p *problems) {
 	unknown("external.proxies", x.Proxies, isDep, "dependency")
 	ports := map[string]string{}
 	for _, d := range s.DependencyNames() {
-		s.checkUpstream(p, d) // tcp.go
+		tcpPart{s.Spec}.checkUpstream(p, d) // tcp.go
 		path := "external.proxies." + d
 		if x.Kubernetes != nil && x.Proxies[d] == "" {
 			continue // a Service in the cluster
@@ -59,8 +66,8 @@ func (s *Spec) validateExternal(p *problems) {
 			p.add("external.kubernetes.shards", "%d is not in [0, %d] (0: one)", k.Shards, MaxKubeShards)
 		}
 	}
-	s.validateTCPConditions(p)
-	s.validateTiming(p) // timing.go
+	tcpPart{s.Spec}.validateTCPConditions(p)
+	timingPart{s.Spec}.validateTiming(p) // timing.go
 	if x.Rules != nil {
 		s.validateRules(p, x.Rules)
 	}
@@ -117,7 +124,7 @@ func (s *Spec) validateExternal(p *problems) {
 // validateExternalService checks one configuration of the user's service
 // at path ("external" or "modes[i].external"). Targets are required for
 // every endpoint when needTargets, or when any is given.
-func (s *Spec) validateExternalService(p *problems, path string, x ExternalService, needTargets bool) {
+func (s externalPart) validateExternalService(p *problems, path string, x ExternalService, needTargets bool) {
 	for _, k := range sortedKeys(x.Targets) {
 		if !s.hasEndpoint(k) {
 			p.add(path+".targets."+k, "no endpoint %q", k)
@@ -202,7 +209,7 @@ func checkURL(p *problems, path, raw string) {
 
 // validateRules decodes each classification rule on its own, so that an
 // error names the rule's line and index.
-func (s *Spec) validateRules(p *problems, n *yaml.Node) {
+func (s externalPart) validateRules(p *problems, n *yaml.Node) {
 	if n.Kind != yaml.SequenceNode {
 		p.addAt(n.Line, "external.rules", "want a list of rules")
 		return
@@ -221,7 +228,7 @@ func (s *Spec) validateRules(p *problems, n *yaml.Node) {
 
 // externalWarnings reports what an external service's spec leaves the
 // harness unable to classify or see.
-func (s *Spec) externalWarnings() []string {
+func (s externalPart) externalWarnings() []string {
 	var out []string
 	if x := s.External; x != nil {
 		if x.Rules == nil {

@@ -12,29 +12,40 @@ type family struct {
 	matrix   func(s *Spec, p *problems)
 }
 
+// part is a family's view of a spec: a struct of one *Spec, whose methods
+// are that family's checks and configuration.
+type part interface{ ~struct{ *Spec } }
+
+// check makes a part's check an entry of the list.
+func check[P part](f func(P, *problems)) func(*Spec, *problems) {
+	return func(s *Spec, p *problems) { f(P{s}, p) }
+}
+
+// warn makes a part's warnings an entry of the list.
+func warn[P part](f func(P) []string) func(*Spec) []string {
+	return func(s *Spec) []string { return f(P{s}) }
+}
+
 // families are run in this order by validate, Warnings and
 // matrixProblems, so their messages come out in it; a new family is one
 // entry here.
 var families = []family{
-	{name: "service", validate: (*Spec).validateService, warnings: (*Spec).bulkheadWarnings},
-	{name: "sizing", matrix: (*Spec).validateSizing},
+	{name: "service", validate: check(servicePart.validateService), warnings: warn(servicePart.bulkheadWarnings)},
+	{name: "sizing", matrix: check(sizingPart.validateSizing)},
 	{name: "conns", warnings: (*Spec).connectionWarnings, matrix: (*Spec).validateConnsClaims},
-	{name: "dependencies", validate: (*Spec).validateDeps},
-	{name: "load", validate: (*Spec).validateLoad},
-	{name: "phases", validate: (*Spec).validatePhases},
-	{name: "conditions", validate: (*Spec).validateConditions},
-	{name: "postgres", validate: func(s *Spec, p *problems) {
-		s.validatePostgresConditions(p)
-		s.validatePostgresEndpoints(p)
-	}},
+	{name: "dependencies", validate: check(endpointsPart.validateDeps)},
+	{name: "load", validate: check(loadPart.validateLoad)},
+	{name: "phases", validate: check(loadPart.validatePhases)},
+	{name: "conditions", validate: check(matrixPart.validateConditions)},
+	{name: "postgres", validate: check(postgresPart.validatePostgres)},
 	{name: "classes", validate: (*Spec).validateClasses},
 	{name: "aftermath", validate: (*Spec).validateAftermath, warnings: (*Spec).aftermathWarnings},
 	{name: "arrivals", warnings: (*Spec).arrivalsWarnings},
 	{name: "scale", warnings: (*Spec).phaseWarnings},
-	{name: "modes", validate: (*Spec).validateModes},
+	{name: "modes", validate: check(matrixPart.validateModes)},
 	{name: "fleet", validate: (*Spec).validateInstances, matrix: (*Spec).validateFleet},
 	{name: "clients", validate: (*Spec).validateClients},
-	{name: "expectations", validate: (*Spec).validateExpectations},
+	{name: "expectations", validate: check(expectationsPart.validateExpectations)},
 	{name: "policy", validate: (*Spec).validatePolicyClaims},
 	{name: "cpu", validate: (*Spec).validateCPU},
 	{name: "priority", validate: (*Spec).validatePriority, warnings: (*Spec).priorityWarnings},
@@ -42,13 +53,9 @@ var families = []family{
 	{name: "tenants", validate: (*Spec).validateTenants, warnings: (*Spec).tenantWarnings},
 	{name: "jobs", validate: (*Spec).validateJobs, warnings: (*Spec).jobsWarnings},
 	{name: "processes", validate: (*Spec).validateProcesses},
-	{name: "validity", validate: (*Spec).validateValidity},
+	{name: "validity", validate: check(validityPart.validateValidity)},
 	{name: "audit", validate: (*Spec).validateAudit},
-	{name: "external", validate: func(s *Spec, p *problems) {
-		if s.External != nil {
-			s.validateExternal(p)
-		}
-	}, warnings: (*Spec).externalWarnings},
+	{name: "external", validate: check(externalPart.validateExternal), warnings: warn(externalPart.externalWarnings)},
 }
 
 // matrixProblems reports the problems of the whole matrix into p.

@@ -58,7 +58,7 @@ func (s *Spec) holdingTime(dep string, c *Condition, ep string) time.Duration {
 	}
 	var w, share float64
 	for _, f := range c.Faults {
-		if !s.faultActsOn(f, ep) {
+		if !(postgresPart{s}).faultActsOn(f, ep) {
 			continue
 		}
 		p := min(f.Percent/100, 1-share)

@@ -120,7 +120,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
 		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
-		Defects: s.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(s.requestStateOf(m))}
+		Defects: defectsPart{s}.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(s.requestStateOf(m))}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
@@ -253,11 +253,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	x := s.External
 	for _, d := range deps {
 		if x != nil {
-			upstream[d] = plan.At(s.upstreamURL(d)) // tcp.go
+			upstream[d] = plan.At(tcpPart{s}.upstreamURL(d)) // tcp.go
 			continue
 		}
-		if s.pgDependency(d) { // postgres.go
-			pr.Components = append(pr.Components, s.postgresComponent(d))
+		if (postgresPart{s}).pgDependency(d) { // postgres.go
+			pr.Components = append(pr.Components, postgresPart{s}.postgresComponent(d))
 			upstream[d] = plan.Address{Component: depComponent(d), Scheme: "postgres"}
 			continue
 		}
@@ -288,7 +288,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		for _, path := range s.servicePaths() {
 			e, _ := s.endpointAt(path)
 			svc.Upstreams[path] = plan.Of(proxyComponent(e.Dependency), "")
-			if s.pgDependency(e.Dependency) {
+			if (postgresPart{s}).pgDependency(e.Dependency) {
 				svc.Upstreams[path] = postgresDSN(proxyComponent(e.Dependency))
 			}
 		}
@@ -362,11 +362,11 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		fs := make([]faultproxy.Fault, len(c.Faults))
 		for i, f := range c.Faults {
 			fs[i] = f.proxyFault()
-			if !s.pgDependency(c.Dependency) {
+			if !(postgresPart{s}).pgDependency(c.Dependency) {
 				fs[i].Match = f.Match // a route (validated: none on TCP)
 			}
 		}
-		pr.Faults = []plan.Faults{s.withPostgres(s.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}), c.Faults)}
+		pr.Faults = []plan.Faults{postgresPart{s}.withPostgres(tcpPart{s}.withTCP(plan.Faults{Component: proxyComponent(c.Dependency), Dependency: c.Dependency, Faults: fs}), c.Faults)}
 	}
 	pr.Meta = s.meta(r)
 	fleetMeta(&pr.Meta, instances)
@@ -518,7 +518,7 @@ func (s *Spec) RemoteTargets() []string {
 		}
 	}
 	for _, k := range sortedKeys(x.Upstreams) {
-		remote(s.upstreamURL(k)) // a TCP host:port as tcp://host:port
+		remote(tcpPart{s}.upstreamURL(k)) // a TCP host:port as tcp://host:port
 	}
 	// A proxy listening beyond loopback would be an open forwarder.
 	for _, k := range sortedKeys(x.Proxies) {

@@ -14,6 +14,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/redact"
 )
 
+// postgresPart is a spec as its Postgres family sees it: dependencies that
+// are a database, their upstreams and faults.
+type postgresPart struct{ *Spec }
+
 // A dependency of an external spec whose upstream is postgres://host:port
 // (or whose protocol is postgres) is a PostgreSQL server: its proxy is the
 // fault proxy's PostgreSQL plane, which follows the wire protocol, and its
@@ -34,7 +38,7 @@ const (
 // through the PostgreSQL plane: an external upstream postgres://host:port,
 // or the dependency's protocol: postgres (without external mode, a server
 // the run starts: postgresComponent).
-func (s *Spec) pgDependency(d string) bool {
+func (s postgresPart) pgDependency(d string) bool {
 	if s.Dependencies[d].Protocol == ProtocolPostgres {
 		return true
 	}
@@ -52,7 +56,7 @@ const pgMaxConnections = 300
 
 // postgresComponent is the PostgreSQL server a run starts for dependency
 // d of the built-in service, with the dependency's setup SQL.
-func (s *Spec) postgresComponent(d string) plan.Component {
+func (s postgresPart) postgresComponent(d string) plan.Component {
 	return plan.Component{Name: depComponent(d), Kind: plan.KindPostgres, Listen: anyLoopback,
 		Postgres: &plan.Postgres{Name: d, Setup: s.Dependencies[d].Setup, MaxConnections: pgMaxConnections}}
 }
@@ -65,10 +69,17 @@ func postgresDSN(proxy string) plan.Address {
 		Path: "/" + pgserver.Database + "?user=" + pgserver.User + "&sslmode=disable&connect_timeout=10"}
 }
 
+// validatePostgres checks the faults of conditions on Postgres
+// dependencies, then the endpoints that call one.
+func (s postgresPart) validatePostgres(p *problems) {
+	s.validatePostgresConditions(p)
+	s.validatePostgresEndpoints(p)
+}
+
 // validatePostgresEndpoints checks that an endpoint of the built-in
 // service whose dependency is PostgreSQL has a query, and that no other
 // endpoint has one.
-func (s *Spec) validatePostgresEndpoints(p *problems) {
+func (s postgresPart) validatePostgresEndpoints(p *problems) {
 	for i, e := range s.Endpoints {
 		path := fmt.Sprintf("endpoints[%d].query", i)
 		pg := s.Dependencies[e.Dependency].Protocol == ProtocolPostgres
@@ -91,7 +102,7 @@ func (s *Spec) validatePostgresEndpoints(p *problems) {
 // checkPostgresUpstream checks external.upstreams.<d> of a PostgreSQL
 // dependency: postgres://host:port (a fixed port; the user and database
 // are the service's to give), or host:port.
-func (s *Spec) checkPostgresUpstream(p *problems, d string) {
+func (s postgresPart) checkPostgresUpstream(p *problems, d string) {
 	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
 	addr, _ := pgproxy.CutScheme(raw)
 	if strings.Contains(addr, "://") {
@@ -105,7 +116,7 @@ func (s *Spec) checkPostgresUpstream(p *problems, d string) {
 
 // postgresUpstream is the upstream of PostgreSQL dependency d as the proxy
 // takes it: postgres://host:port.
-func (s *Spec) postgresUpstream(d string) string {
+func (s postgresPart) postgresUpstream(d string) string {
 	addr, _ := pgproxy.CutScheme(s.External.Upstreams[d])
 	return "postgres://" + addr
 }
@@ -115,7 +126,7 @@ func (s *Spec) postgresUpstream(d string) string {
 // without one, faultproxy.Planes, or a parameter its counterpart cannot
 // take), match and code where they mean nothing, and an HTTP
 // dependency's match that is not a route (faultproxy.ValidateRoute).
-func (s *Spec) validatePostgresConditions(p *problems) {
+func (s postgresPart) validatePostgresConditions(p *problems) {
 	for i, c := range s.Conditions {
 		pg := s.pgDependency(c.Dependency)
 		for j, f := range c.Faults {
@@ -188,7 +199,7 @@ func pgFault(f faultproxy.Fault, match, code string) (pgproxy.Fault, error) {
 // server; src, when not nil, are the spec's faults fs.Faults came from
 // (their match and code). Validated specs map every fault
 // (validatePostgresConditions).
-func (s *Spec) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
+func (s postgresPart) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
 	if !s.pgDependency(fs.Dependency) {
 		return fs
 	}
@@ -207,7 +218,7 @@ func (s *Spec) withPostgres(fs plan.Faults, src []Fault) plan.Faults {
 // endpoint ep ("": any endpoint): a fault with a match acts on the calls
 // of an endpoint whose query (the built-in service's) it matches; without
 // a match, or where the query is not known (your own service), on all.
-func (s *Spec) faultActsOn(f Fault, ep string) bool {
+func (s postgresPart) faultActsOn(f Fault, ep string) bool {
 	if f.Match == "" || ep == "" {
 		return true
 	}

@@ -14,6 +14,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// sizingPart is a spec as its sizing family sees it: expectations.sizing
+// over a swept mode.
+type sizingPart struct{ *Spec }
+
 // Sweep is one swept field of a spec: every value is one point of the
 // experiment, and several sweeps make a grid (every combination).
 //
@@ -556,7 +560,7 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 // validateSizing checks expectations.sizing: its mode is swept by exactly
 // one numeric field of its own, and the healthy and slow conditions are in
 // the matrix.
-func (s *Spec) validateSizing(p *problems) {
+func (s sizingPart) validateSizing(p *problems) {
 	sz := s.Expectations.Sizing
 	if sz == nil {
 		return

@@ -15,6 +15,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy/tcpproxy"
 )
 
+// tcpPart is a spec as its TCP family sees it: dependencies spoken to over
+// raw TCP.
+type tcpPart struct{ *Spec }
+
 // A dependency of an external spec whose upstream is tcp://host:port is
 // reached over TCP (a database, a cache, a broker): its proxy is the fault
 // proxy's TCP data plane, and its conditions' faults are mapped onto the
@@ -22,18 +26,18 @@ import (
 
 // tcpDependency reports whether dependency d is reached over TCP: an
 // external upstream tcp://host:port, or the dependency's protocol: tcp.
-func (s *Spec) tcpDependency(d string) bool {
+func (s tcpPart) tcpDependency(d string) bool {
 	return s.External != nil && (strings.HasPrefix(s.External.Upstreams[d], "tcp://") || s.Dependencies[d].Protocol == ProtocolTCP)
 }
 
 // upstreamURL is the external upstream of d as the proxy takes it:
 // tcp://host:port for a TCP dependency, postgres://host:port for a
 // PostgreSQL one.
-func (s *Spec) upstreamURL(d string) string {
+func (s tcpPart) upstreamURL(d string) string {
 	u := s.External.Upstreams[d]
 	switch {
-	case s.pgDependency(d):
-		return s.postgresUpstream(d)
+	case (postgresPart{s.Spec}).pgDependency(d):
+		return postgresPart{s.Spec}.postgresUpstream(d)
 	case s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://"):
 		return "tcp://" + u
 	}
@@ -41,7 +45,7 @@ func (s *Spec) upstreamURL(d string) string {
 }
 
 // validateProtocol checks dependencies.<d>.protocol.
-func (s *Spec) validateProtocol(p *problems, d, path string) {
+func (s tcpPart) validateProtocol(p *problems, d, path string) {
 	switch proto := s.Dependencies[d].Protocol; {
 	case proto == "" || proto == ProtocolHTTP:
 	case proto != ProtocolTCP && proto != ProtocolPostgres:
@@ -54,7 +58,7 @@ func (s *Spec) validateProtocol(p *problems, d, path string) {
 // checkUpstream checks external.upstreams.<d>: an http(s) URL, for a TCP
 // dependency tcp://host:port (host:port with protocol: tcp), for a
 // PostgreSQL one postgres://host:port.
-func (s *Spec) checkUpstream(p *problems, d string) {
+func (s tcpPart) checkUpstream(p *problems, d string) {
 	path, raw := "external.upstreams."+d, s.External.Upstreams[d]
 	proto := s.Dependencies[d].Protocol
 	if _, isPG := pgproxy.CutScheme(raw); isPG || proto == ProtocolPostgres {
@@ -62,7 +66,7 @@ func (s *Spec) checkUpstream(p *problems, d string) {
 			p.add(path, "%q is a PostgreSQL address, but dependencies.%s.protocol is %s", raw, d, proto)
 			return
 		}
-		s.checkPostgresUpstream(p, d)
+		postgresPart{s.Spec}.checkPostgresUpstream(p, d)
 		return
 	}
 	addr, isTCP := strings.CutPrefix(raw, "tcp://")
@@ -85,7 +89,7 @@ func (s *Spec) checkUpstream(p *problems, d string) {
 // validateTCPConditions reports the faults of conditions on TCP
 // dependencies that the TCP plane has no counterpart for: a type without
 // one (faultproxy.Planes), or a parameter its counterpart cannot take.
-func (s *Spec) validateTCPConditions(p *problems) {
+func (s tcpPart) validateTCPConditions(p *problems) {
 	for i, c := range s.Conditions {
 		if !s.tcpDependency(c.Dependency) {
 			continue
@@ -151,7 +155,7 @@ func addPlaneErr(p *problems, path string, err error, format string, args ...any
 
 // withTCP fills in fs.TCP when its dependency is reached over TCP.
 // Validated specs map every fault (validateTCPConditions).
-func (s *Spec) withTCP(fs plan.Faults) plan.Faults {
+func (s tcpPart) withTCP(fs plan.Faults) plan.Faults {
 	if !s.tcpDependency(fs.Dependency) {
 		return fs
 	}

@@ -11,6 +11,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
+// timingPart is a spec as its timing family sees it: external.timing, the
+// Server-Timing metrics.
+type timingPart struct{ *Spec }
+
 // ExternalTiming declares the role of the Server-Timing metrics a user's
 // service sends (external.timing): which are time spent waiting (for a
 // pool's connection, in a queue), which work (a query, a call), and which
@@ -44,7 +48,7 @@ type TimingHistograms struct {
 
 // validateTiming checks external.timing: every name a Server-Timing metric
 // name, each in one list once, and the histograms.
-func (s *Spec) validateTiming(p *problems) {
+func (s timingPart) validateTiming(p *problems) {
 	t := s.External.Timing
 	if t == nil {
 		return
@@ -62,7 +66,7 @@ func (s *Spec) validateTiming(p *problems) {
 // validateTimingHistograms checks external.timing.histograms: metric
 // family names whose unit is known, each listed once, label names for by
 // and match, and a metrics URL to scrape them from in every mode.
-func (s *Spec) validateTimingHistograms(p *problems, h *TimingHistograms) {
+func (s timingPart) validateTimingHistograms(p *problems, h *TimingHistograms) {
 	const at = "external.timing.histograms"
 	if h == nil {
 		return

@@ -14,6 +14,27 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// The parts of the families whose checks are in this file.
+type (
+	// endpointsPart is a spec as its endpoints family sees it: the endpoints
+	// and the dependencies they call.
+	endpointsPart struct{ *Spec }
+	// servicePart is a spec as its service family sees it: the built-in
+	// service's settings and pools.
+	servicePart struct{ *Spec }
+	// loadPart is a spec as its load family sees it: the rates and the phases.
+	loadPart struct{ *Spec }
+	// matrixPart is a spec as its matrix family sees it: the conditions and
+	// the modes, the rows and columns of the matrix.
+	matrixPart struct{ *Spec }
+	// expectationsPart is a spec as its expectations family sees it: the
+	// claims to check and the cells they compare.
+	expectationsPart struct{ *Spec }
+	// validityPart is a spec as its validity family sees it: the rules a run
+	// must keep to count.
+	validityPart struct{ *Spec }
+)
+
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	// depNameRE is what a dependency may be called: it names a component
@@ -40,7 +61,7 @@ func (s *Spec) validate(p *problems) {
 	if s.AutoRepeats && s.Repeats < MinAutoRepeats {
 		p.add("repeats", "auto needs max_repeats ≥ %d (a verdict's interval needs that many repeats), got %d", MinAutoRepeats, s.Repeats)
 	}
-	if !s.validateEndpoints(p) {
+	if !(endpointsPart{s}).validateEndpoints(p) {
 		return // everything else is keyed by endpoint and dependency names
 	}
 	for _, f := range families {
@@ -52,7 +73,7 @@ func (s *Spec) validate(p *problems) {
 
 // validateEndpoints checks the endpoint list and reports whether the names
 // are usable as keys.
-func (s *Spec) validateEndpoints(p *problems) bool {
+func (s endpointsPart) validateEndpoints(p *problems) bool {
 	ok := true
 	if len(s.Endpoints) > maxEndpoints {
 		p.add("endpoints", "at most %d endpoints, got %d", maxEndpoints, len(s.Endpoints))
@@ -125,7 +146,7 @@ func orGET(m string) string {
 // validateService checks the service's settings: the experiment's own bounds
 // here, and for each mode the service's own rules (service.Config.Validate),
 // so that a spec that validates is one the service accepts.
-func (s *Spec) validateService(p *problems) {
+func (s servicePart) validateService(p *problems) {
 	sv := s.Service
 	before := len(p.errs)
 	t := sv.Timeout.D
@@ -147,7 +168,7 @@ func (s *Spec) validateService(p *problems) {
 	if w := sv.MaxWait.D; w < 0 || w > time.Minute {
 		p.add("service.max_wait", "must be between 0 and 1m, got %s", w)
 	}
-	s.validateDefects(p)
+	defectsPart{s.Spec}.validateDefects(p)
 	if len(p.errs) > before {
 		return
 	}
@@ -176,7 +197,7 @@ func (s *Spec) validateService(p *problems) {
 
 // serviceFieldPath maps a service.ConfigError field of mode i to the spec's
 // field path.
-func (s *Spec) serviceFieldPath(mode int, field string) string {
+func (s servicePart) serviceFieldPath(mode int, field string) string {
 	if path, ok := s.policyFieldPath(mode, field); ok {
 		return path
 	}
@@ -215,7 +236,7 @@ func (s *Spec) serviceFieldPath(mode int, field string) string {
 	return "service." + field
 }
 
-func (s *Spec) validateDeps(p *problems) {
+func (s endpointsPart) validateDeps(p *problems) {
 	used := map[string]bool{}
 	for _, d := range s.DependencyNames() {
 		used[d] = true
@@ -232,7 +253,7 @@ func (s *Spec) validateDeps(p *problems) {
 		if d.Jitter.D > d.Latency.D {
 			p.add(path+".jitter", "%s must not exceed latency %s", d.Jitter.D, d.Latency.D)
 		}
-		s.validateProtocol(p, name, path) // tcp.go
+		tcpPart{s.Spec}.validateProtocol(p, name, path) // tcp.go
 		if d.Size < 0 || d.Size > 1<<20 {
 			p.add(path+".size", "must be between 0 and 1048576 bytes, got %d", d.Size)
 		}
@@ -265,7 +286,7 @@ func validRate(p *problems, path string, r float64, zeroOK bool) {
 }
 
 // validateRates checks a rates map: every key an endpoint, every rate valid.
-func (s *Spec) validateRates(p *problems, path string, rates Rates, zeroOK bool) {
+func (s loadPart) validateRates(p *problems, path string, rates Rates, zeroOK bool) {
 	for _, k := range sortedKeys(rates) {
 		if !s.hasEndpoint(k) {
 			p.add(path+"."+k, "no endpoint %q (endpoints: %s)", k, strings.Join(s.EndpointNames(), ", "))
@@ -275,7 +296,7 @@ func (s *Spec) validateRates(p *problems, path string, rates Rates, zeroOK bool)
 	}
 }
 
-func (s *Spec) validateLoad(p *problems) {
+func (s loadPart) validateLoad(p *problems) {
 	s.validateRates(p, "load.rates", s.Load.Rates, false)
 	floor := s.Service.Timeout.D + s.Service.MaxWait.D
 	if ct := s.Load.ClientTimeout.D; ct <= floor || ct > 10*time.Minute {
@@ -295,7 +316,7 @@ func (s *Spec) validateLoad(p *problems) {
 	}
 }
 
-func (s *Spec) validatePhases(p *problems) {
+func (s loadPart) validatePhases(p *problems) {
 	ph := s.Phases
 	for _, x := range []struct {
 		path string
@@ -319,7 +340,7 @@ func (s *Spec) RunDuration() time.Duration {
 	return d
 }
 
-func (s *Spec) validateConditions(p *problems) {
+func (s matrixPart) validateConditions(p *problems) {
 	seen := map[string]bool{}
 	for i, c := range s.Conditions {
 		path := fmt.Sprintf("conditions[%d]", i)
@@ -360,12 +381,12 @@ func (s *Spec) validateConditions(p *problems) {
 			}
 		}
 		if c.Rates != nil {
-			s.validateRates(p, path+".rates", c.Rates, false)
+			loadPart{s.Spec}.validateRates(p, path+".rates", c.Rates, false)
 		}
 	}
 }
 
-func (s *Spec) validateModes(p *problems) {
+func (s matrixPart) validateModes(p *problems) {
 	seen := map[string]bool{}
 	for i, m := range s.Modes {
 		path := fmt.Sprintf("modes[%d]", i)
@@ -403,7 +424,7 @@ func (s *Spec) validateModes(p *problems) {
 	}
 }
 
-func (s *Spec) validateExpectations(p *problems) {
+func (s expectationsPart) validateExpectations(p *problems) {
 	e := s.Expectations
 	// An audit has no victim or culprit of its own: every endpoint is
 	// both, in turn (its defaults are the first and last endpoints).
@@ -465,7 +486,7 @@ func (s *Spec) validateExpectations(p *problems) {
 	}
 }
 
-func (s *Spec) validateValidity(p *problems) {
+func (s validityPart) validateValidity(p *problems) {
 	v := s.Validity
 	if r := *v.CanaryRate; r < 0 || r > 1000 {
 		p.add("validity.canary_rate", "must be between 0 (off) and 1000 requests per second, got %g", r)
@@ -505,7 +526,7 @@ func (s *Spec) Warnings() []string {
 
 // bulkheadWarnings reports the built-in bulkhead modes whose pools do not
 // add up to the shared pool and queue they are compared with.
-func (s *Spec) bulkheadWarnings() []string {
+func (s servicePart) bulkheadWarnings() []string {
 	var out []string
 	for i, m := range s.Modes {
 		if m.layout() != ModeBulkhead || s.External != nil {
@@ -535,7 +556,7 @@ func orNone(xs []string) string {
 }
 
 // missingDependency says why an endpoint must name its dependency here.
-func (s *Spec) missingDependency(ep string) string {
+func (s endpointsPart) missingDependency(ep string) string {
 	if s.External == nil {
 		return fmt.Sprintf("required: the dependency /%s calls — the built-in service calls one per endpoint, and each run starts a stub and a fault proxy under that name (e.g. A)", ep)
 	}
