@@ -208,7 +208,7 @@ func (s *Spec) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
 				}
 			}
 		case ph.Name == rundata.PhaseFault:
-			if jb, ok := s.jobsBurst(r, at); ok { // jobs.go
+			if jb, ok := (jobsPart{s}).jobsBurst(r, at); ok { // jobs.go
 				out = append(out, jb)
 			}
 			b := r.Condition.Bursts

@@ -8,6 +8,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
+// clientsPart is a spec as its clients family sees it: the clients' timeouts
+// and retries.
+type clientsPart struct{ *Spec }
+
 // Clients is how the load generator's clients behave: by default they
 // send each request once. `load.clients` applies to every mode; a mode's
 // own `clients` replaces it (`clients: {}` is a client that never retries).
@@ -68,7 +72,7 @@ func (s *Spec) ClientsOf(m *Mode) *Clients {
 
 // clientRetry returns the retry of endpoint ep's client in mode m (nil
 // when it does not retry); seed seeds its jitter.
-func (s *Spec) clientRetry(m *Mode, ep string, seed uint64) *loadgen.Retry {
+func (s clientsPart) clientRetry(m *Mode, ep string, seed uint64) *loadgen.Retry {
 	c := s.ClientsOf(m)
 	if c == nil || c.Retry == nil {
 		return nil
@@ -102,14 +106,14 @@ func (r *ClientRetry) loadgen(seed uint64) (*loadgen.Retry, error) {
 }
 
 // validateClients checks load.clients and every mode's clients.
-func (s *Spec) validateClients(p *problems) {
+func (s clientsPart) validateClients(p *problems) {
 	s.validateClient(p, "load.clients", s.Load.Clients)
 	for i := range s.Modes {
 		s.validateClient(p, fmt.Sprintf("modes[%d].clients", i), s.Modes[i].Clients)
 	}
 }
 
-func (s *Spec) validateClient(p *problems, path string, c *Clients) {
+func (s clientsPart) validateClient(p *problems, path string, c *Clients) {
 	if c == nil || c.Retry == nil {
 		return
 	}
@@ -151,7 +155,7 @@ func unjoin(err error) []error {
 }
 
 // resolveClients makes every client duration absolute, given T.
-func (s *Spec) resolveClients() {
+func (s clientsPart) resolveClients() {
 	t := s.Service.Timeout.Resolve(0)
 	abs := func(c *Clients) {
 		if c == nil || c.Retry == nil {

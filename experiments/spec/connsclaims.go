@@ -7,9 +7,13 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// connsPart is a spec as its connections family sees it: each mode's
+// connections and expectations.conns.
+type connsPart struct{ *Spec }
+
 // connsOf returns the connections of mode m and how they are pooled: the
 // mode's own conns and conns_layout where set, else the service's.
-func (s *Spec) connsOf(m *Mode) (conns int, layout service.ConnsLayout) {
+func (s connsPart) connsOf(m *Mode) (conns int, layout service.ConnsLayout) {
 	conns, layout = s.Service.Conns, service.ConnsLayout(s.Service.ConnsLayout)
 	if m.Conns > 0 {
 		conns = m.Conns
@@ -25,7 +29,7 @@ func (s *Spec) connsOf(m *Mode) (conns int, layout service.ConnsLayout) {
 
 // soleBulkhead returns the limit of mode m's pool that serves endpoint ep
 // alone (a bulkhead of one dependency), 0 when it has none.
-func (s *Spec) soleBulkhead(m *Mode, ep string) int {
+func (s connsPart) soleBulkhead(m *Mode, ep string) int {
 	for _, pl := range s.Pools(m) {
 		if len(pl.Endpoints) == 1 && pl.Endpoints[0] == ep {
 			return pl.Limit
@@ -39,7 +43,7 @@ func (s *Spec) soleBulkhead(m *Mode, ep string) int {
 // shares one connection pool and the others do not, the sized mode keeps
 // the culprit's bulkhead within 0.8 × its connections and the over mode
 // holds it above them.
-func (s *Spec) validateConnsClaims(p *problems) {
+func (s connsPart) validateConnsClaims(p *problems) {
 	cr := s.Expectations.Conns
 	if cr == nil {
 		return
@@ -101,7 +105,7 @@ func (s *Spec) validateConnsClaims(p *problems) {
 // out; a larger one leaves the connection pool as the wall that gives.
 // Modes that expectations.conns names as breaking it on purpose (no_wall,
 // walled, over: the layouts under test) are not warned about.
-func (s *Spec) connectionWarnings() []string {
+func (s connsPart) connectionWarnings() []string {
 	if s.External != nil {
 		return nil
 	}

@@ -7,10 +7,14 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// cpuPart is a spec as its CPU family sees it: the CPU limits and
+// expectations.cpu.
+type cpuPart struct{ *Spec }
+
 // validateCPU checks what the CPU claim configures: payload sizes (a
 // dependency's payload, a payload fault's size) that the built-in service
 // can read whole, service.gomaxprocs, and expectations.cpu's runs.
-func (s *Spec) validateCPU(p *problems) {
+func (s cpuPart) validateCPU(p *problems) {
 	if s.External == nil {
 		bodyCap := ByteSize(service.DefaultMaxBodyBytes)
 		for _, name := range sortedKeys(s.Dependencies) {
@@ -36,7 +40,7 @@ func (s *Spec) validateCPU(p *problems) {
 
 // validateCPURoles checks expectations.cpu: its conditions and mode are in
 // the matrix.
-func (s *Spec) validateCPURoles(p *problems) {
+func (s cpuPart) validateCPURoles(p *problems) {
 	c := s.Expectations.CPU
 	if c == nil {
 		return

@@ -230,8 +230,8 @@ func (s *Spec) resolveDurations() {
 		s.Load.ClientTimeout = Abs(2 * (t + s.Service.MaxWait.D))
 	}
 	abs(&s.Load.ClientTimeout)
-	s.resolvePolicies()
-	s.resolveClients()
+	policyPart{s}.resolvePolicies()
+	clientsPart{s}.resolveClients()
 	s.resolveAftermath(t)
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {

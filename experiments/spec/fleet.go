@@ -9,6 +9,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// fleetPart is a spec as its fleet family sees it: instances of the service
+// and expectations.fleet.
+type fleetPart struct{ *Spec }
+
 // MaxInstances bounds service.instances and a mode's instances: each is a
 // process of its own on the machine that also runs the load.
 const MaxInstances = 64
@@ -28,7 +32,7 @@ func (s *Spec) InstancesOf(m *Mode) int {
 // validateInstances checks service.instances and every mode's instances:
 // 1–MaxInstances (a mode's 0 is service.instances), and one instance for a
 // user's service, which runs as it is started.
-func (s *Spec) validateInstances(p *problems) {
+func (s fleetPart) validateInstances(p *problems) {
 	n := s.Service.Instances
 	if (s.set("service.instances") || n != 0) && (n < 1 || n > MaxInstances) {
 		p.add("service.instances", "must be between 1 and %d, got %d", MaxInstances, n)
@@ -52,18 +56,18 @@ func (s *Spec) validateInstances(p *problems) {
 // rundata.InstanceComponent(1..n), each its own process with its own pools,
 // the same configuration and the same upstreams (the same proxies). A
 // policy's random source is seeded per instance.
-func (s *Spec) serviceComponents(r Run, svc *plan.Service) []plan.Component {
+func (s fleetPart) serviceComponents(r Run, svc *plan.Service) []plan.Component {
 	n := s.InstancesOf(r.Mode)
 	if n == 1 {
-		s.seedPolicies(&svc.Config, r)
+		policyPart{s.Spec}.seedPolicies(&svc.Config, r)
 		return []plan.Component{{Name: rundata.ServiceComponent, Kind: plan.KindService, Listen: anyLoopback, Service: svc}}
 	}
 	out := make([]plan.Component, n)
 	for i := range out {
 		name := rundata.InstanceComponent(i + 1)
 		inst := *svc
-		inst.Config.Policies = s.servicePolicies(r.Mode, func(string) uint64 { return 0 })
-		s.seedPolicies(&inst.Config, Run{ID: r.ID, Seed: deriveSeed(r.Seed, name), Mode: r.Mode, Condition: r.Condition, Repeat: r.Repeat})
+		inst.Config.Policies = policyPart{s.Spec}.servicePolicies(r.Mode, func(string) uint64 { return 0 })
+		policyPart{s.Spec}.seedPolicies(&inst.Config, Run{ID: r.ID, Seed: deriveSeed(r.Seed, name), Mode: r.Mode, Condition: r.Condition, Repeat: r.Repeat})
 		out[i] = plan.Component{Name: name, Kind: plan.KindService, Listen: anyLoopback, Service: &inst}
 	}
 	return out
@@ -95,7 +99,7 @@ func fleetMeta(m *rundata.RunMeta, n int) {
 
 // fleetModeNamed reports whether name is a mode of the matrix or the
 // original of swept variants.
-func (s *Spec) fleetModeNamed(name string) bool {
+func (s fleetPart) fleetModeNamed(name string) bool {
 	if s.mode(name) != nil {
 		return true
 	}
@@ -105,7 +109,7 @@ func (s *Spec) fleetModeNamed(name string) bool {
 // validateFleet checks expectations.fleet: its modes and budget are in the
 // matrix (a swept mode counts by its original name), its condition too,
 // and its tolerance is a share.
-func (s *Spec) validateFleet(p *problems) {
+func (s fleetPart) validateFleet(p *problems) {
 	f := s.Expectations.Fleet
 	if f == nil {
 		return

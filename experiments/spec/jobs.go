@@ -14,6 +14,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// jobsPart is a spec as its background-jobs family sees it: the jobs, their
+// flow and expectations.jobs.
+type jobsPart struct{ *Spec }
+
 // Background jobs (seed-004: "bound background and job workloads
 // separately from request-serving, so a queue drain cannot starve live
 // traffic"). The built-in service has a job queue (service/jobs.go) that
@@ -86,7 +90,7 @@ func (c *Condition) jobsDependency() string {
 
 // jobsEndpoint is the endpoint through which a job calls dependency dep:
 // the first that calls it; false for none.
-func (s *Spec) jobsEndpoint(dep string) (Endpoint, bool) {
+func (s jobsPart) jobsEndpoint(dep string) (Endpoint, bool) {
 	for _, e := range s.Endpoints {
 		if e.Dependency == dep {
 			return e, true
@@ -97,7 +101,7 @@ func (s *Spec) jobsEndpoint(dep string) (Endpoint, bool) {
 
 // jobsInfo is what a run of condition c in mode m records of its job
 // queue and burst; nil without a queue.
-func (s *Spec) jobsInfo(c *Condition, m *Mode) *rundata.JobsInfo {
+func (s jobsPart) jobsInfo(c *Condition, m *Mode) *rundata.JobsInfo {
 	j := m.Jobs
 	if j == nil || s.External != nil {
 		return nil
@@ -116,7 +120,7 @@ func (s *Spec) jobsInfo(c *Condition, m *Mode) *rundata.JobsInfo {
 // POST /jobs?n=COUNT&dependency=PATH to the service (through its first
 // endpoint's target) at the fault phase's start (faultAt) plus the burst's
 // at; false when the condition sends none.
-func (s *Spec) jobsBurst(r Run, faultAt time.Duration) (loadgen.Burst, bool) {
+func (s jobsPart) jobsBurst(r Run, faultAt time.Duration) (loadgen.Burst, bool) {
 	b := r.Condition.Jobs
 	e, ok := s.jobsEndpoint(r.Condition.jobsDependency())
 	if b == nil || !ok || len(s.Endpoints) == 0 {
@@ -132,7 +136,7 @@ func (s *Spec) jobsBurst(r Run, faultAt time.Duration) (loadgen.Burst, bool) {
 // most min(workers, count) permits of the pool their endpoint draws from,
 // from the burst on, each for a call of their dependency. ok is false when
 // they hold none of pool pl.
-func (s *Spec) jobsFlow(c *Condition, m *Mode, pl PoolLayout) (f flow, at time.Duration, ok bool) {
+func (s jobsPart) jobsFlow(c *Condition, m *Mode, pl PoolLayout) (f flow, at time.Duration, ok bool) {
 	j, b := m.Jobs, c.Jobs
 	if j == nil || b == nil || j.Mode != string(service.JobsShared) || pl.Nested {
 		return flow{}, 0, false
@@ -147,7 +151,7 @@ func (s *Spec) jobsFlow(c *Condition, m *Mode, pl PoolLayout) (f flow, at time.D
 
 // jobsFieldPath maps a service.ConfigError field of the job queue to mode
 // i's field path.
-func (s *Spec) jobsFieldPath(mode int, field string) (string, bool) {
+func (s jobsPart) jobsFieldPath(mode int, field string) (string, bool) {
 	if field == "endpoints.jobs" {
 		for k, e := range s.Endpoints {
 			if e.servicePath() == "jobs" {
@@ -168,7 +172,7 @@ func (s *Spec) jobsFieldPath(mode int, field string) (string, bool) {
 // validateJobs checks the conditions' bursts of jobs and the modes' job
 // queues beyond the service's own rules (validateService applies those),
 // then expectations.jobs.
-func (s *Spec) validateJobs(p *problems) {
+func (s jobsPart) validateJobs(p *problems) {
 	for i, m := range s.Modes {
 		if m.Jobs != nil && s.External != nil {
 			p.add(fmt.Sprintf("modes[%d].jobs", i), "is the built-in service's job queue; your own service runs its background work as it does")
@@ -216,7 +220,7 @@ func (s *Spec) validateJobs(p *problems) {
 // validateJobsRoles checks expectations.jobs: its condition sends jobs and
 // its control none, its modes are in the matrix and its live endpoints are
 // endpoints.
-func (s *Spec) validateJobsRoles(p *problems) {
+func (s jobsPart) validateJobsRoles(p *problems) {
 	if s.Expectations.Jobs == nil {
 		return
 	}
@@ -243,7 +247,7 @@ func (s *Spec) validateJobsRoles(p *problems) {
 // jobsWarnings says when a mode whose jobs run on the request pools has
 // too few workers for a burst to hold its pool: the drain then leaves
 // permits to the live traffic, and shows no starvation.
-func (s *Spec) jobsWarnings() []string {
+func (s jobsPart) jobsWarnings() []string {
 	if s.External != nil {
 		return nil
 	}

@@ -144,11 +144,11 @@ modes:
 		t.Fatal(err)
 	}
 	r := Run{ID: "reindex-per-dep-r1", Condition: s.condition("reindex"), Mode: s.mode("per-dep")}
-	b, ok := s.jobsBurst(r, 9*time.Second)
+	b, ok := jobsPart{s}.jobsBurst(r, 9*time.Second)
 	if !ok || b.Path != "/jobs?dependency=shop&n=50" || b.At != 9500*time.Millisecond || b.Target != "storefront" {
 		t.Errorf("burst %+v, %v; want POST /jobs?dependency=shop&n=50 at 9.5 s", b, ok)
 	}
-	if info := s.jobsInfo(r.Condition, r.Mode); info.Endpoint != "shop" || info.Dependency != "db" || info.Queue != service.DefaultJobsQueue {
+	if info := (jobsPart{s}).jobsInfo(r.Condition, r.Mode); info.Endpoint != "shop" || info.Dependency != "db" || info.Queue != service.DefaultJobsQueue {
 		t.Errorf("jobs info %+v, want endpoint shop, dependency db", info)
 	}
 	pools := s.Preview(s.condition("reindex"), s.mode("per-dep"))

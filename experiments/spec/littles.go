@@ -92,10 +92,10 @@ func (s *Spec) EndpointInfos(c *Condition, m *Mode) []rundata.EndpointInfo {
 	for i, e := range s.Endpoints {
 		out[i] = rundata.EndpointInfo{Name: e.Name, Dependency: e.Dependency, Pool: pools[e.Name],
 			Rate: r[e.Name], BaseLatency: s.Dependencies[e.Dependency].Latency.D}
-		if rt := s.clientRetry(m, e.Name, 0); rt != nil {
+		if rt := (clientsPart{s}).clientRetry(m, e.Name, 0); rt != nil {
 			out[i].RetryAttempts = rt.Attempts
 		}
-		out[i].Tenant = s.tenantLabel(m, e) // tenants.go
+		out[i].Tenant = tenantsPart{s}.tenantLabel(m, e) // tenants.go
 		if s.External == nil && e.servicePath() != e.Name {
 			out[i].Path = e.servicePath()
 		}
@@ -130,13 +130,13 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 		}
 	}
 	// A tenant stage holds each tenant to its partition or cap.
-	caps := s.tenantCaps(m, fr, n) // tenants.go
+	caps := tenantsPart{s}.tenantCaps(m, fr, n) // tenants.go
 	for _, pl := range pools {
 		var base, fault float64
 		var flows []flow
 		// A sheddable endpoint of a pool with a reservation holds at most
 		// its share of the unreserved permits (priority.go).
-		shed := s.sheddableCaps(m, pl, c)
+		shed := priorityPart{s}.sheddableCaps(m, pl, c)
 		for _, e := range pl.Endpoints {
 			dep := s.DependencyOf(e)
 			wb, wf := s.holdingTime(dep, nil, e), s.holdingTime(dep, c, e)
@@ -158,7 +158,7 @@ func (s *Spec) Preview(c *Condition, m *Mode) []rundata.PoolInfo {
 		ex := exhaustion(flows, float64(pl.Limit*n))
 		// A burst of jobs that run on the request pools holds as many
 		// permits as it has workers, from its arrival on (jobs.go).
-		if jf, at, ok := s.jobsFlow(c, m, pl); ok {
+		if jf, at, ok := (jobsPart{s}).jobsFlow(c, m, pl); ok {
 			fault += jf.cap
 			if ex == 0 {
 				if e := exhaustion(append(flows, jf), float64(pl.Limit*n)); e > 0 {

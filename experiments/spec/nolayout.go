@@ -11,6 +11,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// noPoolPart is a spec as its no-pool family sees it: modes whose calls in
+// flight no pool bounds, rate limits and the memory guard.
+type noPoolPart struct{ *Spec }
+
 // Layouts without a pool (seed-004's "bulkheads are just rate limiting"
 // and its event-loop runtimes): nothing bounds the built-in service's calls
 // in flight. In unbounded every request awaits its dependency, each call
@@ -40,7 +44,7 @@ func layoutList() string {
 
 // requestStateOf is the request state of each dependency call in mode m:
 // the mode's, else the service's.
-func (s *Spec) requestStateOf(m *Mode) ByteSize {
+func (s noPoolPart) requestStateOf(m *Mode) ByteSize {
 	if m != nil && m.RequestStateBytes > 0 {
 		return m.RequestStateBytes
 	}
@@ -52,7 +56,7 @@ func (s *Spec) requestStateOf(m *Mode) ByteSize {
 // request state (the built-in service's; at most service.MaxRequestStateBytes).
 // The service's own rules on rates (their range) are checked with the rest
 // of its configuration (validateService).
-func (s *Spec) validateNoPool(p *problems) {
+func (s noPoolPart) validateNoPool(p *problems) {
 	defer s.validateNoPoolRoles(p)
 	checkState := func(path string, b ByteSize) {
 		switch {
@@ -91,7 +95,7 @@ func (s *Spec) validateNoPool(p *problems) {
 			}
 			if len(missing) > 0 {
 				p.add(path+".rates", "a ratelimit mode needs each endpoint's rate limit in calls per second, e.g. rates: {%s}; missing: %s",
-					exampleRates(s), strings.Join(missing, ", "))
+					exampleRates(s.Spec), strings.Join(missing, ", "))
 			}
 		}
 	}
@@ -119,7 +123,7 @@ func exampleRates(s *Spec) string {
 // validateNoPoolRoles checks expectations.ratelimit and expectations.memory:
 // the conditions and modes they name are in the matrix, the rate-limited
 // mode is laid out as ratelimit, and their thresholds are shares.
-func (s *Spec) validateNoPoolRoles(p *problems) {
+func (s noPoolPart) validateNoPoolRoles(p *problems) {
 	ex := s.Expectations
 	if r := ex.RateLimit; r != nil {
 		const path = "expectations.ratelimit."
@@ -208,7 +212,7 @@ const MinServiceMemory = 16 << 20
 // validateMemoryGuard checks validity.max_service_memory: a ceiling a
 // service can start under, on a service the runner starts (it can stop no
 // other).
-func (s *Spec) validateMemoryGuard(p *problems) {
+func (s noPoolPart) validateMemoryGuard(p *problems) {
 	const path = "validity.max_service_memory"
 	m := s.Validity.MaxServiceMemory
 	if m == 0 {
@@ -232,7 +236,7 @@ func (s *Spec) validateMemoryGuard(p *problems) {
 // memory claim's: it watches the calls in flight grow over a fault phase
 // shorter than a call is held, on purpose (no call comes back within it),
 // so the advice of a fault phase of several holding times is not for it.
-func (s *Spec) checksOnlyGrowth() bool {
+func (s noPoolPart) checksOnlyGrowth() bool {
 	for _, c := range s.Expectations.Check {
 		if cl, ok := claims.Lookup(c); !ok || cl.Family != claims.Memory {
 			return false

@@ -89,7 +89,7 @@ func (s *Spec) layoutConfig(m *Mode) service.LayoutConfig {
 // Pools returns the service's pools in mode m, as the service builds them
 // (service.LayoutConfig.Pools). A mode that does not validate has none.
 func (s *Spec) Pools(m *Mode) []PoolLayout {
-	specs, err := s.layoutConfig(m).Pools(s.servicePaths())
+	specs, err := s.layoutConfig(m).Pools(tenantsPart{s}.servicePaths())
 	if err != nil {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	classes := func(paths []string) []string {
 		var out []string
 		for _, p := range paths {
-			out = append(out, s.loadClasses(p)...)
+			out = append(out, tenantsPart{s}.loadClasses(p)...)
 		}
 		return out
 	}
@@ -106,10 +106,10 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 	for i, p := range specs {
 		out[i] = PoolLayout{Name: p.Name, Limit: p.Config.Size, Queue: p.Config.Queue, Endpoints: classes(p.Endpoints)}
 	}
-	for _, path := range s.servicePaths() {
-		e, _ := s.endpointAt(path)
+	for _, path := range (tenantsPart{s}).servicePaths() {
+		e, _ := tenantsPart{s}.endpointAt(path)
 		if p, ok := m.Policies[e.Dependency]; ok && p.Limit > 0 {
-			out = append(out, PoolLayout{Name: rundata.LimitPoolName(path), Limit: p.Limit, Endpoints: s.loadClasses(path), Nested: true})
+			out = append(out, PoolLayout{Name: rundata.LimitPoolName(path), Limit: p.Limit, Endpoints: tenantsPart{s}.loadClasses(path), Nested: true})
 		}
 	}
 	return out
@@ -119,8 +119,8 @@ func (s *Spec) Pools(m *Mode) []PoolLayout {
 // dependencies' URLs (the plan wires them to the proxies).
 func (s *Spec) serviceConfig(m *Mode) service.Config {
 	c := service.Config{Layout: s.layoutConfig(m), Timeout: s.Service.Timeout.D, Conns: s.Service.Conns,
-		Policies: s.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
-		Defects: defectsPart{s}.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(s.requestStateOf(m))}
+		Policies: policyPart{s}.servicePolicies(m, func(string) uint64 { return 0 }), GOMAXPROCS: s.Service.GOMAXPROCS,
+		Defects: defectsPart{s}.defectsOf(m), Priority: m.Priority.config(), RequestStateBytes: int(noPoolPart{s}.requestStateOf(m))}
 	c.ConnsLayout = service.ConnsLayout(s.Service.ConnsLayout)
 	if m.ConnsLayout != "" {
 		c.ConnsLayout = service.ConnsLayout(m.ConnsLayout)
@@ -128,11 +128,11 @@ func (s *Spec) serviceConfig(m *Mode) service.Config {
 	if m.Conns > 0 {
 		c.Conns = m.Conns
 	}
-	for _, path := range s.servicePaths() {
-		e, _ := s.endpointAt(path)
+	for _, path := range (tenantsPart{s}).servicePaths() {
+		e, _ := tenantsPart{s}.endpointAt(path)
 		c.Endpoints = append(c.Endpoints, service.Endpoint{Name: path, Query: e.Query})
 	}
-	c.Tenants = s.tenantConfig(m)
+	c.Tenants = tenantsPart{s}.tenantConfig(m)
 	if s.External == nil {
 		c.Jobs = m.Jobs.config() // jobs.go
 	}
@@ -285,8 +285,8 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	var processOf map[string]string // service path → its process, with processes: per-endpoint
 	if x == nil {
 		svc := &plan.Service{Config: s.serviceConfig(r.Mode), Upstreams: map[string]plan.Address{}}
-		for _, path := range s.servicePaths() {
-			e, _ := s.endpointAt(path)
+		for _, path := range (tenantsPart{s}).servicePaths() {
+			e, _ := tenantsPart{s}.endpointAt(path)
 			svc.Upstreams[path] = plan.Of(proxyComponent(e.Dependency), "")
 			if (postgresPart{s}).pgDependency(e.Dependency) {
 				svc.Upstreams[path] = postgresDSN(proxyComponent(e.Dependency))
@@ -294,10 +294,10 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		}
 		if r.Mode.perEndpoint() { // processes.go
 			var procs []plan.Component
-			procs, processOf = s.processComponents(r, svc)
+			procs, processOf = processesPart{s}.processComponents(r, svc)
 			pr.Components = append(pr.Components, procs...)
 		} else {
-			pr.Components = append(pr.Components, s.serviceComponents(r, svc)...)
+			pr.Components = append(pr.Components, fleetPart{s}.serviceComponents(r, svc)...)
 		}
 	}
 	instances := s.InstancesOf(r.Mode)
@@ -310,7 +310,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 			target = plan.At(es.Targets[e.Name])
 		}
 		pe := plan.Endpoint{Name: e.Name, Target: target, Rate: s.Load.Rates[e.Name], Rules: rules,
-			Retry: s.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.servicePath())}
+			Retry: clientsPart{s}.clientRetry(r.Mode, e.Name, uint64(r.ComponentSeed("client-"+e.Name))), Targets: fleetTargets(instances, "/"+e.servicePath())}
 		pe.Method, pe.Header, pe.Body = e.request()
 		pr.Load.Endpoints = append(pr.Load.Endpoints, pe)
 	}
@@ -371,7 +371,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Meta = s.meta(r)
 	fleetMeta(&pr.Meta, instances)
 	if processOf != nil {
-		s.processMeta(&pr.Meta, processOf)
+		processesPart{s}.processMeta(&pr.Meta, processOf)
 	}
 	if c := pr.Load.Canary; c != nil {
 		pr.Meta.Canary = &rundata.CanaryInfo{URL: c.Target.URL, Rate: c.Rate, MaxP99: pr.Load.CanaryMaxP99}
@@ -419,7 +419,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		m.PredictedBreakerOpen = b
 	}
 	m.RecoveryAllowance = r.Mode.breakerDelay()
-	m.Jobs = s.jobsInfo(r.Condition, r.Mode) // jobs.go
+	m.Jobs = jobsPart{s}.jobsInfo(r.Condition, r.Mode) // jobs.go
 	if s.External != nil {
 		m.External = true
 		m.TimingRoles = s.External.Timing.roles()

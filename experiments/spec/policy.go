@@ -11,6 +11,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// policyPart is a spec as its policy family sees it: breakers, adaptive
+// limits, retries and their expectations.
+type policyPart struct{ *Spec }
+
 // Policy is the policy stack of one dependency in a mode (a mode's
 // `policies:` maps a dependency name to one). Durations may be relative
 // to T. It is service.PolicyConfig as the spec writes it:
@@ -82,7 +86,7 @@ func (m *Mode) layout() string {
 }
 
 // resolvePolicies makes every policy duration absolute, given T.
-func (s *Spec) resolvePolicies() {
+func (s policyPart) resolvePolicies() {
 	t := s.Service.Timeout.Resolve(0)
 	abs := func(d *Duration) { *d = Abs(d.Resolve(t)) }
 	for i := range s.Modes {
@@ -129,13 +133,13 @@ func (p Policy) config(seed uint64) service.PolicyConfig {
 // servicePolicies are m's stacks keyed by endpoint: every endpoint that
 // calls a dependency with a policy gets its own instance of that stack.
 // seed gives each endpoint's retry its seed. Nil when m has none.
-func (s *Spec) servicePolicies(m *Mode, seed func(endpoint string) uint64) map[string]service.PolicyConfig {
+func (s policyPart) servicePolicies(m *Mode, seed func(endpoint string) uint64) map[string]service.PolicyConfig {
 	if len(m.Policies) == 0 {
 		return nil
 	}
 	out := map[string]service.PolicyConfig{}
-	for _, path := range s.servicePaths() {
-		e, _ := s.endpointAt(path)
+	for _, path := range (tenantsPart{s.Spec}).servicePaths() {
+		e, _ := tenantsPart{s.Spec}.endpointAt(path)
 		if p, ok := m.Policies[e.Dependency]; ok {
 			out[path] = p.config(seed(path))
 		}
@@ -145,7 +149,7 @@ func (s *Spec) servicePolicies(m *Mode, seed func(endpoint string) uint64) map[s
 
 // seedPolicies gives the retries of a run's service their seeds, derived
 // from the run's.
-func (s *Spec) seedPolicies(c *service.Config, r Run) {
+func (s policyPart) seedPolicies(c *service.Config, r Run) {
 	for name, pc := range c.Policies {
 		if pc.Retry != nil {
 			rc := *pc.Retry
@@ -159,7 +163,7 @@ func (s *Spec) seedPolicies(c *service.Config, r Run) {
 // validateModePolicies checks mode i's policies field by field; the
 // stacks themselves are checked by the service's rules through
 // validateService (errors mapped back by policyFieldPath).
-func (s *Spec) validateModePolicies(p *problems, i int) {
+func (s policyPart) validateModePolicies(p *problems, i int) {
 	m := &s.Modes[i]
 	if s.External != nil && len(m.Policies) > 0 {
 		p.add(fmt.Sprintf("modes[%d].policies", i), "your own service has the policies it has: the harness cannot set them")
@@ -174,13 +178,13 @@ func (s *Spec) validateModePolicies(p *problems, i int) {
 
 // policyFieldPath maps a service field "policies.<endpoint>.<field>" of
 // mode i to the spec's path "modes[i].policies.<dependency>.<field>".
-func (s *Spec) policyFieldPath(mode int, field string) (string, bool) {
+func (s policyPart) policyFieldPath(mode int, field string) (string, bool) {
 	rest, ok := strings.CutPrefix(field, "policies.")
 	if !ok {
 		return "", false
 	}
 	ep, sub, _ := strings.Cut(rest, ".")
-	e, _ := s.endpointAt(ep)
+	e, _ := tenantsPart{s.Spec}.endpointAt(ep)
 	path := fmt.Sprintf("modes[%d].policies.%s", mode, e.Dependency)
 	if sub != "" {
 		path += "." + sub
@@ -194,7 +198,7 @@ var errNoPolicies = errors.New("the built-in modes shared and bulkhead carry no 
 
 // validatePolicyClaims checks that the roles of the policy claims name
 // conditions and modes of the matrix.
-func (s *Spec) validatePolicyClaims(p *problems) {
+func (s policyPart) validatePolicyClaims(p *problems) {
 	pc := s.Expectations.Policy
 	if pc == nil {
 		return
@@ -223,7 +227,7 @@ func (s *Spec) validatePolicyClaims(p *problems) {
 
 // validateRetryClaims checks the retry claims' roles: the storm's and the
 // contained modes' clients retry, the control's do not.
-func (s *Spec) validateRetryClaims(p *problems, r *rundata.RetryRoles, hasCond, hasMode func(string) bool) {
+func (s policyPart) validateRetryClaims(p *problems, r *rundata.RetryRoles, hasCond, hasMode func(string) bool) {
 	const path = "expectations.policy.retry."
 	if !hasCond(r.Condition) {
 		p.add(path+"condition", "no condition %q in the matrix", r.Condition)

@@ -7,6 +7,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// priorityPart is a spec as its priority family sees it: the classes of
+// requests and the reserve for the critical one.
+type priorityPart struct{ *Spec }
+
 // Priority is a mode's priority stage of the built-in service
 // (service.PriorityConfig): each request has a class, critical or
 // sheddable, and a pool may reserve permits for the critical class, so
@@ -48,7 +52,7 @@ func (p *Priority) config() *service.PriorityConfig {
 // classOf is the class of endpoint ep's requests in mode m: its fixed
 // class, else the class its requests' priority header names, else the
 // default; "" when the mode has no priority stage.
-func (s *Spec) classOf(m *Mode, ep string) string {
+func (s priorityPart) classOf(m *Mode, ep string) string {
 	p := m.Priority
 	if p == nil {
 		return ""
@@ -78,7 +82,7 @@ func (s *Spec) classOf(m *Mode, ep string) string {
 
 // poolOf is the pool endpoint ep draws from in mode m (not an endpoint's
 // nested limit), nil when it has none.
-func (s *Spec) poolOf(m *Mode, ep string) *PoolLayout {
+func (s priorityPart) poolOf(m *Mode, ep string) *PoolLayout {
 	for _, pl := range s.Pools(m) {
 		if pl.Nested {
 			continue
@@ -97,7 +101,7 @@ func (s *Spec) poolOf(m *Mode, ep string) *PoolLayout {
 // the critical class: the pool's size less the reserved ones, shared among
 // the pool's sheddable endpoints in proportion to their demand under
 // condition c (for Little's-law previews).
-func (s *Spec) sheddableCaps(m *Mode, pl PoolLayout, c *Condition) map[string]float64 {
+func (s priorityPart) sheddableCaps(m *Mode, pl PoolLayout, c *Condition) map[string]float64 {
 	if m.Priority == nil || m.Priority.Reserved[pl.Name] <= 0 {
 		return nil
 	}
@@ -141,7 +145,7 @@ func priorityFieldPath(mode int, field string) (string, bool) {
 // validatePriority checks the modes' priority stages where the service's
 // own rules (validateService) do not: a stage is the built-in service's,
 // in a mode of its own name. Then expectations.priority.
-func (s *Spec) validatePriority(p *problems) {
+func (s priorityPart) validatePriority(p *problems) {
 	for i, m := range s.Modes {
 		if m.Priority == nil {
 			continue
@@ -162,7 +166,7 @@ func (s *Spec) validatePriority(p *problems) {
 // and the culprit (the sheddable one) draw from one pool, which the
 // reserved mode reserves permits of for the victim's class and the
 // unreserved mode does not.
-func (s *Spec) validatePriorityClaims(p *problems) {
+func (s priorityPart) validatePriorityClaims(p *problems) {
 	pr := s.Expectations.Priority
 	if pr == nil {
 		return
@@ -222,7 +226,7 @@ func (s *Spec) validatePriorityClaims(p *problems) {
 // class's demand by Little's law (its endpoints' rate × holding time) in a
 // condition: the critical calls beyond it compete with sheddable ones for
 // the rest of the pool, and without a queue they are refused.
-func (s *Spec) priorityWarnings() []string {
+func (s priorityPart) priorityWarnings() []string {
 	if s.External != nil {
 		return nil
 	}

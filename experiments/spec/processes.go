@@ -10,6 +10,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// processesPart is a spec as its processes family sees it: pools as
+// processes of their own.
+type processesPart struct{ *Spec }
+
 // Processes as walls (seed-004: "same-process bulkheads still share
 // memory, the event loop and the GC; separate processes do not"). A mode
 // with processes: per-endpoint runs the built-in service as one process per
@@ -36,7 +40,7 @@ func (m *Mode) perEndpoint() bool { return m != nil && m.Processes == ProcessesP
 // (InstancesOf; 1 for a service of your own, which runs as you start it).
 func (s *Spec) ProcessesOf(m *Mode) int {
 	if m.perEndpoint() && s.External == nil {
-		if n := len(s.processPools(m)); n > 0 {
+		if n := len(processesPart{s}.processPools(m)); n > 0 {
 			return n
 		}
 	}
@@ -49,8 +53,8 @@ func (s *Spec) ProcessesOf(m *Mode) int {
 // processPools are mode m's pools as its processes hold them, one process
 // each, in the layout's order (the order of their first endpoint); nil
 // when the layout does not validate.
-func (s *Spec) processPools(m *Mode) []service.PoolSpec {
-	specs, err := s.layoutConfig(m).Pools(s.servicePaths())
+func (s processesPart) processPools(m *Mode) []service.PoolSpec {
+	specs, err := s.layoutConfig(m).Pools(tenantsPart{s.Spec}.servicePaths())
 	if err != nil {
 		return nil
 	}
@@ -60,7 +64,7 @@ func (s *Spec) processPools(m *Mode) []service.PoolSpec {
 // processConfig is the configuration of the process that holds pool ps of
 // mode m: the mode's service with only the pool's endpoints (paths), that
 // pool sized as the layout sizes it, and their policies.
-func (s *Spec) processConfig(m *Mode, ps service.PoolSpec, full service.Config) service.Config {
+func (s processesPart) processConfig(m *Mode, ps service.PoolSpec, full service.Config) service.Config {
 	c := full
 	l := full.Layout
 	c.Layout = service.LayoutConfig{Mode: service.ModeBulkhead, PoolSize: ps.Config.Size, Queue: ps.Config.Queue, MaxWait: l.MaxWait,
@@ -91,7 +95,7 @@ func (s *Spec) processConfig(m *Mode, ps service.PoolSpec, full service.Config) 
 // i-th pool, with the upstreams of its endpoints; and, by service path,
 // the component that serves it. A policy's random source is seeded per
 // process.
-func (s *Spec) processComponents(r Run, svc *plan.Service) ([]plan.Component, map[string]string) {
+func (s processesPart) processComponents(r Run, svc *plan.Service) ([]plan.Component, map[string]string) {
 	pools := s.processPools(r.Mode)
 	out := make([]plan.Component, len(pools))
 	of := map[string]string{}
@@ -102,7 +106,7 @@ func (s *Spec) processComponents(r Run, svc *plan.Service) ([]plan.Component, ma
 			proc.Upstreams[path] = svc.Upstreams[path]
 			of[path] = name
 		}
-		s.seedPolicies(&proc.Config, Run{ID: r.ID, Seed: deriveSeed(r.Seed, name), Mode: r.Mode, Condition: r.Condition, Repeat: r.Repeat})
+		policyPart{s.Spec}.seedPolicies(&proc.Config, Run{ID: r.ID, Seed: deriveSeed(r.Seed, name), Mode: r.Mode, Condition: r.Condition, Repeat: r.Repeat})
 		out[i] = plan.Component{Name: name, Kind: plan.KindService, Listen: anyLoopback, Service: proc}
 	}
 	return out, of
@@ -121,7 +125,7 @@ func processTargets(n int, path string) []plan.Address {
 
 // processMeta names the processes of a per-endpoint mode in the run's
 // metadata, with the endpoints (load classes) each serves.
-func (s *Spec) processMeta(m *rundata.RunMeta, of map[string]string) {
+func (s processesPart) processMeta(m *rundata.RunMeta, of map[string]string) {
 	byComp := map[string][]string{}
 	for _, e := range s.Endpoints {
 		c := of[e.servicePath()]
@@ -141,7 +145,7 @@ func (s *Spec) processMeta(m *rundata.RunMeta, of map[string]string) {
 // per-endpoint splits the built-in service's bulkhead layout into
 // processes, so it needs that layout, one instance, and no stage that
 // spans the pools (tenants, priority).
-func (s *Spec) validateProcesses(p *problems) {
+func (s processesPart) validateProcesses(p *problems) {
 	for i := range s.Modes {
 		m := &s.Modes[i]
 		path := fmt.Sprintf("modes[%d].processes", i)
@@ -170,7 +174,7 @@ func (s *Spec) validateProcesses(p *problems) {
 // validateProcessRoles checks expectations.processes: its conditions and
 // modes are in the matrix, the conditions differ from their control and
 // the modes from each other, and the thresholds are in range.
-func (s *Spec) validateProcessRoles(p *problems) {
+func (s processesPart) validateProcessRoles(p *problems) {
 	if s.Expectations.Processes == nil {
 		return
 	}
@@ -218,7 +222,7 @@ func (s *Spec) validateProcessRoles(p *problems) {
 
 // processModeHint names, for a missing mode of expectations.processes,
 // the modes that could play it.
-func (s *Spec) processModeHint(key string) string {
+func (s processesPart) processModeHint(key string) string {
 	var of []string
 	for i := range s.Modes {
 		m := &s.Modes[i]
@@ -253,10 +257,10 @@ func (s *Spec) ProcessesLine(m *Mode) string {
 		return ""
 	}
 	var parts []string
-	for i, ps := range s.processPools(m) {
+	for i, ps := range (processesPart{s}).processPools(m) {
 		var eps []string
 		for _, path := range ps.Endpoints {
-			for _, e := range s.loadClasses(path) {
+			for _, e := range (tenantsPart{s}).loadClasses(path) {
 				eps = append(eps, "/"+e)
 			}
 		}

@@ -47,7 +47,7 @@ func (s *Spec) holdUnderFault() (time.Duration, string) {
 func (s *Spec) phaseWarnings() []string {
 	hold, why := s.holdUnderFault()
 	fault := s.Phases.Fault.D
-	if hold <= 0 || fault >= MinFaultPhaseT*hold || s.checksOnlyGrowth() {
+	if hold <= 0 || fault >= MinFaultPhaseT*hold || (noPoolPart{s}).checksOnlyGrowth() {
 		return nil
 	}
 	want := MinFaultPhaseT * hold

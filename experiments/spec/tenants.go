@@ -9,6 +9,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/service"
 )
 
+// tenantsPart is a spec as its tenants family sees it: the tenants, their
+// caps and expectations.tenants.
+type tenantsPart struct{ *Spec }
+
 // Tenants is a mode's tenant stage of the built-in service
 // (service.TenantConfig): which tenant a request is of (a header) and how
 // much of the service one tenant may hold. In YAML
@@ -59,7 +63,7 @@ func (e Endpoint) servicePath() string {
 
 // servicePaths are the built-in service's endpoints: the endpoints' paths,
 // each once, in order.
-func (s *Spec) servicePaths() []string {
+func (s tenantsPart) servicePaths() []string {
 	var out []string
 	for _, e := range s.Endpoints {
 		if p := e.servicePath(); !slices.Contains(out, p) {
@@ -71,7 +75,7 @@ func (s *Spec) servicePaths() []string {
 
 // loadClasses are the endpoints whose requests go to the built-in service's
 // endpoint path, in order.
-func (s *Spec) loadClasses(path string) []string {
+func (s tenantsPart) loadClasses(path string) []string {
 	var out []string
 	for _, e := range s.Endpoints {
 		if e.servicePath() == path {
@@ -82,7 +86,7 @@ func (s *Spec) loadClasses(path string) []string {
 }
 
 // endpointAt is the first endpoint whose requests go to path.
-func (s *Spec) endpointAt(path string) (Endpoint, bool) {
+func (s tenantsPart) endpointAt(path string) (Endpoint, bool) {
 	for _, e := range s.Endpoints {
 		if e.servicePath() == path {
 			return e, true
@@ -106,7 +110,7 @@ func (e Endpoint) tenantOf(t *Tenants) string {
 // tenantConfig is the built-in service's tenant stage in mode m; nil for
 // none. Its names default to the tenants the endpoints' headers name that
 // can be metric labels (any other is counted as "other").
-func (s *Spec) tenantConfig(m *Mode) *service.TenantConfig {
+func (s tenantsPart) tenantConfig(m *Mode) *service.TenantConfig {
 	t := m.Tenants
 	if t == nil || s.External != nil {
 		return nil
@@ -133,7 +137,7 @@ func (s *Spec) tenantConfig(m *Mode) *service.TenantConfig {
 
 // tenantLabel is the label of endpoint e's tenant in the metrics of mode
 // m's tenant stage; "" without one.
-func (s *Spec) tenantLabel(m *Mode, e Endpoint) string {
+func (s tenantsPart) tenantLabel(m *Mode, e Endpoint) string {
 	tc := s.tenantConfig(m)
 	if tc == nil {
 		return ""
@@ -153,7 +157,7 @@ func (s *Spec) tenantLabel(m *Mode, e Endpoint) string {
 // (its partition, the partition of the tenants not named, or the fair
 // share's cap) times n instances, split among the endpoints of one tenant
 // in proportion to their rates. Nil without a stage that limits.
-func (s *Spec) tenantCaps(m *Mode, rates Rates, n int) map[string]float64 {
+func (s tenantsPart) tenantCaps(m *Mode, rates Rates, n int) map[string]float64 {
 	tc := s.tenantConfig(m)
 	if tc == nil || (tc.Mode != service.TenantPartitioned && tc.Mode != service.TenantFairShare) {
 		return nil
@@ -207,7 +211,7 @@ func tenantFieldPath(mode int, field string) (string, bool) {
 // validateTenants checks the endpoints' paths and the modes' tenant
 // stages beyond the service's own rules (validateService applies those),
 // and expectations.tenants.
-func (s *Spec) validateTenants(p *problems) {
+func (s tenantsPart) validateTenants(p *problems) {
 	first := map[string]int{} // path → its first endpoint
 	for i, e := range s.Endpoints {
 		path := fmt.Sprintf("endpoints[%d].path", i)
@@ -256,7 +260,7 @@ func (s *Spec) validateTenants(p *problems) {
 // tenantWarnings says, for a mode with a tenant stage, when no endpoint
 // names a tenant (every request is then of tenant "default") or when a
 // partition's tenant is none of the endpoints'.
-func (s *Spec) tenantWarnings() []string {
+func (s tenantsPart) tenantWarnings() []string {
 	var out []string
 	for i := range s.Modes {
 		t := s.Modes[i].Tenants
@@ -286,7 +290,7 @@ func (s *Spec) tenantWarnings() []string {
 
 // validateTenantRoles checks expectations.tenants: its conditions and
 // modes are in the matrix, its tenants are endpoints.
-func (s *Spec) validateTenantRoles(p *problems) {
+func (s tenantsPart) validateTenantRoles(p *problems) {
 	if s.Expectations.Tenants == nil {
 		return
 	}

@@ -222,7 +222,7 @@ modes:
 		t.Errorf("warnings %q name quiet, whose header is sent (in lower case)", w)
 	}
 	// The endpoint without a header is of tenant default, drawing from other.
-	if got := s.tenantLabel(s.mode("parts"), s.Endpoints[0]); got != service.OtherTenants {
+	if got := (tenantsPart{s}).tenantLabel(s.mode("parts"), s.Endpoints[0]); got != service.OtherTenants {
 		t.Errorf("tenant of an endpoint without the header: %q, want %q", got, service.OtherTenants)
 	}
 }

@@ -198,7 +198,7 @@ func (s servicePart) validateService(p *problems) {
 // serviceFieldPath maps a service.ConfigError field of mode i to the spec's
 // field path.
 func (s servicePart) serviceFieldPath(mode int, field string) string {
-	if path, ok := s.policyFieldPath(mode, field); ok {
+	if path, ok := (policyPart{s.Spec}).policyFieldPath(mode, field); ok {
 		return path
 	}
 	if path, ok := priorityFieldPath(mode, field); ok {
@@ -207,7 +207,7 @@ func (s servicePart) serviceFieldPath(mode int, field string) string {
 	if path, ok := tenantFieldPath(mode, field); ok { // tenants.go
 		return path
 	}
-	if path, ok := s.jobsFieldPath(mode, field); ok { // jobs.go
+	if path, ok := (jobsPart{s.Spec}).jobsFieldPath(mode, field); ok { // jobs.go
 		return path
 	}
 	name, sub, _ := strings.Cut(field, ".")
@@ -414,7 +414,7 @@ func (s matrixPart) validateModes(p *problems) {
 		if s.External != nil && (m.ConnsLayout != "" || m.Conns != 0) {
 			p.add(path+".conns_layout", "your own service pools its connections as it does: the harness cannot set them")
 		}
-		s.validateModePolicies(p, i)
+		policyPart{s.Spec}.validateModePolicies(p, i)
 		if m.layout() == ModeShared && (m.PoolSizes != nil || m.Queues != nil) {
 			p.add(path, "pool_sizes and queues are for bulkhead mode; size the shared pool with service.pool_size and service.queue")
 		}
@@ -509,7 +509,7 @@ func (s validityPart) validateValidity(p *problems) {
 	if n := *v.Retries; n < 0 || n > 10 {
 		p.add("validity.retries", "must be between 0 and 10, got %d", n)
 	}
-	s.validateMemoryGuard(p) // nolayout.go
+	noPoolPart{s.Spec}.validateMemoryGuard(p) // nolayout.go
 }
 
 // Warnings are things a valid spec may not mean, one sentence each, shown
