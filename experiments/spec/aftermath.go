@@ -8,6 +8,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/claims"
 )
 
+// aftermathPart is a spec as its aftermath family sees it: recovery, the
+// probes after the fault and what they can observe.
+type aftermathPart struct{ *Spec }
+
 // Hold span of RECOVERY (the analysis' RecoveryHoldT, RecoveryHoldWindows
 // and RecoveryHoldResults): the longest of 4 T, 4 windows and the time for
 // 100 results of the slowest endpoint.
@@ -57,7 +61,7 @@ func (s *Spec) RecoveryNeeds() time.Duration {
 // observesPermits reports whether every mode's service shows its permits
 // in use: the built-in service does, a user's only through
 // external.metrics.
-func (s *Spec) observesPermits() bool {
+func (s aftermathPart) observesPermits() bool {
 	if s.External == nil {
 		return true
 	}
@@ -72,7 +76,7 @@ func (s *Spec) observesPermits() bool {
 // declaresLimits reports whether every mode's pools have known limits: the
 // built-in service's, a user's declared under external.pools or exported
 // under external.metrics.limit.
-func (s *Spec) declaresLimits() bool {
+func (s aftermathPart) declaresLimits() bool {
 	if s.External == nil {
 		return true
 	}
@@ -88,7 +92,7 @@ func (s *Spec) declaresLimits() bool {
 
 // unseen says why the service does not show what a claim must see (its
 // needs' Sight), "" when it does.
-func (s *Spec) unseen(pred string, sight claims.Sight) string {
+func (s aftermathPart) unseen(pred string, sight claims.Sight) string {
 	switch sight {
 	case claims.SeesRecovery:
 		if need, have := s.RecoveryNeeds(), s.Phases.Recovery.Resolve(s.Service.Timeout.Resolve(0)); have < need {
@@ -113,7 +117,7 @@ func (s *Spec) unseen(pred string, sight claims.Sight) string {
 // aftermathWarnings say which of the verdicts on what a fault leaves
 // behind the matrix cannot decide, and why: a service can leak, or never
 // come back, without any other verdict noticing.
-func (s *Spec) aftermathWarnings() []string {
+func (s aftermathPart) aftermathWarnings() []string {
 	if s.Audit != nil {
 		return nil // an audit's result is its map, not these verdicts
 	}

@@ -64,7 +64,7 @@ const (
 )
 
 // resolveAftermath makes the load shapes' durations absolute (T is t).
-func (s *Spec) resolveAftermath(t time.Duration) {
+func (s aftermathPart) resolveAftermath(t time.Duration) {
 	abs := func(d *Duration) { *d = Abs(d.Resolve(t)) }
 	if p := s.Load.Probe; p != nil {
 		if p.Latency == (Duration{}) {
@@ -87,7 +87,7 @@ func (s *Spec) resolveAftermath(t time.Duration) {
 }
 
 // aftermathDefaults gives a condition's cancel and bursts their endpoints.
-func (s *Spec) aftermathDefaults(c *Condition) {
+func (s aftermathPart) aftermathDefaults(c *Condition) {
 	culprit := []string{s.Expectations.Culprit}
 	if c.Cancel != nil && len(c.Cancel.Endpoints) == 0 {
 		c.Cancel.Endpoints = culprit
@@ -98,7 +98,7 @@ func (s *Spec) aftermathDefaults(c *Condition) {
 }
 
 // validateAftermath checks a condition's cancel and bursts and the probe.
-func (s *Spec) validateAftermath(p *problems) {
+func (s aftermathPart) validateAftermath(p *problems) {
 	known := func(path string, eps []string) {
 		for j, e := range eps {
 			if !slices.Contains(s.EndpointNames(), e) {
@@ -141,7 +141,7 @@ func (s *Spec) validateAftermath(p *problems) {
 // largest pool's size and queue (at least minBurst), so that it fills any
 // pool and its queue; externalBurst for a user's service without
 // declared pools.
-func (s *Spec) burstSize(m *Mode, requests int) int {
+func (s aftermathPart) burstSize(m *Mode, requests int) int {
 	if requests > 0 {
 		return requests
 	}
@@ -166,13 +166,13 @@ func (s *Spec) burstSize(m *Mode, requests int) int {
 // probeGap is the time between two bursts of a probe: a burst's admitted
 // calls take the probe's latency (and the dependency's, within T), its
 // queued ones wait at most the longest queue wait.
-func (s *Spec) probeGap() time.Duration {
+func (s aftermathPart) probeGap() time.Duration {
 	return s.Load.Probe.Latency.D + s.Service.Timeout.D + s.Service.MaxWait.D
 }
 
 // probeDuration is the length of each probe phase: probeRounds bursts per
 // endpoint, the endpoints in turn.
-func (s *Spec) probeDuration() time.Duration {
+func (s aftermathPart) probeDuration() time.Duration {
 	if s.Load.Probe == nil {
 		return 0
 	}
@@ -180,7 +180,7 @@ func (s *Spec) probeDuration() time.Duration {
 }
 
 // probePhase is a probe phase: every endpoint paused (the canary goes on).
-func (s *Spec) probePhase(name string) loadgen.Phase {
+func (s aftermathPart) probePhase(name string) loadgen.Phase {
 	ph := loadgen.Phase{Name: name, Duration: s.probeDuration(), Rates: map[string]float64{}}
 	for _, e := range s.Endpoints {
 		ph.Rates[e.Name] = 0
@@ -190,7 +190,7 @@ func (s *Spec) probePhase(name string) loadgen.Phase {
 
 // runBursts are the bursts of a run: a probe's, one per endpoint in turn at
 // each probe phase, and the condition's through the fault phase.
-func (s *Spec) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
+func (s aftermathPart) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
 	var out []loadgen.Burst
 	var at time.Duration
 	for _, ph := range phases {
@@ -208,7 +208,7 @@ func (s *Spec) runBursts(r Run, phases []loadgen.Phase) []loadgen.Burst {
 				}
 			}
 		case ph.Name == rundata.PhaseFault:
-			if jb, ok := (jobsPart{s}).jobsBurst(r, at); ok { // jobs.go
+			if jb, ok := (jobsPart{s.Spec}).jobsBurst(r, at); ok { // jobs.go
 				out = append(out, jb)
 			}
 			b := r.Condition.Bursts
@@ -242,14 +242,14 @@ func faultPhaseCancel(c *Condition) map[string]loadgen.Cancel {
 
 // probeFaults are the faults every proxy applies during a probe phase: the
 // probe's latency, so that a burst's calls overlap at the proxy.
-func (s *Spec) probeFaults() []plan.Faults {
+func (s aftermathPart) probeFaults() []plan.Faults {
 	p := s.Load.Probe
 	if p == nil || p.Latency.D <= 0 {
 		return nil
 	}
 	var out []plan.Faults
 	for _, d := range s.DependencyNames() {
-		out = append(out, postgresPart{s}.withPostgres(tcpPart{s}.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
+		out = append(out, postgresPart{s.Spec}.withPostgres(tcpPart{s.Spec}.withTCP(plan.Faults{Component: proxyComponent(d), Dependency: d,
 			Faults: []faultproxy.Fault{{Type: faultproxy.TypeLatency, Percent: 100, Params: faultproxy.Delay{Latency: p.Latency.D, Distribution: "uniform"}}}}), nil))
 	}
 	return out

@@ -8,6 +8,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/loadgen"
 )
 
+// arrivalsPart is a spec as its arrivals family sees it: how requests
+// arrive, and what that leaves unjudged.
+type arrivalsPart struct{ *Spec }
+
 // defaultArrivals is the arrival process of a spec that names none:
 // Poisson for an audit and for a user's own service, and constant for the
 // built-in service's other experiments, whose reference results were
@@ -16,7 +20,7 @@ import (
 // freed, so that a coupling never shows however often the run is
 // repeated; Poisson arrivals cannot hold a phase. A lockstep without
 // arrivals asks for constant ones.
-func (s *Spec) defaultArrivals() string {
+func (s arrivalsPart) defaultArrivals() string {
 	if (s.Audit != nil || s.External != nil) && !s.Load.Lockstep {
 		return loadgen.ArrivalsPoisson
 	}
@@ -31,7 +35,7 @@ func (s *Spec) ArrivalsDefaulted() bool { return !s.set("load.arrivals") }
 // endpoints share without a queue (the built-in layouts), or a service of
 // the user's own whose queueing the spec does not declare: there evenly
 // spaced arrivals can hide a coupling.
-func (s *Spec) arrivalsWarnings() []string {
+func (s arrivalsPart) arrivalsWarnings() []string {
 	if s.Load.Arrivals != loadgen.ArrivalsConstant || len(s.Endpoints) < 2 {
 		return nil
 	}

@@ -13,6 +13,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// auditPart is a spec as its audit family sees it: the columns, roles and
+// calibration of an audit.
+type auditPart struct{ *Spec }
+
 // A spec with an `audit:` block is a blast-radius audit (`bulkheadlab
 // audit`): a control run (the built-in healthy condition), then every
 // dependency with each of the audit's faults in turn, against each mode
@@ -28,7 +32,7 @@ const AuditServiceMode = "service"
 // auditDefaults fills in an audit's defaults, its conditions and its
 // modes. It runs in applyDefaults, before the built-in conditions are
 // expanded: the control is the built-in healthy condition.
-func (s *Spec) auditDefaults() {
+func (s auditPart) auditDefaults() {
 	a := s.Audit.WithDefaults()
 	s.Audit = &a
 	if len(s.Conditions) == 0 && !s.set("conditions") {
@@ -39,10 +43,10 @@ func (s *Spec) auditDefaults() {
 			// classes) is a column per class (classes.go), each fault
 			// acting on its class's calls only.
 			targets := []rundata.AuditColumn{{Dependency: dep}}
-			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && s.classedDependency(dep) {
+			if cs := s.Dependencies[dep].Classes; len(cs) > 0 && (classesPart{s.Spec}).classedDependency(dep) {
 				targets = nil
 				for _, name := range slices.Sorted(maps.Keys(cs)) {
-					if s.validClass(dep, name, cs[name]) { // validateClasses reports the others
+					if (classesPart{s.Spec}).validClass(dep, name, cs[name]) { // validateClasses reports the others
 						targets = append(targets, rundata.AuditColumn{Dependency: dep, Class: name})
 					}
 				}
@@ -82,7 +86,7 @@ func (s *Spec) auditDefaults() {
 // auditColumns gives an audit whose conditions the spec writes itself a
 // column for each (its fault named after it), once expandConditions has
 // filled in their dependencies.
-func (s *Spec) auditColumns() {
+func (s auditPart) auditColumns() {
 	if s.Audit == nil || len(s.Audit.Columns) > 0 {
 		return
 	}
@@ -107,7 +111,7 @@ func (s *Spec) auditColumns() {
 // first and last endpoints) unless the spec names them: the report's
 // per-run numbers are read for them. It runs after the expectations'
 // defaults.
-func (s *Spec) auditRoles() {
+func (s auditPart) auditRoles() {
 	if eps := s.EndpointNames(); s.Audit != nil && len(eps) > 0 && !s.set("expectations.victim") && !s.set("expectations.culprit") {
 		s.Expectations.Culprit, s.Expectations.Victim = eps[0], eps[len(eps)-1]
 	}
@@ -116,7 +120,7 @@ func (s *Spec) auditRoles() {
 // addAuditColumn adds a generated condition: t's dependency (its class's
 // calls, when t has a class) slowed by slowT × T, or failing when fault
 // is failing.
-func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT float64) {
+func (s auditPart) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT float64) {
 	dep, match := t.Dependency, ""
 	if t.Class != "" {
 		match = s.Dependencies[dep].Classes[t.Class]
@@ -135,7 +139,7 @@ func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT f
 	}
 	if match != "" {
 		c.Faults[0].Match = match
-		c.Description += " (its " + t.Class + " " + s.callNoun(dep) + ")"
+		c.Description += " (its " + t.Class + " " + classesPart{s.Spec}.callNoun(dep) + ")"
 	}
 	s.Conditions = append(s.Conditions, c)
 	t.Condition, t.Fault = name, fault
@@ -145,11 +149,11 @@ func (s *Spec) addAuditColumn(t rundata.AuditColumn, fault, name string, slowT f
 // auditDependencies are the dependencies an audit slows in turn: the
 // endpoints' (in order of first use), then the external section's
 // upstreams that no endpoint names (sorted).
-func (s *Spec) auditDependencies() []string { return s.DependencyNames() }
+func (s auditPart) auditDependencies() []string { return s.DependencyNames() }
 
 // planAudit gives an audit's runs with a fault its stop conditions, and
 // the plan what to do after one fired.
-func (s *Spec) planAudit(p *plan.Plan) {
+func (s auditPart) planAudit(p *plan.Plan) {
 	if s.Audit == nil {
 		return
 	}
@@ -173,7 +177,7 @@ func (s *Spec) CalibrationDuration() time.Duration {
 }
 
 // validateAudit checks the audit block.
-func (s *Spec) validateAudit(p *problems) {
+func (s auditPart) validateAudit(p *problems) {
 	a := s.Audit
 	if a == nil {
 		return

@@ -12,6 +12,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// classesPart is a spec as its call-classes family sees it: the classes of
+// calls to each dependency.
+type classesPart struct{ *Spec }
+
 // Classes split one dependency by what its calls are: statement classes
 // of a PostgreSQL dependency (`dependencies.DB.classes: {report:
 // "(?i)\\bfrom report_", interactive: "…"}`, RE2 on the statement's
@@ -33,7 +37,7 @@ const implicitClassPrefix = "match-"
 // validateClasses checks every dependency's classes: only on a PostgreSQL
 // or an HTTP dependency, names like an endpoint's, expressions that
 // compile (RE2 on a statement; a route on a request).
-func (s *Spec) validateClasses(p *problems) {
+func (s classesPart) validateClasses(p *problems) {
 	for _, d := range slices.Sorted(maps.Keys(s.Dependencies)) {
 		cs := s.Dependencies[d].Classes
 		path := "dependencies." + d + ".classes"
@@ -48,7 +52,7 @@ func (s *Spec) validateClasses(p *problems) {
 			p.add(path, "at most %d classes, got %d", faultproxy.MaxClasses/2, len(cs))
 		}
 		what := "a regular expression (RE2) on the statement's text"
-		if !(postgresPart{s}).pgDependency(d) {
+		if !(postgresPart{s.Spec}).pgDependency(d) {
 			what = `a route: a regular expression (RE2) on the request's path, optionally after a method ("GET ^/reports/")`
 		}
 		for _, name := range slices.Sorted(maps.Keys(cs)) {
@@ -77,14 +81,14 @@ func (s *Spec) validateClasses(p *problems) {
 // classedDependency reports whether dependency d's calls can be classed
 // and matched: a PostgreSQL dependency's statements, an HTTP one's
 // requests (not a TCP one's bytes).
-func (s *Spec) classedDependency(d string) bool {
-	return postgresPart{s}.pgDependency(d) || !tcpPart{s}.tcpDependency(d)
+func (s classesPart) classedDependency(d string) bool {
+	return postgresPart{s.Spec}.pgDependency(d) || !tcpPart{s.Spec}.tcpDependency(d)
 }
 
 // callNoun is what dependency d's classes class: "statements" of a
 // PostgreSQL dependency, "requests" of an HTTP one.
-func (s *Spec) callNoun(d string) string {
-	if (postgresPart{s}).pgDependency(d) {
+func (s classesPart) callNoun(d string) string {
+	if (postgresPart{s.Spec}).pgDependency(d) {
 		return "statements"
 	}
 	return "requests"
@@ -93,8 +97,8 @@ func (s *Spec) callNoun(d string) string {
 // compileMatch checks a class's or a fault's match on dependency d: RE2
 // on a PostgreSQL dependency's statements, a route on an HTTP one's
 // requests.
-func (s *Spec) compileMatch(d, re string) error {
-	if (postgresPart{s}).pgDependency(d) {
+func (s classesPart) compileMatch(d, re string) error {
+	if (postgresPart{s.Spec}).pgDependency(d) {
 		_, err := regexp.Compile(re)
 		return err
 	}
@@ -103,7 +107,7 @@ func (s *Spec) compileMatch(d, re string) error {
 
 // validClass reports whether a class's name and expression on dependency
 // d are valid.
-func (s *Spec) validClass(d, name, re string) bool {
+func (s classesPart) validClass(d, name, re string) bool {
 	if !nameRE.MatchString(name) || strings.HasPrefix(name, implicitClassPrefix) || strings.TrimSpace(re) == "" || len(re) > faultproxy.MaxMatchLen {
 		return false
 	}
@@ -114,7 +118,7 @@ func (s *Spec) validClass(d, name, re string) bool {
 // classes by name, then each match expression of a condition on it that
 // no declared class has, named match-1, match-2, … in order of first use;
 // nil for a dependency reached over TCP.
-func (s *Spec) callClasses(d string) []rundata.CallClass {
+func (s classesPart) callClasses(d string) []rundata.CallClass {
 	if !s.classedDependency(d) {
 		return nil
 	}
@@ -146,7 +150,7 @@ func (s *Spec) callClasses(d string) []rundata.CallClass {
 
 // proxyClasses are callClasses(d) as its proxy takes them (the HTTP and
 // the PostgreSQL planes take the same Class).
-func (s *Spec) proxyClasses(d string) []faultproxy.Class {
+func (s classesPart) proxyClasses(d string) []faultproxy.Class {
 	var out []faultproxy.Class
 	for _, c := range s.callClasses(d) {
 		out = append(out, faultproxy.Class{Name: c.Name, Match: c.Match})
@@ -156,7 +160,7 @@ func (s *Spec) proxyClasses(d string) []faultproxy.Class {
 
 // metaClasses are every dependency's classes, for the run's metadata (nil
 // when there are none).
-func (s *Spec) metaClasses() map[string][]rundata.CallClass {
+func (s classesPart) metaClasses() map[string][]rundata.CallClass {
 	var out map[string][]rundata.CallClass
 	for _, d := range s.DependencyNames() {
 		if cs := s.callClasses(d); len(cs) > 0 {

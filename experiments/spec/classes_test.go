@@ -79,13 +79,13 @@ func TestStatementClassesOfConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.callClasses("DB")
+	got := classesPart{s}.callClasses("DB")
 	want := []rundata.CallClass{{Name: "interactive", Match: "interactive_"}, {Name: "report", Match: `(?i)\breport_`}, {Name: "match-1", Match: "lookup"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("classes %v, want %v", got, want)
 	}
-	if s.callClasses("API") != nil {
-		t.Errorf("an HTTP dependency without classes or a match has classes: %v", s.callClasses("API"))
+	if (classesPart{s}).callClasses("API") != nil {
+		t.Errorf("an HTTP dependency without classes or a match has classes: %v", classesPart{s}.callClasses("API"))
 	}
 }
 
@@ -202,10 +202,10 @@ func TestRouteMatchOfConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []rundata.CallClass{{Name: "items", Match: "GET ^/items/"}, {Name: "report", Match: "^/reports/"}, {Name: "match-1", Match: "GET|HEAD /export$"}}
-	if got := s.callClasses("API"); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := (classesPart{s}).callClasses("API"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("classes %v, want %v", got, want)
 	}
-	if s.callClasses("CACHE") != nil {
+	if (classesPart{s}).callClasses("CACHE") != nil {
 		t.Errorf("a TCP dependency has classes")
 	}
 	p, err := s.Plan()

@@ -23,7 +23,7 @@ func (s *Spec) Undecidable(pred string) string {
 			return fmt.Sprintf("%s is judged only when %s", pred, sec)
 		}
 	}
-	if why := s.unseen(pred, c.Needs.Sees); why != "" {
+	if why := (aftermathPart{s}).unseen(pred, c.Needs.Sees); why != "" {
 		return why
 	}
 	conds, modes := s.Expectations.Cells(c)
@@ -35,7 +35,7 @@ func (s *Spec) Undecidable(pred string) string {
 	}
 	for _, m := range modes {
 		if !slices.ContainsFunc(s.Modes, func(x Mode) bool { return x.Name == m }) {
-			missing = append(missing, "mode "+m+s.modeRoleHint(m))
+			missing = append(missing, "mode "+m+rolesPart{s}.modeRoleHint(m))
 		}
 	}
 	if len(missing) > 0 {
@@ -110,7 +110,7 @@ func (s *Spec) ExternalOf(m *Mode) ExternalService {
 // the bulkheads unless the spec names them (expectations.shared_mode,
 // bulkhead_mode): the mode of that name, else the one mode whose layout
 // (pools:) it is. A mode is matched by its layout, not its name.
-func (s *Spec) modeRoles() {
+func (s rolesPart) modeRoles() {
 	for _, r := range []struct {
 		key, layout string
 		field       *string
@@ -125,7 +125,7 @@ func (s *Spec) modeRoles() {
 }
 
 // modesOfLayout names the modes whose pools are laid out as layout.
-func (s *Spec) modesOfLayout(layout string) []string {
+func (s rolesPart) modesOfLayout(layout string) []string {
 	var of []string
 	for i := range s.Modes {
 		if s.Modes[i].layout() == layout {
@@ -138,7 +138,7 @@ func (s *Spec) modesOfLayout(layout string) []string {
 // modeRoleHint says, for a role's mode missing from the matrix, which modes
 // could play it: " (modes with pools: bulkhead: split, split-b; name one as
 // expectations.bulkhead_mode)".
-func (s *Spec) modeRoleHint(m string) string {
+func (s rolesPart) modeRoleHint(m string) string {
 	for _, r := range []struct{ role, layout, key string }{
 		{s.Expectations.SharedMode, ModeShared, "shared_mode"}, {s.Expectations.BulkheadMode, ModeBulkhead, "bulkhead_mode"}} {
 		if m != r.role {

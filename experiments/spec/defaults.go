@@ -128,7 +128,7 @@ func (s *Spec) applyDefaults() {
 		s.Load.Window = Abs(DefaultWindow)
 	}
 	if s.Load.Arrivals == "" {
-		s.Load.Arrivals = s.defaultArrivals() // arrivals.go
+		s.Load.Arrivals = arrivalsPart{s}.defaultArrivals() // arrivals.go
 	}
 	ph := &s.Phases
 	for _, p := range []struct {
@@ -142,7 +142,7 @@ func (s *Spec) applyDefaults() {
 		}
 	}
 	if s.Audit != nil {
-		s.auditDefaults() // audit.go: its conditions, modes and checks
+		auditPart{s}.auditDefaults() // audit.go: its conditions, modes and checks
 	}
 	if len(s.Conditions) == 0 && !s.set("conditions") {
 		for _, n := range DefaultConditions {
@@ -153,9 +153,9 @@ func (s *Spec) applyDefaults() {
 		s.Modes = []Mode{{Name: ModeShared}, {Name: ModeBulkhead}}
 	}
 	s.Expectations = s.Expectations.WithDefaultsFor(func(k string) bool { return s.set("expectations." + k) })
-	s.inferRoles() // roles.go
-	s.auditRoles() // audit.go
-	s.modeRoles()  // decidable.go
+	rolesPart{s}.inferRoles() // roles.go
+	auditPart{s}.auditRoles() // audit.go
+	rolesPart{s}.modeRoles()  // decidable.go
 	switch {
 	case s.set("expectations.check"):
 	case s.Audit != nil:
@@ -232,7 +232,7 @@ func (s *Spec) resolveDurations() {
 	abs(&s.Load.ClientTimeout)
 	policyPart{s}.resolvePolicies()
 	clientsPart{s}.resolveClients()
-	s.resolveAftermath(t)
+	aftermathPart{s}.resolveAftermath(t)
 	for i := range s.Conditions {
 		for j := range s.Conditions[i].Faults {
 			s.Conditions[i].Faults[j].resolveDurations(abs)
@@ -246,7 +246,7 @@ func (s *Spec) resolveDurations() {
 // expandConditions fills in the built-in conditions and fault defaults.
 // It runs after resolveDurations.
 func (s *Spec) expandConditions() {
-	defer s.auditColumns() // audit.go: once the dependencies are filled in
+	defer auditPart{s}.auditColumns() // audit.go: once the dependencies are filled in
 	t := s.Service.Timeout.D
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
@@ -256,7 +256,7 @@ func (s *Spec) expandConditions() {
 		if isBuiltin(c.Name) && len(c.Faults) == 0 && len(c.Rates) == 0 && c.Cancel == nil && c.Bursts == nil && c.Jobs == nil {
 			s.builtin(c, t)
 		}
-		s.aftermathDefaults(c)
+		aftermathPart{s}.aftermathDefaults(c)
 		for j := range c.Faults {
 			f := &c.Faults[j]
 			if !s.set(fmt.Sprintf("conditions[%d].faults[%d].percent", i, j)) {

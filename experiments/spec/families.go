@@ -38,10 +38,10 @@ var families = []family{
 	{name: "phases", validate: check(loadPart.validatePhases)},
 	{name: "conditions", validate: check(matrixPart.validateConditions)},
 	{name: "postgres", validate: check(postgresPart.validatePostgres)},
-	{name: "classes", validate: (*Spec).validateClasses},
-	{name: "aftermath", validate: (*Spec).validateAftermath, warnings: (*Spec).aftermathWarnings},
-	{name: "arrivals", warnings: (*Spec).arrivalsWarnings},
-	{name: "scale", warnings: (*Spec).phaseWarnings},
+	{name: "classes", validate: check(classesPart.validateClasses)},
+	{name: "aftermath", validate: check(aftermathPart.validateAftermath), warnings: warn(aftermathPart.aftermathWarnings)},
+	{name: "arrivals", warnings: warn(arrivalsPart.arrivalsWarnings)},
+	{name: "scale", warnings: warn(scalePart.phaseWarnings)},
 	{name: "modes", validate: check(matrixPart.validateModes)},
 	{name: "fleet", validate: check(fleetPart.validateInstances), matrix: check(fleetPart.validateFleet)},
 	{name: "clients", validate: check(clientsPart.validateClients)},
@@ -54,7 +54,7 @@ var families = []family{
 	{name: "jobs", validate: check(jobsPart.validateJobs), warnings: warn(jobsPart.jobsWarnings)},
 	{name: "processes", validate: check(processesPart.validateProcesses)},
 	{name: "validity", validate: check(validityPart.validateValidity)},
-	{name: "audit", validate: (*Spec).validateAudit},
+	{name: "audit", validate: check(auditPart.validateAudit)},
 	{name: "external", validate: check(externalPart.validateExternal), warnings: warn(externalPart.externalWarnings)},
 }
 

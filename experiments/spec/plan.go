@@ -219,7 +219,7 @@ func (s *Spec) Plan() (*plan.Plan, error) {
 		}
 		p.Runs = append(p.Runs, s.planRun(r, rules))
 	}
-	s.planAudit(p) // audit.go
+	auditPart{s}.planAudit(p) // audit.go
 	return p, nil
 }
 
@@ -275,7 +275,7 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 		}
 		pr.Components = append(pr.Components, plan.Component{Name: proxyComponent(d), Kind: plan.KindProxy, Listen: listen,
 			Proxy: &plan.Proxy{Name: d, Upstream: upstream[d], Seed: uint64(r.ComponentSeed(proxyComponent(d))), Control: anyLoopback,
-				Classes: s.proxyClasses(d)}})
+				Classes: classesPart{s}.proxyClasses(d)}})
 	}
 	es := s.ExternalOf(r.Mode)
 	if len(es.Start) > 0 {
@@ -320,9 +320,9 @@ func (s *Spec) planRun(r Run, rules *loadgen.Rules) plan.Run {
 	pr.Load.Arrivals = loadgen.Arrivals{Process: s.Load.Arrivals, Offset: !s.Load.Lockstep, Seed: uint64(r.ComponentSeed("arrivals"))}
 	// The probes' bursts are not the open model: their phases are not judged.
 	pr.Load.ExcludeFromValidity = []string{rundata.PhaseWarmup, rundata.PhaseProbeBefore, rundata.PhaseProbeAfter}
-	pr.Load.Bursts = s.runBursts(r, pr.Load.Phases)
+	pr.Load.Bursts = aftermathPart{s}.runBursts(r, pr.Load.Phases)
 	pr.Load.Seed = r.ComponentSeed("cancel")
-	pr.ProbeFaults = s.probeFaults()
+	pr.ProbeFaults = aftermathPart{s}.probeFaults()
 	v := s.Validity
 	pr.Load.MaxLagP99 = v.MaxLagP99.D
 	pr.Load.Health = &loadgen.Health{Phases: []string{rundata.PhaseBaseline},
@@ -413,7 +413,7 @@ func (s *Spec) meta(r Run) rundata.RunMeta {
 		Endpoints: s.EndpointInfos(r.Condition, r.Mode),
 		Pools:     s.Preview(r.Condition, r.Mode),
 
-		CallClasses: s.metaClasses(),
+		CallClasses: classesPart{s}.metaClasses(),
 	}
 	if b := s.BreakerOpening(r.Condition, r.Mode); len(b) > 0 {
 		m.PredictedBreakerOpen = b
@@ -470,11 +470,11 @@ func (s *Spec) phases() []loadgen.Phase {
 	var out []loadgen.Phase
 	for _, p := range []loadgen.Phase{
 		{Name: rundata.PhaseWarmup, Duration: s.Phases.Warmup.D},
-		s.probePhase(rundata.PhaseProbeBefore),
+		aftermathPart{s}.probePhase(rundata.PhaseProbeBefore),
 		{Name: rundata.PhaseBaseline, Duration: s.Phases.Baseline.D},
 		{Name: rundata.PhaseFault, Duration: s.Phases.Fault.D},
 		{Name: rundata.PhaseRecovery, Duration: s.Phases.Recovery.D},
-		s.probePhase(rundata.PhaseProbeAfter),
+		aftermathPart{s}.probePhase(rundata.PhaseProbeAfter),
 	} {
 		if p.Duration > 0 {
 			out = append(out, p)

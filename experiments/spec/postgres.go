@@ -134,7 +134,7 @@ func (s postgresPart) validatePostgresConditions(p *problems) {
 			if !pg {
 				switch {
 				case f.Match == "":
-				case !s.classedDependency(c.Dependency):
+				case !classesPart{s.Spec}.classedDependency(c.Dependency):
 					p.add(path+".match", "only a fault on a PostgreSQL dependency (statements) or an HTTP one (routes) has a match; %s is reached over TCP", c.Dependency)
 				case len(f.Match) > faultproxy.MaxMatchLen:
 					p.add(path+".match", "at most %d bytes, got %d", faultproxy.MaxMatchLen, len(f.Match))

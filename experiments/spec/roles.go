@@ -5,6 +5,10 @@ import (
 	"slices"
 )
 
+// rolesPart is a spec as its roles family sees it: which cells play which
+// part in a claim.
+type rolesPart struct{ *Spec }
+
 // inferRoles gives the expectations a victim and a culprit the spec does
 // not write when the endpoints leave one choice: with two endpoints, the
 // other of the one written; with neither written and no endpoints named
@@ -14,7 +18,7 @@ import (
 // and validation names what is missing. It runs after the expectations'
 // defaults and before the conditions take the culprit's dependency; an
 // audit has roles of its own (auditRoles).
-func (s *Spec) inferRoles() {
+func (s rolesPart) inferRoles() {
 	s.rolesWhy = ""
 	if s.Audit != nil {
 		return

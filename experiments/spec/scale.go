@@ -7,6 +7,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/faultproxy"
 )
 
+// scalePart is a spec as its phase-scale family sees it: how long the phases
+// are against the holding time.
+type scalePart struct{ *Spec }
+
 // MinFaultPhaseT is the shortest fault phase, in units of the longest time
 // a call is held under a fault, that is not warned about: a pool fills
 // within a few holding times (Little's law: demand builds up over one),
@@ -18,7 +22,7 @@ const MinFaultPhaseT = 4
 // T, the service's call timeout; for a service of the user's own, whose
 // real timeout the harness does not set, the longest latency fault if it
 // (from each fault type's own holding time) is longer. It also says where it comes from.
-func (s *Spec) holdUnderFault() (time.Duration, string) {
+func (s scalePart) holdUnderFault() (time.Duration, string) {
 	t := s.Service.Timeout.D
 	hold, why := t, fmt.Sprintf("T = service.timeout %s", t)
 	if s.External == nil {
@@ -44,10 +48,10 @@ func (s *Spec) holdUnderFault() (time.Duration, string) {
 
 // phaseWarnings warns when the fault phase is shorter than MinFaultPhaseT
 // holding times, and says the value to use.
-func (s *Spec) phaseWarnings() []string {
+func (s scalePart) phaseWarnings() []string {
 	hold, why := s.holdUnderFault()
 	fault := s.Phases.Fault.D
-	if hold <= 0 || fault >= MinFaultPhaseT*hold || (noPoolPart{s}).checksOnlyGrowth() {
+	if hold <= 0 || fault >= MinFaultPhaseT*hold || (noPoolPart{s.Spec}).checksOnlyGrowth() {
 		return nil
 	}
 	want := MinFaultPhaseT * hold

@@ -36,7 +36,7 @@ func (s tcpPart) tcpDependency(d string) bool {
 func (s tcpPart) upstreamURL(d string) string {
 	u := s.External.Upstreams[d]
 	switch {
-	case (postgresPart{s.Spec}).pgDependency(d):
+	case postgresPart{s.Spec}.pgDependency(d):
 		return postgresPart{s.Spec}.postgresUpstream(d)
 	case s.tcpDependency(d) && !strings.HasPrefix(u, "tcp://"):
 		return "tcp://" + u
