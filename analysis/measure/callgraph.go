@@ -16,8 +16,8 @@ import (
 // per request.
 func (r *Run) calls() map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
-	g := r.CallGraph
-	for _, e := range r.Meta.Endpoints {
+	g := r.Data.CallGraph
+	for _, e := range r.Data.Meta.Endpoints {
 		if g != nil {
 			if _, failed := g.Failed[e.Name]; !failed {
 				if m, ok := measuredCalls(g, e.Name); ok {
@@ -27,7 +27,7 @@ func (r *Run) calls() map[string]map[string]float64 {
 			}
 		}
 		m := map[string]float64{}
-		if ds, ok := r.DeclaredCalls[e.Name]; ok {
+		if ds, ok := r.Data.DeclaredCalls[e.Name]; ok {
 			for _, d := range ds {
 				m[d] = 1
 			}
@@ -76,7 +76,7 @@ func (r *Run) dependencies() []string {
 			out = append(out, d)
 		}
 	}
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if _, ok := calls[e.Name][e.Dependency]; ok {
 			add(e.Dependency)
 		}
@@ -92,7 +92,7 @@ func (r *Run) dependencies() []string {
 func (r *Run) callersOf(deps []string) []string {
 	calls := r.calls()
 	var out []string
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if slices.ContainsFunc(deps, func(d string) bool { _, ok := calls[e.Name][d]; return ok }) {
 			out = append(out, e.Name)
 		}
@@ -104,7 +104,7 @@ func (r *Run) callersOf(deps []string) []string {
 // on.
 func (r *Run) faultedDependencies() []string {
 	var out []string
-	for _, f := range r.Meta.Faults {
+	for _, f := range r.Data.Meta.Faults {
 		if f.Action == rundata.FaultSet && len(f.Faults) > 0 && !slices.Contains(out, f.Dependency) {
 			out = append(out, f.Dependency)
 		}
@@ -123,11 +123,11 @@ func (r *Run) faultedDependencies() []string {
 // have been offered. false when a dependency has no caller or its proxy
 // was not sampled in the baseline.
 func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	base, ok := r.Data.PhaseSpan(rundata.PhaseBaseline)
 	if !ok || len(deps) == 0 {
 		return nil, false
 	}
-	t := r.Meta.Timeout.Seconds()
+	t := r.Data.Meta.Timeout.Seconds()
 	calls := r.calls()
 	faulted := r.faultedDependencies()
 	out := map[string]float64{}
@@ -137,7 +137,7 @@ func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
 			return nil, false
 		}
 		callers := 0
-		for _, e := range r.Meta.Endpoints {
+		for _, e := range r.Data.Meta.Endpoints {
 			n, ok := calls[e.Name][d]
 			if !ok {
 				continue
@@ -145,7 +145,7 @@ func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
 			callers++
 			spared := !slices.Contains(faulted, d) && slices.ContainsFunc(faulted, func(f string) bool { _, ok := calls[e.Name][f]; return ok })
 			for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
-				ps, ok := r.PhaseSummary(e.Name, ph)
+				ps, ok := r.Data.PhaseSummary(e.Name, ph)
 				if !ok {
 					continue
 				}

@@ -34,9 +34,9 @@ func (r *Run) capacityHits(from, to time.Time) []hit {
 			if !ok {
 				continue
 			}
-			capacity := r.Metric(comp, k.capacity)
-			queue := r.Metric(comp, k.queue)
-			for _, p := range r.Metric(comp, k.inService) {
+			capacity := r.Data.Metric(comp, k.capacity)
+			queue := r.Data.Metric(comp, k.queue)
+			for _, p := range r.Data.Metric(comp, k.inService) {
 				c, _ := rundir.ValueAt(capacity, p.Time)
 				q, _ := rundir.ValueAt(queue, p.Time)
 				if inRange(p.Time, from, to) && c > 0 && p.Value >= c && q > 0 {

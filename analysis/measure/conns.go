@@ -23,7 +23,7 @@ const ConnPoolRule = "connections (measured): a connection pool's in_use ≥ lim
 // with ConnPoolRule after the connections rule when any run exports
 // connection pools.
 func ExhaustionRulesOf(runs []*rundir.Run) []string {
-	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{r}).observesConnPools() }) {
+	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{Data: r}).observesConnPools() }) {
 		return ExhaustionRules
 	}
 	var out []string
@@ -43,7 +43,7 @@ func (r *Run) observesConnPools() bool { return r.observes(rundata.MetricConnPoo
 // ConnPoolNames returns the connection pools in the service's samples.
 func (r *Run) ConnPoolNames() []string {
 	set := map[string]bool{}
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for _, p := range rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool") {
 				set[p] = true
@@ -59,10 +59,10 @@ func (r *Run) ConnPoolNames() []string {
 func (r *Run) connPoolHits(from, to time.Time) []hit {
 	var hits []hit
 	for _, pool := range r.ConnPoolNames() {
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool))
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool))
-		since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolExhaustedSince, pool))
+		inUse := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool))
+		limit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
+		waiting := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool))
+		since := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolExhaustedSince, pool))
 		for i, p := range inUse {
 			if !inRange(p.Time, from, to) {
 				continue
@@ -113,9 +113,9 @@ func (r *Run) connWaits(pool string, from, to time.Time) string {
 	var parts []string
 	for _, d := range deps {
 		l := rundata.L("dependency", d)
-		sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
-		timeouts, _ := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		sum, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, _ := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
 		var part string
 		if ok1 && ok2 && n > 0 && sum > 0 {
 			part = fmt.Sprintf("%s waited %s ms on average (%s calls)", d, FmtG(math.Round(10000*sum/n)/10), FmtG(n))
@@ -135,7 +135,7 @@ func (r *Run) connWaits(pool string, from, to time.Time) string {
 
 // samplesAt returns the values of the service's sample at t (nil if none).
 func (r *Run) samplesAt(t time.Time) map[string]float64 {
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent && s.Time.Equal(t) {
 			return s.Values
 		}
@@ -172,20 +172,20 @@ func (r *Run) connWaitStats() []ConnWait {
 	if !r.observesConnPools() {
 		return nil
 	}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	to := r.FaultEnd()
+	to := r.Data.FaultEnd()
 	var out []ConnWait
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Dependency == "" {
 			continue
 		}
 		l := rundata.L("dependency", e.Name)
-		sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
-		timeouts, ok3 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		sum, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, ok3 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -194,7 +194,7 @@ func (r *Run) connWaitStats() []ConnWait {
 		if n > 0 {
 			w.MeanWaitMs = Num(1000 * sum / n)
 		}
-		if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+		if b, ok := r.Data.PhaseSpan(rundata.PhaseBaseline); ok {
 			w.BaselineHoldMs = r.meanHoldMs(l, b.Start, b.End)
 		}
 		if ok3 {
@@ -217,8 +217,8 @@ func (r *Run) connWaitStats() []ConnWait {
 // meanHoldMs is the mean time the calls of dependency series l ended in
 // [from, to] held their connection, NaN without calls or the metric.
 func (r *Run) meanHoldMs(l rundata.Label, from, to time.Time) Num {
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldSum, l)), from, to)
-	n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldCount, l)), from, to)
+	sum, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldSum, l)), from, to)
+	n, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldCount, l)), from, to)
 	if !ok1 || !ok2 || n <= 0 {
 		return Undefined
 	}
@@ -241,13 +241,13 @@ func (s RunSummary) ConnWait(ep string) ConnWait {
 // waiting.
 func (r *Run) ConnPoolNear(pool string) (peak, limit float64, near bool) {
 	waited := false
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
+	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
 		peak = max(peak, pt.Value)
 	}
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
+	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
 		limit = max(limit, pt.Value)
 	}
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
+	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
 		waited = waited || pt.Value > 0
 	}
 	return peak, limit, waited || peak >= limit/2

@@ -45,7 +45,7 @@ var (
 // WithCPURules adds SchedRule and GCRule after the cpu rule of rules when
 // any run carries the runtime's CPU accounting.
 func WithCPURules(rules []string, runs []*rundir.Run) []string {
-	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{r}).observesRuntimeCPU() }) {
+	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{Data: r}).observesRuntimeCPU() }) {
 		return rules
 	}
 	var out []string
@@ -61,7 +61,7 @@ func WithCPURules(rules []string, runs []*rundir.Run) []string {
 // observesRuntimeCPU reports whether the service's samples carry the Go
 // runtime's CPU accounting.
 func (r *Run) observesRuntimeCPU() bool {
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			if _, ok := s.Values[rundata.MetricGoCPUTotal]; ok {
 				return true
@@ -89,11 +89,11 @@ func (r *Run) cpuIntervals() []cpuInterval {
 	var out []cpuInterval
 	var prev *rundata.MetricSample
 	def := 0.0
-	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
+	if n, err := strconv.Atoi(r.Data.Meta.Versions["num_cpu"]); err == nil {
 		def = float64(n)
 	}
-	for i := range r.Metrics {
-		s := &r.Metrics[i]
+	for i := range r.Data.Metrics {
+		s := &r.Data.Metrics[i]
 		if s.Component != rundata.ServiceComponent {
 			continue
 		}
@@ -222,25 +222,25 @@ func (r *Run) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {
 		return nil
 	}
 	c := &CPURun{Cores: Undefined, BaselineCores: Undefined, GOMAXPROCS: Undefined, GCShare: Undefined, SchedP99Ms: Undefined, DecodeMs: Undefined, PeakPoolShare: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	to := r.FaultEnd()
-	cpu := r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	to := r.Data.FaultEnd()
+	cpu := r.Data.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
 	if d, ok := rundir.DeltaOver(cpu, from, to); ok && to.After(from) {
 		c.Cores = Num(d / to.Sub(from).Seconds())
 	}
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok && b.End.After(b.Start) {
+	if b, ok := r.Data.PhaseSpan(rundata.PhaseBaseline); ok && b.End.After(b.Start) {
 		if d, ok := rundir.DeltaOver(cpu, b.Start, b.End); ok {
 			c.BaselineCores = Num(d / b.End.Sub(b.Start).Seconds())
 		}
 	}
-	if p := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(p) > 0 {
+	if p := r.Data.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(p) > 0 {
 		c.GOMAXPROCS = Num(p[len(p)-1].Value)
 	}
 	delta := func(key string) float64 {
-		d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, key), from, to)
+		d, ok := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, key), from, to)
 		if !ok {
 			return math.NaN()
 		}
@@ -251,7 +251,7 @@ func (r *Run) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {
 		c.GCShare = Num(delta(rundata.MetricGoCPUGC) / used)
 	}
 	var sched []float64
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.MetricSchedLatencyP99) {
+	for _, p := range r.Data.Metric(rundata.ServiceComponent, rundata.MetricSchedLatencyP99) {
 		if inRange(p.Time, from, to) {
 			sched = append(sched, p.Value)
 		}

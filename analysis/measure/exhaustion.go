@@ -174,10 +174,10 @@ type hit struct {
 
 // exhaustion applies ExhaustionRules to the run.
 func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
-	if r.Meta.External && !r.observesPools() && r.observesConnPools() {
+	if r.Data.Meta.External && !r.observesPools() && r.observesConnPools() {
 		return r.rank(r.connOnlyHits(inferred))
 	}
-	if r.Meta.External && !r.observesPools() {
+	if r.Data.Meta.External && !r.observesPools() {
 		if len(inferred) > 0 {
 			first := inferred[0]
 			for _, l := range inferred[1:] {
@@ -197,11 +197,11 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 // fromTo is the span the rules are checked over: fault start (run start
 // without a fault) to the end of the fault phase.
 func (r *Run) fromTo() (time.Time, time.Time) {
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	return from, r.FaultEnd()
+	return from, r.Data.FaultEnd()
 }
 
 // connOnlyHits ranks a user's service that exports its connection pools
@@ -258,7 +258,7 @@ func (r *Run) resourceHits(from, to time.Time) []hit {
 			continue
 		}
 		if h.res == ResourcePool {
-			for _, ep := range r.PoolInfo(h.name).Endpoints {
+			for _, ep := range r.Data.PoolInfo(h.name).Endpoints {
 				ran[ep] = true
 			}
 		}
@@ -285,17 +285,17 @@ func inRange(t, from, to time.Time) bool {
 // moment its last free permit was taken where the service exports it.
 func (r *Run) poolHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range r.PoolNames() {
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
-		qlimit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
-		since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
+	for _, pool := range r.Data.PoolNames() {
+		inUse := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+		limit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
+		waiting := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
+		since := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
 		// Rejections by the pool itself; a client giving up (reason
 		// cancelled) says nothing about the pool.
-		rejFull := r.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
-		rejWait := r.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
-		info := r.PoolInfo(pool)
+		rejFull := r.Data.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
+		rejWait := r.Data.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
+		info := r.Data.PoolInfo(pool)
 		for i, p := range inUse {
 			if !inRange(p.Time, from, to) {
 				continue
@@ -348,10 +348,10 @@ func exactAt(since []rundir.Point, t, from time.Time) (time.Time, bool) {
 // queue had it full.
 func (r *Run) queueHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range r.PoolNames() {
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
-		qlimit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
-		info := r.PoolInfo(pool)
+	for _, pool := range r.Data.PoolNames() {
+		waiting := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
+		info := r.Data.PoolInfo(pool)
 		for _, p := range waiting {
 			q := orValue(qlimit, p.Time, float64(info.Queue))
 			if inRange(p.Time, from, to) && q > 0 && p.Value >= q {
@@ -376,20 +376,20 @@ func orValue(s []rundir.Point, t time.Time, def float64) float64 {
 func (r *Run) connHit(from, to time.Time) []hit {
 	var best hit
 	found := false
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Dependency == "" {
 			continue
 		}
-		to2 := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", e.Name), rundata.L("outcome", "timeout")))
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, e.Pool))
-		lim := r.PoolInfo(e.Pool).Limit
+		to2 := r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", e.Name), rundata.L("outcome", "timeout")))
+		inUse := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, e.Pool))
+		lim := r.Data.PoolInfo(e.Pool).Limit
 		for i := 1; i < len(to2); i++ {
 			p := to2[i]
 			if !inRange(p.Time, from, to) || p.Value <= to2[i-1].Value || (found && !p.Time.Before(best.at)) {
 				continue
 			}
 			u, ok := rundir.ValueAt(inUse, p.Time)
-			limit := orValue(r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, e.Pool)), p.Time, float64(lim))
+			limit := orValue(r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, e.Pool)), p.Time, float64(lim))
 			if ok && u < limit {
 				best = hit{ResourceConnections, p.Time, fmt.Sprintf("dependency %s: timeouts rose by %s while pool %s had %s/%s in use",
 					e.Dependency, FmtG(p.Value-to2[i-1].Value), e.Pool, FmtG(u), FmtG(limit)), e.Dependency, false, e.Name}
@@ -404,10 +404,10 @@ func (r *Run) connHit(from, to time.Time) []hit {
 }
 
 func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
-	cpu := r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
-	procs := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs)
+	cpu := r.Data.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	procs := r.Data.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs)
 	def := 0.0
-	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
+	if n, err := strconv.Atoi(r.Data.Meta.Versions["num_cpu"]); err == nil {
 		def = float64(n)
 	}
 	for i := 1; i < len(cpu); i++ {
@@ -427,7 +427,7 @@ func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
 
 func (r *Run) memHit(from, to time.Time) (hit, bool) {
 	check := func(key string, factor, floor float64) (hit, bool) {
-		s := r.Metric(rundata.ServiceComponent, key)
+		s := r.Data.Metric(rundata.ServiceComponent, key)
 		var pre []float64
 		for _, p := range s {
 			if p.Time.Before(from) {
@@ -454,13 +454,13 @@ func (r *Run) memHit(from, to time.Time) (hit, bool) {
 
 // poolStats compares Little's law with the measurement for one pool.
 func (r *Run) poolStats(pool string) PoolStats {
-	info := r.PoolInfo(pool)
+	info := r.Data.PoolInfo(pool)
 	st := PoolStats{Pool: pool, Limit: info.Limit, PredictedDemand: Undefined, MeasuredDemand: Undefined, DemandRatio: Undefined,
 		PeakInUse: Undefined, PredictedExhaustionS: Undefined, MeasuredExhaustionS: Undefined, ExhaustionRatio: Undefined}
 	phase := r.mainPhase()
 	if d, ok := info.PredictedDemand[phase]; ok {
 		st.PredictedDemand = Num(d)
-	} else if r.Meta.External {
+	} else if r.Data.Meta.External {
 		// A user's pool, declared with its endpoints: predicted from the
 		// holding times its proxies measured in the baseline.
 		if pred, ok := r.proxyPrediction(info.Endpoints); ok {
@@ -470,16 +470,16 @@ func (r *Run) poolStats(pool string) PoolStats {
 	if info.PredictedExhaustion > 0 {
 		st.PredictedExhaustionS = Num(info.PredictedExhaustion.Seconds())
 	}
-	fs, hasFault := r.FaultStart()
+	fs, hasFault := r.Data.FaultStart()
 	if !hasFault {
-		fs = r.Origin()
+		fs = r.Data.Origin()
 	}
-	fe := r.FaultEnd()
+	fe := r.Data.FaultEnd()
 	st.MeasuredDemand = Num(r.measuredDemand(info, fs, fe))
 	st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
-	inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
-	limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
-	since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
+	inUse := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+	limit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
+	since := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
 	if st.Limit == 0 { // not declared: what the service exports
 		for _, p := range limit {
 			st.Limit = max(st.Limit, int(p.Value))
@@ -522,7 +522,7 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 	}
 	total := 0.0
 	for _, ep := range info.Endpoints {
-		ps, ok := r.PhaseSummary(ep, phase)
+		ps, ok := r.Data.PhaseSummary(ep, phase)
 		if !ok {
 			ps = r.mergeWindows(ep, phase)
 		}
@@ -535,8 +535,8 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 		// The service labels its dependency calls by the endpoint that
 		// makes them: its own, which load classes may share (tenants.go).
 		l := rundata.L("dependency", r.serviceEndpoint(ep))
-		sum := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
-		cnt := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
+		sum := r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
+		cnt := r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
 		ds, ok1 := rundir.DeltaOver(sum, from, to)
 		dc, ok2 := rundir.DeltaOver(cnt, from, to)
 		if ok1 && ok2 && dc > 0 {
@@ -558,7 +558,7 @@ func (r *Run) observesPools() bool { return r.observes(rundata.MetricPoolInUse) 
 // observes reports whether any of the service's samples has a series of
 // the pool metric name (labelled pool).
 func (r *Run) observes(name string) bool {
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, name, "pool")) > 0 {
 			return true
 		}

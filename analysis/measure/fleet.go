@@ -46,20 +46,20 @@ func fleetFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 // instanceStats computes every instance's numbers of a fleet's run; nil for
 // a run of one instance.
 func (r *Run) instanceStats() []InstanceStats {
-	n := len(r.Meta.Instances)
+	n := len(r.Data.Meta.Instances)
 	if n == 0 {
 		return nil
 	}
 	out := make([]InstanceStats, 0, n)
-	for _, c := range r.Meta.Instances {
-		v := &Run{rundir.InstanceView(r.Run, c)}
+	for _, c := range r.Data.Meta.Instances {
+		v := &Run{Data: rundir.InstanceView(r.Data, c)}
 		st := InstanceStats{Instance: c}
 		share := n
-		if eps, perPool := r.Meta.InstanceEndpoints[c]; perPool {
+		if eps, perPool := r.Data.Meta.InstanceEndpoints[c]; perPool {
 			share = 1 // a process per pool had all of its endpoints' load
 			st.Endpoints = eps
 		}
-		for _, p := range v.PoolNames() {
+		for _, p := range v.Data.PoolNames() {
 			ps := v.poolStats(p)
 			// The endpoints' rates are the fleet's: an instance gets 1/n.
 			ps.MeasuredDemand /= Num(share)
@@ -117,23 +117,23 @@ type FleetRun struct {
 
 // fleetStats computes the run's FleetRun for the culprit ex.Culprit.
 func (r *Run) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetRun {
-	info := r.EndpointInfo(ex.Culprit)
-	n := max(1, len(r.Meta.Instances))
+	info := r.Data.EndpointInfo(ex.Culprit)
+	n := max(1, len(r.Data.Meta.Instances))
 	f := &FleetRun{Instances: n, Dependency: info.Dependency, Capacity: Undefined, ServiceMs: Num(Millis(info.BaseLatency)),
 		OfferedPerS: Undefined, ConcurrencyOnDep: Undefined, DepInService: Undefined, DepWaiting: Undefined, FleetInUse: Undefined,
 		PredictedConcurrency: Undefined, PredictedWaitMs: Undefined, MeasuredWaitMs: Undefined, DepFailedShare: Undefined,
 		RejectedShare: RejectedShare(culprit), OKPerS: culprit.FaultOKRate}
-	for _, p := range r.Meta.Pools {
+	for _, p := range r.Data.Meta.Pools {
 		if containsString(p.Endpoints, ex.Culprit) && (f.Pool == "" || p.Limit < f.FleetLimit) {
 			f.Pool, f.FleetLimit = p.Name, p.Limit
 		}
 	}
 	f.PerInstanceLimit = f.FleetLimit / n
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	to := r.FaultEnd()
+	to := r.Data.FaultEnd()
 	if secs := to.Sub(from).Seconds(); secs > 0 {
 		f.OfferedPerS = Num(float64(culprit.FaultCounts.Total()) / secs)
 	}
@@ -142,16 +142,16 @@ func (r *Run) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetR
 		f.DepFailedShare = Num(float64(c[rundata.ClassDepTimeout]+c[rundata.ClassDepError]) / float64(tot))
 	}
 	dep := info.Dependency
-	f.ConcurrencyOnDep = meanOver(r.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
-	f.DepInService = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
-	f.DepWaiting = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
-	f.FleetInUse = meanOver(r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
-	if c := r.Metric(rundata.DepComponent(dep), rundata.MetricStubCapacity); len(c) > 0 && c[len(c)-1].Value > 0 {
+	f.ConcurrencyOnDep = meanOver(r.Data.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
+	f.DepInService = meanOver(r.Data.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
+	f.DepWaiting = meanOver(r.Data.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
+	f.FleetInUse = meanOver(r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
+	if c := r.Data.Metric(rundata.DepComponent(dep), rundata.MetricStubCapacity); len(c) > 0 && c[len(c)-1].Value > 0 {
 		f.Capacity = Num(c[len(c)-1].Value)
 	}
 	l := rundata.L("dependency", ex.Culprit)
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
-	cnt, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
+	sum, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
+	cnt, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
 	if ok1 && ok2 && cnt > 0 {
 		f.MeasuredWaitMs = Num(1000 * sum / cnt)
 	}

@@ -50,7 +50,7 @@ type histTiming struct {
 // empty without external.timing.histograms.
 func (r *Run) histTiming() histTiming {
 	var out histTiming
-	h := r.Meta.TimingHistograms
+	h := r.Data.Meta.TimingHistograms
 	if h == nil || len(h.Histograms) == 0 {
 		return out
 	}
@@ -63,12 +63,12 @@ func (r *Run) histTiming() histTiming {
 	out.rows = map[string][]TimeSplit{}
 	for _, scope := range slices.Sorted(maps.Keys(scopes)) {
 		for _, ph := range r.timedPhases() {
-			span, ok := r.PhaseSpan(ph)
+			span, ok := r.Data.PhaseSpan(ph)
 			if !ok {
 				continue
 			}
 			row := TimeSplit{Phase: ph, Source: TimingMetrics, Scope: scopeText(h.By, scope), With: Undefined, Without: Undefined, Bad: Undefined}
-			if h.By != "" && slices.Contains(r.Endpoints(), scope) {
+			if h.By != "" && slices.Contains(r.Data.Endpoints(), scope) {
 				row.Endpoint, row.Scope = scope, ""
 			}
 			for _, hg := range h.Histograms {
@@ -108,7 +108,7 @@ func (r *Run) readHistograms(h *rundata.TimingHistograms) (map[histKey]*histSeri
 		kind string
 		le   float64
 	}
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component != rundata.ServiceComponent {
 			continue
 		}

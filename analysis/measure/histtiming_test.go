@@ -74,7 +74,7 @@ func histRun(h *rundata.TimingHistograms, tick func(i int, fault bool) map[strin
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: t0.Add(time.Duration(i) * 250 * time.Millisecond),
 			Component: rundata.ServiceComponent, Values: tick(i, i > 20)})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // poolTick is a service whose acquire histogram (seconds, labelled pool)
@@ -235,7 +235,7 @@ func recordedRun(t *testing.T) *Run {
 		}
 		r.Metrics = append(r.Metrics, s)
 	}
-	return &Run{&r}
+	return &Run{Data: &r}
 }
 
 // TestWhereTimeRecordedHistograms: on recorded samples the shared pool's
@@ -262,7 +262,7 @@ func TestWhereTimeRecordedHistograms(t *testing.T) {
 			t.Errorf("fault row %+v, want a wait of tens of ms", row)
 		}
 	}
-	r.Meta.TimingHistograms.Match = nil
+	r.Data.Meta.TimingHistograms.Match = nil
 	for _, row := range r.whereTime().Rows {
 		if row.Phase == rundata.PhaseBaseline && row.Wait[0].P99Ms < 4000 {
 			t.Errorf("without the filter: baseline %+v, want the decoy's 5 s in its p99", row.Wait[0])

@@ -73,15 +73,15 @@ func plateauTol(max float64) float64 {
 // a dependency is the run's call graph (calls): an audit's measured one,
 // else the declared one.
 func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []InferredLimit {
-	fs, ok := r.FaultStart()
+	fs, ok := r.Data.FaultStart()
 	if !ok {
 		return nil
 	}
-	fe := r.FaultEnd()
+	fe := r.Data.FaultEnd()
 	calls := r.calls()
 	deps := r.dependencies()
 	callers := map[string][]string{} // dependency → endpoints
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		for _, d := range deps {
 			if _, ok := calls[e.Name][d]; ok {
 				callers[d] = append(callers[d], e.Name)
@@ -90,7 +90,7 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 	}
 	series := map[string][]rundir.Point{}
 	for _, d := range deps {
-		for _, p := range r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
+		for _, p := range r.Data.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
 			if inRange(p.Time, fs, fe) {
 				series[d] = append(series[d], p)
 			}

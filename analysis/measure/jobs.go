@@ -67,8 +67,8 @@ type LiveInDrain struct {
 
 // jobsFamily adds the job queue's numbers to a run whose service had one.
 func jobsFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
-	if r.Meta.Jobs != nil {
-		s.Jobs = r.jobsStats(*r.Meta.Jobs)
+	if r.Data.Meta.Jobs != nil {
+		s.Jobs = r.jobsStats(*r.Data.Meta.Jobs)
 	}
 }
 
@@ -78,17 +78,17 @@ func (r *Run) jobsStats(info rundata.JobsInfo) *JobsRun {
 		Enqueued: Undefined, Refused: Undefined, StartedInFault: Undefined, DoneInFault: Undefined, FailedInFault: Undefined,
 		DonePerS: Undefined, PeakDepth: Undefined, DepthAtFaultEnd: Undefined, MeanBusy: Undefined, DrainS: Undefined, Left: Undefined}
 	svc := rundata.ServiceComponent
-	sum := func(name string) []rundir.Point { return r.MetricSum(svc, name) }
-	enq, depth, busy := sum(rundata.MetricJobsEnqueued), r.Metric(svc, rundata.MetricJobsQueueDepth), r.Metric(svc, rundata.MetricJobsBusy)
+	sum := func(name string) []rundir.Point { return r.Data.MetricSum(svc, name) }
+	enq, depth, busy := sum(rundata.MetricJobsEnqueued), r.Data.Metric(svc, rundata.MetricJobsQueueDepth), r.Data.Metric(svc, rundata.MetricJobsBusy)
 	if len(depth) == 0 {
 		return j // the service exported nothing of its queue
 	}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	to := r.FaultEnd()
-	end := r.End()
+	to := r.Data.FaultEnd()
+	end := r.Data.End()
 	// The counters start at 0 with the service: their last values are
 	// the run's.
 	if len(enq) > 0 {
@@ -161,7 +161,7 @@ func (r *Run) jobsStats(info rundata.JobsInfo) *JobsRun {
 		j.DrainTo = end
 	}
 	j.MeanBusy = meanOver(busy, j.DrainFrom, j.DrainTo)
-	for _, ep := range r.Endpoints() {
+	for _, ep := range r.Data.Endpoints() {
 		j.Live = append(j.Live, r.liveInDrain(ep, j.DrainFrom, j.DrainTo))
 	}
 	return j
@@ -172,7 +172,7 @@ func (r *Run) jobsStats(info rundata.JobsInfo) *JobsRun {
 func (r *Run) liveInDrain(ep string, from, to time.Time) LiveInDrain {
 	l := LiveInDrain{Endpoint: ep, OKShare: Undefined, P99Ms: Undefined}
 	var ws []rundata.Window
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if !w.Start.Before(from) && w.Start.Before(to) {
 			ws = append(ws, w)
 		}

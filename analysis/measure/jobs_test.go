@@ -31,7 +31,7 @@ func jobsRun(info rundata.JobsInfo, sample func(t float64) map[string]float64, w
 			r.Windows = append(r.Windows, w)
 		}
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestJobsStats: the job queue's numbers over the fault phase and the
@@ -136,7 +136,7 @@ func TestJobsStats(t *testing.T) {
 	}
 
 	var s RunSummary
-	jobsFamily(&Run{&rundir.Run{}}, &s, rundata.DefaultExpectations())
+	jobsFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
 	if s.Jobs != nil {
 		t.Errorf("without a job queue: %+v, want none", s.Jobs)
 	}
@@ -155,7 +155,7 @@ func TestJobsDeclaredLimit(t *testing.T) {
 		{rundata.JobsShared, 1000, map[string]int{"billing": 16, "payments": 16}},
 		{rundata.JobsOwn, 0, map[string]int{"billing": 16, "payments": 16}},
 	} {
-		r := &Run{&rundir.Run{Meta: rundata.RunMeta{
+		r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{
 			Endpoints: []rundata.EndpointInfo{{Name: "checkout", Dependency: "payments", Pool: "shared"}, {Name: "invoice", Dependency: "billing", Pool: "shared"}},
 			Pools:     []rundata.PoolInfo{{Name: "shared", Limit: 16, Endpoints: []string{"checkout", "invoice"}}},
 			Jobs:      &rundata.JobsInfo{Mode: tc.mode, Workers: 8, Count: tc.count, Dependency: "billing", Endpoint: "invoice"},

@@ -105,16 +105,16 @@ func permits(n int) string {
 
 // leaks applies LeakRule to the run; nil when it had no fault.
 func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
-	fe := r.FaultEnd()
-	if _, ok := r.FaultStart(); !ok || r.Meta.Timeout <= 0 {
+	fe := r.Data.FaultEnd()
+	if _, ok := r.Data.FaultStart(); !ok || r.Data.Meta.Timeout <= 0 {
 		return nil
 	}
-	from := fe.Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
-	to := r.End()
+	from := fe.Add(r.Data.Meta.Timeout + r.Data.Meta.LongestWait() + r.sampleInterval())
+	to := r.Data.End()
 	out := &RunLeaks{}
 	if r.observesPools() {
 		out.Judged = true
-		for _, p := range r.PoolNames() {
+		for _, p := range r.Data.PoolNames() {
 			if l, ok := r.poolLeak(p, from, to); ok {
 				out.Pools = append(out.Pools, l)
 			}
@@ -139,7 +139,7 @@ func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
 // component's) metric samples, DefaultSample when unknown.
 func (r *Run) sampleInterval() time.Duration {
 	var ts []time.Time
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			ts = append(ts, s.Time)
 		}
@@ -160,7 +160,7 @@ func (r *Run) sampleInterval() time.Duration {
 // without declaring them), those its name tells (namedPoolDeps).
 func (r *Run) poolDeps(pool string) []string {
 	var deps []string
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Pool == pool && e.Dependency != "" && !slices.Contains(deps, e.Dependency) {
 			deps = append(deps, e.Dependency)
 		}
@@ -178,10 +178,10 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 	if len(deps) == 0 {
 		return PoolLeak{}, false
 	}
-	inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+	inUse := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
 	flight := make([][]rundir.Point, len(deps))
 	for i, d := range deps {
-		flight[i] = r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight)
+		flight[i] = r.Data.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight)
 	}
 	diffs := func(a, b time.Time) (d, use, fl []float64) {
 		for _, p := range inUse {
@@ -206,13 +206,13 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 	}
 	// The quiet service: samples after the load's end, once its calls
 	// could have drained (the runner records them; older runs have none).
-	quiet, _, _ := diffs(to.Add(from.Sub(r.FaultEnd())), to.Add(maxQuietLag))
+	quiet, _, _ := diffs(to.Add(from.Sub(r.Data.FaultEnd())), to.Add(maxQuietLag))
 	var base []float64
-	if bs, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	if bs, ok := r.Data.PhaseSpan(rundata.PhaseBaseline); ok {
 		base, _, _ = diffs(bs.Start, bs.End)
 	}
 	l := PoolLeak{Pool: pool, Dependencies: deps, Source: LeakFromMetrics, InUse: Num(quantileOf(use, 0.5)),
-		InFlight: Num(quantileOf(fl, 0.5)), SpanS: Num(to.Sub(from).Seconds()), Limit: r.PoolInfo(pool).Limit, Before: Undefined, After: Undefined}
+		InFlight: Num(quantileOf(fl, 0.5)), SpanS: Num(to.Sub(from).Seconds()), Limit: r.Data.PoolInfo(pool).Limit, Before: Undefined, After: Undefined}
 	if least := slices.Min(after); least >= 1 && leakChance(base, least, len(after)) < maxLeakChance {
 		l.Leaked = int(least)
 		if len(quiet) > 0 {
@@ -247,7 +247,7 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 	rejecting := func(deps []string, from, to time.Time) bool {
 		var rejected, total int64
 		for _, ep := range r.callersOf(deps) {
-			for _, w := range r.EndpointWindows(ep) {
+			for _, w := range r.Data.EndpointWindows(ep) {
 				if inRange(w.Start, from, to) {
 					rejected += w.Counts[rundata.ClassRejected]
 					total += w.Counts.Total()
@@ -265,7 +265,7 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 		peak, n := 0.0, 0
 		for _, d := range lim.Dependencies {
 			m := 0.0
-			for _, p := range r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
+			for _, p := range r.Data.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
 				if inRange(p.Time, from, to) {
 					m, n = math.Max(m, p.Value), n+1
 				}
@@ -311,7 +311,7 @@ func (r *Run) probeLeaks() []PoolLeak {
 // probePeaks is, per dependency, the most calls its proxy had in flight at
 // once during phase (a probe), from the peak gauge, else the samples.
 func (r *Run) probePeaks(phase string) map[string]float64 {
-	span, ok := r.PhaseSpan(phase)
+	span, ok := r.Data.PhaseSpan(phase)
 	if !ok {
 		return nil
 	}
@@ -322,7 +322,7 @@ func (r *Run) probePeaks(phase string) map[string]float64 {
 		until := span.End.Add(r.sampleInterval())
 		for _, key := range []string{rundata.MetricProxyInflightPeak, rundata.MetricProxyInflight} {
 			found := false
-			for _, p := range r.Metric(rundata.ProxyComponent(d), key) {
+			for _, p := range r.Data.Metric(rundata.ProxyComponent(d), key) {
 				if p.Time.After(span.Start) && !p.Time.After(until) {
 					out[d], found = math.Max(out[d], p.Value), true
 				}

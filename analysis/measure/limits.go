@@ -117,7 +117,7 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 		{rundata.MetricConnPoolLimit, rundata.MetricConnPoolInUse, LimitConnections},
 	} {
 		for _, pool := range r.exportedPools(x.limit) {
-			limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(x.limit, pool))
+			limit := r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(x.limit, pool))
 			at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
 			if deps := r.namedPoolDeps(pool); len(deps) > 0 && !slices.ContainsFunc(deps, func(d string) bool { return covered[d] }) {
 				add(r.limitCheck(deps, at, x.source))
@@ -146,7 +146,7 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 // the limit metric.
 func (r *Run) exportedPools(limit string) []string {
 	set := map[string]bool{}
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for _, p := range rundata.LabelValues(s.Values, limit, "pool") {
 				set[p] = true
@@ -160,7 +160,7 @@ func (r *Run) exportedPools(limit string) []string {
 // phase it was seen in, at its plateau's upper edge (a sample may sit that
 // far above the median level and still count as at the cap).
 func (r *Run) inferredInForce(l InferredLimit) limitSeries {
-	span, ok := r.PhaseSpan(rundata.PhaseFault)
+	span, ok := r.Data.PhaseSpan(rundata.PhaseFault)
 	edge := float64(l.Limit) + plateauTol(float64(l.Limit))
 	return func(t time.Time) (float64, bool) {
 		return edge, ok && t.After(span.Start) && !t.After(span.End)
@@ -172,7 +172,7 @@ func (r *Run) inferredInForce(l InferredLimit) limitSeries {
 // the built-in service's shared pool (every dependency); nil for a name
 // that tells nothing (the pool's own count is still judged).
 func (r *Run) namedPoolDeps(pool string) []string {
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Dependency != "" && (e.Name == pool || e.Dependency == pool) {
 			return []string{e.Dependency}
 		}
@@ -188,7 +188,7 @@ func (r *Run) namedPoolDeps(pool string) []string {
 // one of them is unknown.
 func (r *Run) declaredLimit(d string) (int, string) {
 	pools := map[string]bool{}
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Dependency == d {
 			if e.Pool == "" {
 				return 0, ""
@@ -198,7 +198,7 @@ func (r *Run) declaredLimit(d string) (int, string) {
 	}
 	sum, source := 0, LimitDeclared
 	for p := range pools {
-		l := r.PoolInfo(p).Limit
+		l := r.Data.PoolInfo(p).Limit
 		if l == 0 {
 			l, source = int(r.metricMax(rundir.PoolKey(rundata.MetricPoolLimit, p))), LimitExported
 		}
@@ -209,7 +209,7 @@ func (r *Run) declaredLimit(d string) (int, string) {
 	}
 	// Jobs on workers of their own call d beside the pools: their workers
 	// bound those calls (jobs.go).
-	if j := r.Meta.Jobs; j != nil && j.Mode == rundata.JobsOwn && j.Dependency == d && j.Count > 0 && sum > 0 {
+	if j := r.Data.Meta.Jobs; j != nil && j.Mode == rundata.JobsOwn && j.Dependency == d && j.Count > 0 && sum > 0 {
 		sum += j.Workers
 	}
 	return sum, source
@@ -218,7 +218,7 @@ func (r *Run) declaredLimit(d string) (int, string) {
 // metricMax is the largest value of the service's series key, 0 without.
 func (r *Run) metricMax(key string) float64 {
 	m := 0.0
-	for _, p := range r.Metric(rundata.ServiceComponent, key) {
+	for _, p := range r.Data.Metric(rundata.ServiceComponent, key) {
 		m = math.Max(m, p.Value)
 	}
 	return m
@@ -237,10 +237,10 @@ func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bo
 		// several proxies come from different moments of the interval and
 		// do not add up: a sum is of their samples.
 		if len(deps) == 1 {
-			series[i] = r.Metric(comp, rundata.MetricProxyInflightPeak)
+			series[i] = r.Data.Metric(comp, rundata.MetricProxyInflightPeak)
 		}
 		if len(series[i]) == 0 {
-			series[i] = r.Metric(comp, rundata.MetricProxyInflight)
+			series[i] = r.Data.Metric(comp, rundata.MetricProxyInflight)
 		}
 		if len(series[i]) == 0 {
 			return nil, nil, false
@@ -254,7 +254,7 @@ func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bo
 				complete = complete && found
 				v += x
 			}
-			if n, found := rundir.ValueAt(r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyCancelled), p.Time); found {
+			if n, found := rundir.ValueAt(r.Data.Metric(rundata.ProxyComponent(d), rundata.MetricProxyCancelled), p.Time); found {
 				c += n
 			}
 		}
@@ -275,7 +275,7 @@ func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (Limit
 		return LimitCheck{}, false
 	}
 	judged := r.limitJudged()
-	prev, half := r.Origin(), r.sampleInterval()/2
+	prev, half := r.Data.Origin(), r.sampleInterval()/2
 	c, ok := r.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
 		l, ok := limit(p.Time)
 		if !judged(p.Time) || !ok {
@@ -302,7 +302,7 @@ func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (Limit
 // gaugeCheck holds an exported pool's own count in use (series key) to its
 // exported limit at every sample.
 func (r *Run) gaugeCheck(pool, key string, limit limitSeries, source string) (LimitCheck, bool) {
-	return r.peakOver(r.Metric(rundata.ServiceComponent, key), func(p rundir.Point) (float64, float64, bool) {
+	return r.peakOver(r.Data.Metric(rundata.ServiceComponent, key), func(p rundir.Point) (float64, float64, bool) {
 		l, ok := limit(p.Time)
 		return l, 0, ok && l > 0
 	}, LimitCheck{Dependency: "pool " + pool, Source: source})
@@ -311,7 +311,7 @@ func (r *Run) gaugeCheck(pool, key string, limit limitSeries, source string) (Li
 // peakOver fills c from the samples that judge says are judged (with the
 // limit in force and the calls allowed above it at each).
 func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, allowed float64, ok bool), c LimitCheck) (LimitCheck, bool) {
-	origin := r.Origin()
+	origin := r.Data.Origin()
 	top, worst, worstExcess := rundir.Point{Time: origin, Value: -1}, rundir.Point{}, 0.0
 	topLimit, worstLimit, n := 0.0, 0.0, 0
 	for _, p := range samples {
@@ -345,11 +345,11 @@ func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, 
 // timeout, and for T + the longest queue wait after it (a sample reports
 // the interval before it: one more interval is left out).
 func (r *Run) limitJudged() func(time.Time) bool {
-	fs, ok := r.FaultStart()
+	fs, ok := r.Data.FaultStart()
 	if !ok || !r.callsMayOutliveT() {
 		return func(time.Time) bool { return true }
 	}
-	until := r.FaultEnd().Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
+	until := r.Data.FaultEnd().Add(r.Data.Meta.Timeout + r.Data.Meta.LongestWait() + r.sampleInterval())
 	return func(t time.Time) bool { return t.Before(fs) || !t.Before(until) }
 }
 
@@ -359,12 +359,12 @@ func (r *Run) limitJudged() func(time.Time) bool {
 // T, an answer throttled for a time not known; or clients that give up
 // mid-call.
 func (r *Run) callsMayOutliveT() bool {
-	for _, w := range r.Windows {
+	for _, w := range r.Data.Windows {
 		if w.Phase == rundata.PhaseFault && w.Cancelled > 0 {
 			return true
 		}
 	}
-	for _, f := range r.Meta.Faults {
+	for _, f := range r.Data.Meta.Faults {
 		if f.Action != rundata.FaultSet || len(f.Faults) == 0 {
 			continue
 		}
@@ -373,7 +373,7 @@ func (r *Run) callsMayOutliveT() bool {
 			return true
 		}
 		for _, h := range hs {
-			if h.Kind == faultproxy.HoldNever || h.Most == faultproxy.Unbounded || float64(h.Most) > outliveShare*float64(r.Meta.Timeout) {
+			if h.Kind == faultproxy.HoldNever || h.Most == faultproxy.Unbounded || float64(h.Most) > outliveShare*float64(r.Data.Meta.Timeout) {
 				return true
 			}
 		}
@@ -383,7 +383,7 @@ func (r *Run) callsMayOutliveT() bool {
 
 // phaseAt names the phase that holds t, "" outside every phase.
 func (r *Run) phaseAt(t time.Time) string {
-	for _, p := range r.Meta.Phases {
+	for _, p := range r.Data.Meta.Phases {
 		if !t.Before(p.Start) && t.Before(p.End) {
 			return p.Name
 		}

@@ -81,21 +81,21 @@ func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 		InflightSlope: Undefined, FirstHalfSlope: Undefined, SecondHalfSlope: Undefined, GrowthShare: Undefined, LateGrowthShare: Undefined,
 		RSSStartBytes: Undefined, RSSEndBytes: Undefined, RSSPeakBytes: Undefined, RSSGrowth: Undefined, RSSSlope: Undefined, BytesPerCall: Undefined,
 		HeapStartBytes: Undefined, HeapEndBytes: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
 		return m
 	}
-	to := r.FaultEnd()
+	to := r.Data.FaultEnd()
 	if !to.After(from) {
 		return m
 	}
 	switch tot := e.FaultCounts.Total(); {
 	case tot > 0:
 		m.OfferedPerS = Num(float64(tot) / to.Sub(from).Seconds())
-	case r.EndpointInfo(culprit).Rate > 0:
+	case r.Data.EndpointInfo(culprit).Rate > 0:
 		// A run stopped within its fault phase has no record of it: the
 		// open model's schedule is its rate.
-		m.OfferedPerS = Num(r.EndpointInfo(culprit).Rate)
+		m.OfferedPerS = Num(r.Data.EndpointInfo(culprit).Rate)
 	}
 	inflight, source := r.inflightOf(culprit)
 	m.Source = source
@@ -104,11 +104,11 @@ func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
 	m.InflightSlope, m.FirstHalfSlope, m.SecondHalfSlope = slopeOver(inflight, from, to), slopeOver(inflight, from, mid), slopeOver(inflight, mid, to)
 	m.GrowthShare = Num(Ratio(float64(m.InflightSlope), float64(m.OfferedPerS)))
 	m.LateGrowthShare = Num(Ratio(float64(m.SecondHalfSlope), float64(m.OfferedPerS)))
-	rss := r.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
+	rss := r.Data.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
 	m.RSSStartBytes, m.RSSEndBytes, m.RSSPeakBytes = valueNum(rss, from), valueNum(rss, to), peakOver(rss, from, to)
 	m.RSSGrowth = Num(Ratio(float64(m.RSSEndBytes-m.RSSStartBytes), float64(m.RSSStartBytes)))
 	m.RSSSlope = slopeOver(rss, from, to)
-	heap := r.Metric(rundata.ServiceComponent, MetricHeapObjects)
+	heap := r.Data.Metric(rundata.ServiceComponent, MetricHeapObjects)
 	m.HeapStartBytes, m.HeapEndBytes = valueNum(heap, from), valueNum(heap, to)
 	if d := float64(m.InflightEnd - m.InflightStart); d >= 1 {
 		m.BytesPerCall = Num(float64(m.RSSEndBytes-m.RSSStartBytes) / d)

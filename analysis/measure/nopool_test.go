@@ -35,7 +35,7 @@ func growthRun(inflight func(t float64) float64, rejected float64) *Run {
 			}},
 			rundata.MetricSample{Time: at, Component: rundata.ProxyComponent("A"), Values: map[string]float64{rundata.MetricProxyInflight: min(n, 12)}})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // counts is /a's fault-phase results: ok of them ok, limited refused by
@@ -79,8 +79,8 @@ func TestMemoryStats(t *testing.T) {
 	near("bounded: peak", m.InflightPeak, 10, 1e-9)
 
 	proxy := growthRun(func(s float64) float64 { return 2 + 200*s }, 0)
-	for i := range proxy.Metrics {
-		delete(proxy.Metrics[i].Values, rundata.Key(MetricDepInflight, rundata.L("dependency", "a")))
+	for i := range proxy.Data.Metrics {
+		delete(proxy.Data.Metrics[i].Values, rundata.Key(MetricDepInflight, rundata.L("dependency", "a")))
 	}
 	if m = proxy.memoryStats("a", counts(400, 0)); m.Source != InflightFromProxy || m.InflightPeak != 12 {
 		t.Errorf("without the service's count: source %q, peak %v; want the proxy's, 12", m.Source, m.InflightPeak)

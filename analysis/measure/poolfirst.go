@@ -35,7 +35,7 @@ func (r *Run) poolFirst(e Exhaustion, inferred []InferredLimit) (string, string)
 	case ResourcePoolInferred:
 		return r.inferredIsPool(inferred)
 	case ResourceConnections:
-		if r.Meta.External && !r.observesPools() && len(e.Ranked) > 0 {
+		if r.Data.Meta.External && !r.observesPools() && len(e.Ranked) > 0 {
 			return r.connPoolIsPool(e.Ranked[0].Name)
 		}
 	}
@@ -86,7 +86,7 @@ func (r *Run) connPoolIsPool(pool string) (string, string) {
 func (r *Run) declaredSizes() []int {
 	var out []int
 	sum := 0
-	for _, p := range r.Meta.Pools {
+	for _, p := range r.Data.Meta.Pools {
 		if p.Limit > 0 {
 			out = append(out, p.Limit)
 			sum += p.Limit

@@ -32,7 +32,7 @@ func priorityRun(pools []rundata.PoolInfo, sample func(i int) map[string]float64
 	for i := 0; i <= 6; i++ {
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: t0.Add(time.Duration(i) * time.Second), Component: rundata.ServiceComponent, Values: sample(i)})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestPriorityStats: the numbers of the priority claim from the service's
@@ -88,7 +88,7 @@ func TestPriorityStats(t *testing.T) {
 	checkPriorityRun(t, "no reservation", *none, want)
 
 	var s RunSummary
-	priorityFamily(&Run{&rundir.Run{}}, &s, rundata.DefaultExpectations())
+	priorityFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
 	if s.Priority != nil {
 		t.Errorf("without expectations.priority: %+v, want none", s.Priority)
 	}

@@ -37,22 +37,22 @@ func processesFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 
 // processesStats computes the run's ProcessesRun.
 func (r *Run) processesStats() *ProcessesRun {
-	p := &ProcessesRun{Processes: max(1, len(r.Meta.Instances)), BaselineRSSBytes: Undefined, RSSBytes: Undefined, PeakRSSBytes: Undefined,
+	p := &ProcessesRun{Processes: max(1, len(r.Data.Meta.Instances)), BaselineRSSBytes: Undefined, RSSBytes: Undefined, PeakRSSBytes: Undefined,
 		GOMAXPROCS: Undefined, Cores: Undefined}
-	rss := r.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	rss := r.Data.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
+	if b, ok := r.Data.PhaseSpan(rundata.PhaseBaseline); ok {
 		p.BaselineRSSBytes = meanOver(rss, b.Start, b.End)
 	}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
 		return p
 	}
-	to := r.FaultEnd()
+	to := r.Data.FaultEnd()
 	p.RSSBytes, p.PeakRSSBytes = meanOver(rss, from, to), peakOver(rss, from, to)
-	if g := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(g) > 0 {
+	if g := r.Data.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(g) > 0 {
 		p.GOMAXPROCS = Num(g[len(g)-1].Value)
 	}
-	if d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds), from, to); ok && to.After(from) {
+	if d, ok := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds), from, to); ok && to.After(from) {
 		p.Cores = Num(d / to.Sub(from).Seconds())
 	}
 	return p

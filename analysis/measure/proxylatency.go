@@ -23,13 +23,13 @@ import (
 func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	comp := rundata.ProxyComponent(dep)
 	for _, h := range [][2]string{{rundata.MetricPgQuerySum, rundata.MetricPgQueryCount}, {rundata.MetricProxyUpstreamSum, rundata.MetricProxyUpstreamCount}} {
-		sum, ok1 := rundir.DeltaOver(r.Metric(comp, h[0]), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(comp, h[1]), from, to)
+		sum, ok1 := rundir.DeltaOver(r.Data.Metric(comp, h[0]), from, to)
+		n, ok2 := rundir.DeltaOver(r.Data.Metric(comp, h[1]), from, to)
 		if ok1 && ok2 && n > 0 && sum >= 0 {
 			return sum / n
 		}
 	}
-	reqs := r.Metric(comp, rundata.MetricProxyRequests)
+	reqs := r.Data.Metric(comp, rundata.MetricProxyRequests)
 	n, ok := rundir.DeltaOver(reqs, from, to)
 	secs := to.Sub(from).Seconds()
 	if !ok || n <= 0 || secs <= 0 {
@@ -37,7 +37,7 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	}
 	var sum float64
 	var k int
-	for _, p := range r.Metric(comp, rundata.MetricProxyInflight) {
+	for _, p := range r.Data.Metric(comp, rundata.MetricProxyInflight) {
 		if inRange(p.Time, from, to) {
 			sum += p.Value
 			k++
@@ -59,7 +59,7 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 // endpoint ep's calls that it matches (matchShare; ep "": of every
 // caller's).
 func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
-	for _, f := range r.Meta.Faults {
+	for _, f := range r.Data.Meta.Faults {
 		if f.Action != "set" || f.Dependency != dep || len(f.Faults) == 0 {
 			continue
 		}
@@ -103,11 +103,11 @@ func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
 // calls per request. ok is false when an endpoint calls nothing known or
 // a proxy was not sampled in the baseline.
 func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	base, ok := r.Data.PhaseSpan(rundata.PhaseBaseline)
 	if !ok || len(eps) == 0 {
 		return nil, false
 	}
-	t := r.Meta.Timeout.Seconds()
+	t := r.Data.Meta.Timeout.Seconds()
 	calls := r.calls()
 	out := map[string]float64{}
 	for _, ep := range eps {
@@ -125,7 +125,7 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 			holdFault += n * r.injected(dep, ep, w, t)
 		}
 		for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
-			ps, ok := r.PhaseSummary(ep, ph)
+			ps, ok := r.Data.PhaseSummary(ep, ph)
 			if !ok {
 				continue
 			}
@@ -150,26 +150,26 @@ func (r *Run) matchShare(dep, ep, match string) float64 {
 	if match == "" {
 		return 1
 	}
-	i := slices.IndexFunc(r.Meta.CallClasses[dep], func(c rundata.CallClass) bool { return c.Match == match })
+	i := slices.IndexFunc(r.Data.Meta.CallClasses[dep], func(c rundata.CallClass) bool { return c.Match == match })
 	if i < 0 {
 		return 1
 	}
-	cls := r.Meta.CallClasses[dep][i].Name
+	cls := r.Data.Meta.CallClasses[dep][i].Name
 	if ep != "" {
-		if share, ok := r.CallGraph.ClassShare(ep, dep, cls); ok {
+		if share, ok := r.Data.CallGraph.ClassShare(ep, dep, cls); ok {
 			return share
 		}
 	}
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	base, ok := r.Data.PhaseSpan(rundata.PhaseBaseline)
 	if !ok {
 		return 1
 	}
 	comp := rundata.ProxyComponent(dep)
-	all, ok1 := rundir.DeltaOver(r.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
+	all, ok1 := rundir.DeltaOver(r.Data.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
 	var n float64
 	ok2 := false
 	for _, m := range rundata.ClassCallMetrics { // the proxy's plane's
-		if n, ok2 = rundir.DeltaOver(r.Metric(comp, rundata.Key(m, rundata.L("class", cls))), base.Start, base.End); ok2 {
+		if n, ok2 = rundir.DeltaOver(r.Data.Metric(comp, rundata.Key(m, rundata.L("class", cls))), base.Start, base.End); ok2 {
 			break
 		}
 	}

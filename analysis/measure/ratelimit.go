@@ -55,11 +55,11 @@ func rateLimitFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 	out := &RateLimitRun{LimitedShare: Undefined, LimiterRejected: Undefined, LimitPerS: Undefined, OfferedPerS: Undefined,
 		InflightBaseline: Undefined, InflightFault: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := r.Data.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = r.Data.Origin()
 	}
-	to := r.FaultEnd()
+	to := r.Data.FaultEnd()
 	c := e.FaultCounts
 	if tot := c.Total(); tot > 0 {
 		out.LimitedShare = Num(float64(c[rundata.ClassLimited]) / float64(tot))
@@ -68,15 +68,15 @@ func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 		}
 	}
 	l := rundata.L("dependency", culprit)
-	if d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRejected, l)), from, to); ok {
+	if d, ok := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRejected, l)), from, to); ok {
 		out.LimiterRejected = Num(d)
 	}
-	if v := r.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRate, l)); len(v) > 0 {
+	if v := r.Data.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRate, l)); len(v) > 0 {
 		out.LimitPerS = Num(v[len(v)-1].Value)
 	}
 	inflight, source := r.inflightOf(culprit)
 	out.InflightSource = source
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	if b, ok := r.Data.PhaseSpan(rundata.PhaseBaseline); ok {
 		out.InflightBaseline = meanOver(inflight, b.Start, b.End)
 	}
 	out.InflightFault = meanOver(inflight, from, to)
@@ -87,8 +87,8 @@ func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 // dependency: the built-in service's own count (calls waiting for a
 // connection included), else the culprit's fault proxy's; and which it is.
 func (r *Run) inflightOf(culprit string) ([]rundir.Point, string) {
-	if s := r.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit))); len(s) > 0 {
+	if s := r.Data.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit))); len(s) > 0 {
 		return s, InflightFromService
 	}
-	return r.Metric(rundata.ProxyComponent(r.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight), InflightFromProxy
+	return r.Data.Metric(rundata.ProxyComponent(r.Data.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight), InflightFromProxy
 }

@@ -94,8 +94,8 @@ func aftermath(r *Run, s *RunSummary, ex rundata.Expectations) {
 // breaker stays open for its delay after the fault ended).
 func (r *Run) recoveryBoundT(ex rundata.Expectations) float64 {
 	b := ex.RecoveryMaxT
-	if t := r.Meta.Timeout; t > 0 && r.Meta.RecoveryAllowance > 0 {
-		b += float64(r.Meta.RecoveryAllowance) / float64(t)
+	if t := r.Data.Meta.Timeout; t > 0 && r.Data.Meta.RecoveryAllowance > 0 {
+		b += float64(r.Data.Meta.RecoveryAllowance) / float64(t)
 	}
 	return b
 }
@@ -103,14 +103,14 @@ func (r *Run) recoveryBoundT(ex rundata.Expectations) float64 {
 // Recovery judges every endpoint's return to its baseline after the fault
 // (RecoveryRule). It is nil when the run has no fault or no recovery phase.
 func (r *Run) Recovery(ex rundata.Expectations) *RunRecovery {
-	span, ok := r.PhaseSpan(rundata.PhaseRecovery)
-	_, faulted := r.FaultStart()
-	if !ok || !faulted || r.Meta.Timeout <= 0 || r.Meta.Window <= 0 || !span.End.After(span.Start) {
+	span, ok := r.Data.PhaseSpan(rundata.PhaseRecovery)
+	_, faulted := r.Data.FaultStart()
+	if !ok || !faulted || r.Data.Meta.Timeout <= 0 || r.Data.Meta.Window <= 0 || !span.End.After(span.Start) {
 		return nil
 	}
-	fe := r.FaultEnd()
+	fe := r.Data.FaultEnd()
 	rec := &RunRecovery{BoundT: Num(r.recoveryBoundT(ex)), Judged: true, Recovered: true, TimeT: 0}
-	for _, ep := range r.Endpoints() {
+	for _, ep := range r.Data.Endpoints() {
 		e := r.endpointRecovery(ep, fe, ex, float64(rec.BoundT))
 		rec.Endpoints = append(rec.Endpoints, e)
 		switch {
@@ -136,21 +136,21 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 	out := EndpointRecovery{Endpoint: ep, TimeT: Undefined, HoldS: Undefined, LastP99Ms: Undefined, LastP99RiseT: Undefined, LastErrorRate: Undefined}
 	var ws []rundata.Window
 	var results int64
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if w.Phase == rundata.PhaseRecovery {
 			ws = append(ws, w)
 			results += w.Counts.Total()
 		}
 	}
-	hold := int(math.Ceil(max(RecoveryHoldT*float64(r.Meta.Timeout), RecoveryHoldWindows*float64(r.Meta.Window)) / float64(r.Meta.Window)))
+	hold := int(math.Ceil(max(RecoveryHoldT*float64(r.Data.Meta.Timeout), RecoveryHoldWindows*float64(r.Data.Meta.Window)) / float64(r.Data.Meta.Window)))
 	if results > 0 {
 		hold = max(hold, int(math.Ceil(RecoveryHoldResults*float64(len(ws))/float64(results))))
 	}
-	out.HoldS = Num((time.Duration(hold) * r.Meta.Window).Seconds())
+	out.HoldS = Num((time.Duration(hold) * r.Data.Meta.Window).Seconds())
 	if len(ws) < hold {
 		return out
 	}
-	base, baseErr, t := r.baselineP99(ep), r.baselineErrorRate(ep), Millis(r.Meta.Timeout)
+	base, baseErr, t := r.baselineP99(ep), r.baselineErrorRate(ep), Millis(r.Data.Meta.Timeout)
 	atBaseline := func(span []rundata.Window) (bool, float64, float64) {
 		// Nothing sent is nothing to judge; without a baseline p99 (no
 		// baseline results) only the errors can be (AtBaseline).
@@ -168,7 +168,7 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 	// latest is the last window the endpoint could still recover at.
 	latest := -1
 	for i, w := range ws {
-		if w.Start.Sub(fe) <= time.Duration(boundT*float64(r.Meta.Timeout)) {
+		if w.Start.Sub(fe) <= time.Duration(boundT*float64(r.Data.Meta.Timeout)) {
 			latest = i
 		}
 	}
@@ -187,7 +187,7 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 		return out // back at the end, but for less than a hold span: cannot tell
 	}
 	if len(ws)-from >= hold {
-		out.TimeT = Num(float64(max(ws[from].Start.Sub(fe), 0)) / float64(r.Meta.Timeout))
+		out.TimeT = Num(float64(max(ws[from].Start.Sub(fe), 0)) / float64(r.Data.Meta.Timeout))
 	}
 	return out
 }
@@ -254,13 +254,13 @@ const machineHops = 3
 // it does not make a service reject them (a pool that leaked its permits
 // answers 503 at once).
 func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, ex rundata.Expectations) bool {
-	c := r.Meta.Canary
+	c := r.Data.Meta.Canary
 	if c == nil || c.MaxP99 <= 0 || len(span) == 0 {
 		return false
 	}
 	first, last := span[0].Start, span[len(span)-1].Start
 	var worst time.Duration
-	for _, w := range r.EndpointWindows(rundata.CanaryEndpoint) {
+	for _, w := range r.Data.EndpointWindows(rundata.CanaryEndpoint) {
 		if !w.Start.Before(first) && !w.Start.After(last) && w.Latency.Count > 0 {
 			worst = max(worst, w.Latency.Max)
 		}
@@ -275,6 +275,6 @@ func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, 
 	if math.IsNaN(p99) || math.IsNaN(base) {
 		return true
 	}
-	over := p99 - base - ex.P2MaxP99RiseT*Millis(r.Meta.Timeout)
+	over := p99 - base - ex.P2MaxP99RiseT*Millis(r.Data.Meta.Timeout)
 	return over <= machineHops*Millis(worst)
 }

@@ -290,34 +290,34 @@ var Undefined = Num(math.NaN())
 
 // Summarize computes a run's numbers under the expectations ex.
 func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
-	r := &Run{data}
+	r := &Run{Data: data}
 	s := RunSummary{
-		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
-		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
-		Retried: attemptsOf(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
-		Shards: shardsRun(r.Meta.Shards), MemoryStop: r.Meta.MemoryStop,
+		ID: r.Data.Entry.ID, Mode: r.Data.Entry.Mode, Condition: r.Data.Entry.Condition, Repeat: r.Data.Entry.Repeat,
+		Status: r.Data.Meta.Status, Valid: r.Data.Meta.Valid, Problems: r.Data.Problems, Damaged: r.Data.Damaged,
+		Retried: attemptsOf(r.Data.Meta.Attempts), TimeoutMs: Num(Millis(r.Data.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Data.Meta.Sweep,
+		Shards: shardsRun(r.Data.Meta.Shards), MemoryStop: r.Data.Meta.MemoryStop,
 	}
 	var broken []rundata.Broken
-	for _, v := range r.Meta.Validity {
+	for _, v := range r.Data.Meta.Validity {
 		if !v.Valid {
 			broken = append(broken, v.Broken...)
 		}
 	}
 	s.Invalid, s.Broken = words.Reasons(broken), RuleBreaks(broken)
-	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(broken) == 0 {
+	if r.Data.Meta.Status == rundata.StatusComplete && !r.Data.Meta.Valid && len(broken) == 0 {
 		s.Invalid = []string{"the load generator did not keep the open model"}
 		s.Broken = []RuleBreak{{Rule: RuleOther, Measured: Undefined, Limit: Undefined}}
 	}
 	s.Noise = r.NoiseFloor()
 	phase := r.mainPhase()
-	for _, ep := range r.Endpoints() {
+	for _, ep := range r.Data.Endpoints() {
 		s.Endpoints = append(s.Endpoints, r.endpointStats(ep, phase, ex))
 	}
 	if t, ok := r.timeToDegrade(ex); ok {
 		s.TimeToDegradeT = Num(t)
 	}
 	s.VictimSpans = r.victimSpans(ex)
-	for _, p := range r.PoolNames() {
+	for _, p := range r.Data.PoolNames() {
 		s.Pools = append(s.Pools, r.poolStats(p))
 	}
 	errRate := map[string]float64{}
@@ -375,10 +375,10 @@ var runFamilies = []runFamily{
 // mainPhase is the phase whose numbers stand for the run: "fault" when it
 // exists, else "" (meaning every window after warmup).
 func (r *Run) mainPhase() string {
-	if _, ok := r.PhaseSpan(rundata.PhaseFault); ok {
+	if _, ok := r.Data.PhaseSpan(rundata.PhaseFault); ok {
 		return rundata.PhaseFault
 	}
-	for _, p := range r.Phases {
+	for _, p := range r.Data.Phases {
 		if p.Phase == rundata.PhaseFault {
 			return rundata.PhaseFault
 		}
@@ -389,17 +389,17 @@ func (r *Run) mainPhase() string {
 func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
 	st := EndpointStats{Endpoint: ep, Dependency: r.dependencyOf(ep), BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
 		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
-	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+	if ps, ok := r.Data.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		st.BaselineP50Ms = Num(Millis(ps.Latency.P50))
 	}
-	for _, p := range r.Meta.Phases {
+	for _, p := range r.Data.Meta.Phases {
 		st.Phases = append(st.Phases, r.phaseNumbers(ep, p.Name))
 	}
-	ps, ok := r.PhaseSummary(ep, phase)
+	ps, ok := r.Data.PhaseSummary(ep, phase)
 	if !ok {
 		ps = r.mergeWindows(ep, phase)
 	}
-	secs := r.PhaseSeconds(phase)
+	secs := r.Data.PhaseSeconds(phase)
 	if phase == "" {
 		secs = r.windowSeconds(ep)
 	}
@@ -414,7 +414,7 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 	if secs > 0 {
 		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
-	if info := r.EndpointInfo(ep); info.RetryAttempts > 0 {
+	if info := r.Data.EndpointInfo(ep); info.RetryAttempts > 0 {
 		st.Retry = retryStats(info.RetryAttempts, ps.RetryCounts, secs)
 	}
 	rq := ps.ByClass[rundata.ClassRejected.String()]
@@ -423,7 +423,7 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 	}
 	st.AdmittedTimeouts = Num(r.admittedTimeouts(ep, ps.Counts, secs))
 	if owed := float64(ps.Counts.Failed()) - float64(st.AdmittedTimeouts); owed > 0 {
-		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
+		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Data.Meta.Timeout))
 		fast := float64(ps.Counts[rundata.ClassRejected]) * cdfAt(rq, thr)
 		st.FastRejectShare = Num(min(fast/owed, 1))
 	}
@@ -439,19 +439,19 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 // what the pool could have admitted does; an endpoint without a declared
 // pool limit gets none (a service with no limit must not hide behind one).
 func (r *Run) admittedTimeouts(ep string, c rundata.Counts, secs float64) float64 {
-	info := r.EndpointInfo(ep)
-	limit := r.PoolInfo(info.Pool).Limit
-	if info.Pool == "" || limit <= 0 || r.Meta.Timeout <= 0 || secs <= 0 {
+	info := r.Data.EndpointInfo(ep)
+	limit := r.Data.PoolInfo(info.Pool).Limit
+	if info.Pool == "" || limit <= 0 || r.Data.Meta.Timeout <= 0 || secs <= 0 {
 		return 0
 	}
-	return math.Min(float64(c[rundata.ClassDepTimeout]), math.Floor(float64(limit)*secs/r.Meta.Timeout.Seconds()))
+	return math.Min(float64(c[rundata.ClassDepTimeout]), math.Floor(float64(limit)*secs/r.Data.Meta.Timeout.Seconds()))
 }
 
 // phaseNumbers are ep's numbers over one phase (undefined when it had no
 // results).
 func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
 	n := PhaseNumbers{Phase: phase, P50Ms: Undefined, P99Ms: Undefined, ErrorRate: Undefined, OKPerS: Undefined}
-	ps, ok := r.PhaseSummary(ep, phase)
+	ps, ok := r.Data.PhaseSummary(ep, phase)
 	if !ok {
 		ps = r.mergeWindows(ep, phase)
 	}
@@ -461,7 +461,7 @@ func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
 		n.P50Ms, n.P99Ms = Num(Millis(ps.Latency.P50)), Num(Millis(ps.Latency.P99))
 		n.ErrorRate = Num(float64(ps.Counts.Failed()) / float64(n.Results))
 	}
-	if secs := r.PhaseSeconds(phase); secs > 0 {
+	if secs := r.Data.PhaseSeconds(phase); secs > 0 {
 		n.OKPerS = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
 	return n
@@ -493,11 +493,11 @@ func cdfAt(q rundata.Quantiles, d time.Duration) float64 {
 // baselineP99 is ep's p99 over the baseline phase in ms (NaN if unknown):
 // from phases.json, else the median of the baseline windows' p99.
 func (r *Run) baselineP99(ep string) float64 {
-	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+	if ps, ok := r.Data.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		return Millis(ps.Latency.P99)
 	}
 	var v []float64
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if w.Phase == rundata.PhaseBaseline && w.Counts.Total() > 0 {
 			v = append(v, Millis(w.Latency.P99))
 		}
@@ -513,7 +513,7 @@ func (r *Run) baselineP99(ep string) float64 {
 // missing: counts add up, the p99 is the largest window p99 (an upper bound).
 func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
 	ps := rundata.PhaseStats{Endpoint: ep, Phase: phase}
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if (phase == "" && w.Phase == rundata.PhaseWarmup) || (phase != "" && w.Phase != phase) {
 			continue
 		}
@@ -529,7 +529,7 @@ func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
 
 func (r *Run) windowSeconds(ep string) float64 {
 	var d time.Duration
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if w.Phase != rundata.PhaseWarmup {
 			d += w.Duration
 		}
@@ -576,7 +576,7 @@ func (c DegradeControl) exceeded(errRate, p99Ratio float64, ex rundata.Expectati
 // victim's first degraded span (MinSpanResults) within the fault.
 func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
 	d, ok := r.firstDegraded(ex.Victim, func(w rundata.Window, base float64) bool { return degraded(w, base, ex) })
-	return float64(d) / float64(r.Meta.Timeout), ok
+	return float64(d) / float64(r.Data.Meta.Timeout), ok
 }
 
 // MinSpanResults is the fewest of an endpoint's results a degraded
@@ -592,7 +592,7 @@ const MinSpanResults = 100
 // starts none.
 func (r *Run) spans(ep string, from, to time.Time) []rundata.Window {
 	var ws []rundata.Window
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		if !w.Start.Before(from) && (to.IsZero() || w.Start.Before(to)) {
 			ws = append(ws, w)
 		}
@@ -643,19 +643,19 @@ func mergeWindows(ws []rundata.Window) rundata.Window {
 // fault and ending by the fault's end, that bad (given its baseline p99 in
 // ms) finds degraded; false when none is, or the run had no fault.
 func (r *Run) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float64) bool) (time.Duration, bool) {
-	fs, ok := r.FaultStart()
-	if !ok || r.Meta.Timeout <= 0 {
+	fs, ok := r.Data.FaultStart()
+	if !ok || r.Data.Meta.Timeout <= 0 {
 		return 0, false
 	}
 	base := r.baselineP99(ep)
-	for _, sp := range r.spans(ep, fs.Add(-r.Meta.Window/2), r.FaultEnd()) {
+	for _, sp := range r.spans(ep, fs.Add(-r.Data.Meta.Window/2), r.Data.FaultEnd()) {
 		if !bad(sp, base) {
 			continue
 		}
 		// The span decides that it degraded; its first window degraded by
 		// itself, if any, says when.
 		end := sp.Start.Add(sp.Duration)
-		for _, w := range r.EndpointWindows(ep) {
+		for _, w := range r.Data.EndpointWindows(ep) {
 			if !w.Start.Before(sp.Start) && w.Start.Before(end) && bad(w, base) {
 				end = w.Start.Add(w.Duration)
 				break
@@ -678,18 +678,18 @@ type SpanStat struct {
 
 // victimSpans are the victim's spans over the fault phase.
 func (r *Run) victimSpans(ex rundata.Expectations) []SpanStat {
-	span, ok := r.PhaseSpan(rundata.PhaseFault)
-	if !ok || r.Meta.Timeout <= 0 {
+	span, ok := r.Data.PhaseSpan(rundata.PhaseFault)
+	if !ok || r.Data.Meta.Timeout <= 0 {
 		return nil
 	}
 	base := r.baselineP99(ex.Victim)
 	var out []SpanStat
-	for _, sp := range r.spans(ex.Victim, span.Start.Add(-r.Meta.Window/2), span.End) {
+	for _, sp := range r.spans(ex.Victim, span.Start.Add(-r.Data.Meta.Window/2), span.End) {
 		tot := sp.Counts.Total()
 		// A span is dated by its first window (the degradation it shows
 		// began there at the latest) so that spans do not delay it.
-		end := sp.Start.Add(r.Meta.Window)
-		out = append(out, SpanStat{EndT: Num(float64(end.Sub(span.Start)) / float64(r.Meta.Timeout)),
+		end := sp.Start.Add(r.Data.Meta.Window)
+		out = append(out, SpanStat{EndT: Num(float64(end.Sub(span.Start)) / float64(r.Data.Meta.Timeout)),
 			P99Ratio: Num(Ratio(Millis(sp.Latency.P99), base)), ErrorRate: Num(float64(sp.Counts.Failed()) / float64(tot))})
 	}
 	return out
@@ -774,7 +774,7 @@ func DependencyOf(runs []RunSummary, ep string) string {
 // dependencyOf is the dependency endpoint ep calls, "" when the run does
 // not say.
 func (r *Run) dependencyOf(ep string) string {
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		if e.Name == ep {
 			return e.Dependency
 		}

@@ -125,7 +125,7 @@ func timingFamily(r *Run, s *RunSummary, _ rundata.Expectations) { s.WhereTime =
 func (r *Run) whereTime() *WhereTime {
 	var w WhereTime
 	hist := r.histTiming()
-	for _, ep := range r.Endpoints() {
+	for _, ep := range r.Data.Endpoints() {
 		w.add(r.serverTimingRows(ep))
 		w.add(r.connTimingRows(ep))
 		w.add(hist.rows[ep])
@@ -156,7 +156,7 @@ func (w *WhereTime) add(rows []TimeSplit) {
 // the warmup, in order.
 func (r *Run) timedPhases() []string {
 	var out []string
-	for _, p := range r.Meta.Phases {
+	for _, p := range r.Data.Meta.Phases {
 		if p.Name != rundata.PhaseWarmup {
 			out = append(out, p.Name)
 		}
@@ -168,7 +168,7 @@ func (r *Run) timedPhases() []string {
 func (r *Run) serverTimingRows(ep string) []TimeSplit {
 	var out []TimeSplit
 	for _, ph := range r.timedPhases() {
-		ps, ok := r.PhaseSummary(ep, ph)
+		ps, ok := r.Data.PhaseSummary(ep, ph)
 		if !ok || ps.ServerTiming == nil || ps.ServerTiming.With <= 0 {
 			continue
 		}
@@ -177,7 +177,7 @@ func (r *Run) serverTimingRows(ep string) []TimeSplit {
 		for _, m := range st.Metrics {
 			part := TimePart{Name: m.Name, Desc: m.Desc, Count: Num(m.Dur.Count), P50Ms: Num(Millis(m.Dur.P50)),
 				P99Ms: Num(Millis(m.Dur.P99)), MeanMs: Num(Millis(m.Dur.Mean))}
-			switch r.Meta.TimingRoles.RoleOf(m.Name, m.Desc) {
+			switch r.Data.Meta.TimingRoles.RoleOf(m.Name, m.Desc) {
 			case rundata.TimingWait:
 				row.Wait = append(row.Wait, part)
 			case rundata.TimingWork:
@@ -200,7 +200,7 @@ func (r *Run) connTimingRows(ep string) []TimeSplit {
 	l := rundata.L("dependency", ep)
 	var out []TimeSplit
 	for _, ph := range r.timedPhases() {
-		span, ok := r.PhaseSpan(ph)
+		span, ok := r.Data.PhaseSpan(ph)
 		if !ok {
 			continue
 		}
@@ -223,8 +223,8 @@ func (r *Run) connTimingRows(ep string) []TimeSplit {
 // _sum and _count series of label l), and their number; 0 observations
 // when the series are missing.
 func (r *Run) meanOver(sumName, countName string, l rundata.Label, span rundata.PhaseSpan) (Num, float64) {
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(sumName, l)), span.Start, span.End)
-	n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(countName, l)), span.Start, span.End)
+	sum, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(sumName, l)), span.Start, span.End)
+	n, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.ServiceComponent, rundata.Key(countName, l)), span.Start, span.End)
 	if !ok1 || !ok2 || n <= 0 {
 		return Undefined, 0
 	}

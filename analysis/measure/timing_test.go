@@ -36,7 +36,7 @@ func timingRun(roles *rundata.TimingRoles, metrics map[string]map[string]float64
 		}
 		r.Phases = append(r.Phases, ps)
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestWhereTimeServerTiming: the wait that grows beside flat work is
@@ -137,7 +137,7 @@ func TestWhereTimeConnMetrics(t *testing.T) {
 		v[rundata.Key(rundata.MetricConnWaitCount, la)], v[rundata.Key(rundata.MetricConnWaitSum, la)] = n, 0
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
 	}
-	run := &Run{r}
+	run := &Run{Data: r}
 	w := run.whereTime()
 	if w == nil || len(w.Rows) != 2 {
 		t.Fatalf("rows %+v, want /b's baseline and fault only", w)
