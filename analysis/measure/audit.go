@@ -55,7 +55,7 @@ const sharedPoolName = "shared"
 // its resource. Empty when none ran out.
 func ResourceOf(s RunSummary, data *rundir.Run, ep string) ResourceHit {
 	pool := EndpointPool(data, ep)
-	calls := (&Run{Data: data}).calls()[ep]
+	calls := callGraph{data}.calls()[ep]
 	drawsOn := func(h ResourceHit) bool {
 		if h.Resource == ResourcePoolInferred {
 			return slices.ContainsFunc(strings.Split(h.Name, "+"), func(d string) bool { _, ok := calls[d]; return ok })

@@ -79,18 +79,18 @@ func TestInferFromMeasuredGraph(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(tt.level)
 			r.Data.CallGraph, r.Data.DeclaredCalls = tt.graph, tt.declared
-			if got := DescribeInferred(r.inferLimits(errs, nil)); got != tt.want {
+			if got := DescribeInferred(inferLimits(r.Data, errs, nil)); got != tt.want {
 				t.Errorf("inferred %q, want %q", got, tt.want)
 			}
 		})
 	}
 	r := run(13)
 	r.Data.CallGraph = graph
-	pred, ok := r.demandOn([]string{"PRICING"})
+	pred, ok := callGraph{r.Data}.demandOn([]string{"PRICING"})
 	if want := 80 * 0.235; !ok || math.Abs(pred[rundata.PhaseFault]-want) > 0.1 {
 		t.Errorf("demand on PRICING under the fault %v (%v), want %.1f (/price and /cart, 40/s each × 235 ms)", pred, ok, want)
 	}
-	if callers := r.callersOf([]string{"PRICING"}); len(callers) != 2 {
+	if callers := (callGraph{r.Data}).callersOf([]string{"PRICING"}); len(callers) != 2 {
 		t.Errorf("callers of PRICING %v, want price and cart", callers)
 	}
 }
@@ -132,7 +132,7 @@ func TestInferSharedSubset(t *testing.T) {
 					r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ProxyComponent(d), Values: map[string]float64{rundata.MetricProxyInflight: f(i)}})
 				}
 			}
-			if got := DescribeInferred((&Run{Data: r}).inferLimits(tt.errors, nil)); got != tt.want {
+			if got := DescribeInferred(inferLimits(r, tt.errors, nil)); got != tt.want {
 				t.Errorf("inferred %q, want %q", got, tt.want)
 			}
 		})

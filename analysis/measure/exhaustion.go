@@ -463,7 +463,7 @@ func (r *Run) poolStats(pool string) PoolStats {
 	} else if r.Data.Meta.External {
 		// A user's pool, declared with its endpoints: predicted from the
 		// holding times its proxies measured in the baseline.
-		if pred, ok := r.proxyPrediction(info.Endpoints); ok {
+		if pred, ok := (proxyLatency{r.Data}).proxyPrediction(info.Endpoints); ok {
 			st.PredictedDemand = Num(pred[phase])
 		}
 	}

@@ -103,7 +103,7 @@ func TestInferLimits(t *testing.T) {
 	} {
 		// B's callers only waited for a socket: their p99 rose, no error.
 		slowed := map[string]map[string]bool{"one shared limit of 10, B only waiting": {"b": true}, "one shared limit of 10, as measured": {"b": true}}[tt.name]
-		got := DescribeInferred(inflightRun(tt.a, tt.b).inferLimits(tt.errors, slowed))
+		got := DescribeInferred(inferLimits(inflightRun(tt.a, tt.b).Data, tt.errors, slowed))
 		if got != tt.want {
 			t.Errorf("%s: inferred %q, want %q", tt.name, got, tt.want)
 		}
@@ -131,7 +131,7 @@ func TestProxyPrediction(t *testing.T) {
 				rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
 	}
-	pred, ok := r.proxyPrediction([]string{"a", "b"})
+	pred, ok := proxyLatency{r.Data}.proxyPrediction([]string{"a", "b"})
 	if !ok {
 		t.Fatal("no prediction")
 	}
@@ -143,7 +143,7 @@ func TestProxyPrediction(t *testing.T) {
 		t.Errorf("fault demand %.2f, want 49", got)
 	}
 	r.Data.Metrics = nil
-	if _, ok := r.proxyPrediction([]string{"a"}); ok {
+	if _, ok := (proxyLatency{r.Data}).proxyPrediction([]string{"a"}); ok {
 		t.Error("a prediction without proxy samples")
 	}
 }
@@ -176,7 +176,7 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, rundata.MetricProxyRequests: 50 * float64(i)}},
 				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
-		return DescribeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}, nil))
+		return DescribeInferred(inferLimits(r.Data, map[string]float64{"a": 0.9, "b": 0}, nil))
 	}
 	// Demand: 200/s × min(10 ms + 300 ms, 250 ms) = 50 permits.
 	if got := run(50); got != "" {
@@ -243,13 +243,13 @@ func TestProxyPredictionMatch(t *testing.T) {
 		} {
 			r := run(tt.match, tt.g)
 			for ep, want := range map[string]float64{"a": tt.a, "b": tt.b} {
-				pred, ok := r.proxyPrediction([]string{ep})
+				pred, ok := proxyLatency{r.Data}.proxyPrediction([]string{ep})
 				if got := pred[rundata.PhaseFault]; !ok || math.Abs(got-want) > 0.5 {
 					t.Errorf("%s, %s: /%s's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, ep, got, ok, want)
 				}
 			}
 			if tt.g != nil && tt.match == plane.report {
-				if d, ok := r.demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
+				if d, ok := (callGraph{r.Data}).demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
 					t.Errorf("%s, %s: DB's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, d[rundata.PhaseFault], ok, tt.a+tt.b)
 				}
 			}

@@ -246,7 +246,7 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 	var out []PoolLeak
 	rejecting := func(deps []string, from, to time.Time) bool {
 		var rejected, total int64
-		for _, ep := range r.callersOf(deps) {
+		for _, ep := range (callGraph{r.Data}).callersOf(deps) {
 			for _, w := range r.Data.EndpointWindows(ep) {
 				if inRange(w.Start, from, to) {
 					rejected += w.Counts[rundata.ClassRejected]
@@ -316,7 +316,7 @@ func (r *Run) probePeaks(phase string) map[string]float64 {
 		return nil
 	}
 	out := map[string]float64{}
-	for _, d := range r.dependencies() {
+	for _, d := range (callGraph{r.Data}).dependencies() {
 		// A peak is reported by the first scrape after it: up to one
 		// interval after the phase.
 		until := span.End.Add(r.sampleInterval())

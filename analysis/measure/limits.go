@@ -102,7 +102,7 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 			out = append(out, c)
 		}
 	}
-	for _, d := range r.dependencies() {
+	for _, d := range (callGraph{r.Data}).dependencies() {
 		limit, source := r.declaredLimit(d)
 		if limit == 0 {
 			continue
@@ -178,7 +178,7 @@ func (r *Run) namedPoolDeps(pool string) []string {
 		}
 	}
 	if pool == rundata.SharedConnPool {
-		return r.dependencies()
+		return callGraph{r.Data}.dependencies()
 	}
 	return nil
 }

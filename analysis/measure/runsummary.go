@@ -328,11 +328,11 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	for _, e := range s.Endpoints {
 		slowed[e.Endpoint] = float64(s.P99RiseT(e.Endpoint)) > ex.P2MaxP99RiseT
 	}
-	s.Inferred = r.inferLimits(errRate, slowed)
+	s.Inferred = inferLimits(r.Data, errRate, slowed)
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
 			st := l.poolStats()
-			if pred, ok := r.demandOn(l.Dependencies); ok {
+			if pred, ok := (callGraph{r.Data}).demandOn(l.Dependencies); ok {
 				st.PredictedDemand = Num(pred[r.mainPhase()])
 				st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
 			}
