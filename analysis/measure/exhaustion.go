@@ -174,7 +174,7 @@ type hit struct {
 
 // exhaustion applies ExhaustionRules to the run.
 func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
-	if r.Data.Meta.External && !r.observesPools() && r.observesConnPools() {
+	if r.Data.Meta.External && !r.observesPools() && observesConnPools(r.Data) {
 		return r.rank(r.connOnlyHits(inferred))
 	}
 	if r.Data.Meta.External && !r.observesPools() {
@@ -232,7 +232,7 @@ func (r *Run) rank(hits []hit) Exhaustion {
 		ex.Ranked = append(ex.Ranked, ResourceHit{Resource: h.res, Name: h.name, AfterFaultS: Num(h.at.Sub(from).Seconds()), Exact: h.exact, Detail: h.detail})
 	}
 	h := hits[0]
-	if r.observesConnPools() {
+	if observesConnPools(r.Data) {
 		h.detail += tiedConnections(hits)
 	}
 	ex.Resource, ex.AfterFaultS, ex.Detail = h.res, Num(h.at.Sub(from).Seconds()), h.detail
@@ -243,8 +243,8 @@ func (r *Run) rank(hits []hit) Exhaustion {
 // resource, ranked by time (ties in the order of ExhaustionRules).
 func (r *Run) resourceHits(from, to time.Time) []hit {
 	conn := r.connHit
-	if r.observesConnPools() {
-		conn = r.connPoolHits // measured: replaces the inference from timeouts
+	if observesConnPools(r.Data) {
+		conn = connPools{r.Data}.connPoolHits // measured: replaces the inference from timeouts
 	}
 	var hits []hit
 	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuAnyHit), one(r.gcHit), one(r.memHit)} {

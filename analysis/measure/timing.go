@@ -194,7 +194,7 @@ func (r *Run) serverTimingRows(ep string) []TimeSplit {
 // holding it. None for an endpoint without hold times (a service that
 // exports only its waits, or none).
 func (r *Run) connTimingRows(ep string) []TimeSplit {
-	if !r.observesConnPools() {
+	if !observesConnPools(r.Data) {
 		return nil
 	}
 	l := rundata.L("dependency", ep)

@@ -143,7 +143,7 @@ func TestWhereTimeConnMetrics(t *testing.T) {
 		t.Fatalf("rows %+v, want /b's baseline and fault only", w)
 	}
 	f := w.Rows[1]
-	cw := run.connWaitStats()
+	cw := connPools{run.Data}.connWaitStats()
 	if f.Endpoint != "b" || f.Source != TimingConnMetrics || len(f.Wait) != 1 || len(f.Work) != 1 ||
 		f.Wait[0].MeanMs != cw[1].MeanWaitMs || f.Work[0].MeanMs != cw[1].MeanHoldMs {
 		t.Errorf("fault row %+v; Connection waits %+v", f, cw[1])
