@@ -247,7 +247,7 @@ func (r *Run) resourceHits(from, to time.Time) []hit {
 		conn = connPools{r.Data}.connPoolHits // measured: replaces the inference from timeouts
 	}
 	var hits []hit
-	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuAnyHit), one(r.gcHit), one(r.memHit)} {
+	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(cpuSeries{r.Data}.cpuAnyHit), one(cpuSeries{r.Data}.gcHit), one(r.memHit)} {
 		hits = append(hits, f(from, to)...)
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
