@@ -38,9 +38,7 @@ func ExhaustionRulesOf(runs []*rundir.Run) []string {
 
 // observesConnPools reports whether the service's samples hold connection
 // pool metrics.
-func observesConnPools(run *rundir.Run) bool {
-	return (&Run{Data: run}).observes(rundata.MetricConnPoolLimit)
-}
+func observesConnPools(run *rundir.Run) bool { return observes(run, rundata.MetricConnPoolLimit) }
 
 // ConnPoolNames returns the connection pools in the service's samples.
 func (r *Run) ConnPoolNames() []string {

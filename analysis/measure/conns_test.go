@@ -118,7 +118,7 @@ func TestExhaustionConnections(t *testing.T) {
 		{"connection metrics replace the inference", connScenario{poolAt: 6, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: 2},
 			ResourcePool, 1.5, "pool a"},
 	} {
-		got := tt.sc.run().exhaustion(nil)
+		got := exhaustionScan{tt.sc.run().Data}.exhaustion(nil)
 		if got.Resource != tt.want || float64(got.AfterFaultS) != tt.at || !strings.HasPrefix(got.Detail, tt.detail) {
 			t.Errorf("%s: %+v\n got %s after %v s: %q\nwant %s after %v s: %q…", tt.name, tt.sc, got.Resource, got.AfterFaultS, got.Detail, tt.want, tt.at, tt.detail)
 		}

@@ -177,7 +177,7 @@ func (cs cpuSeries) gcHit(from, to time.Time) (hit, bool) {
 // (cpuHit) and SchedRule (schedHit), so that the ranking lists the CPU
 // once.
 func (cs cpuSeries) cpuAnyHit(from, to time.Time) (hit, bool) {
-	a, okA := (&Run{Data: cs.run}).cpuHit(from, to)
+	a, okA := exhaustionScan{cs.run}.cpuHit(from, to)
 	b, okB := cs.schedHit(from, to)
 	return earlier(a, okA, b, okB)
 }

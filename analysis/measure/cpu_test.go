@@ -67,7 +67,7 @@ func TestCPUExhaustionRules(t *testing.T) {
 		{"the pool fills after the CPU's waits began", cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true), ResourceCPU, ""},
 		{"old data: no runtime CPU accounting", cpuRunOf(0.7, 0.33, 25*time.Millisecond, false, false), ResourceNone, ""},
 	} {
-		e := tc.run.exhaustion(nil)
+		e := exhaustionScan{tc.run.Data}.exhaustion(nil)
 		if e.Resource != tc.want || !strings.Contains(e.Detail, tc.detailPart) {
 			t.Errorf("%s: exhausted %q (%s) after %v s, want %q with %q", tc.name, e.Resource, e.Detail, e.AfterFaultS, tc.want, tc.detailPart)
 		}
@@ -82,7 +82,7 @@ func TestCPUExhaustionPoolFirst(t *testing.T) {
 			r.Data.Metrics[i].Values[rundata.MetricSchedLatencyP99] = 300e-6
 		}
 	}
-	if e := r.exhaustion(nil); e.Resource != ResourcePool {
+	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourcePool {
 		t.Errorf("exhausted %q (%s), want the pool, full one sample before the CPU's waits", e.Resource, e.Detail)
 	}
 }

@@ -111,7 +111,7 @@ func TestPoolFirst(t *testing.T) {
 		if tt.resource == ResourceConnections {
 			e.Ranked = []ResourceHit{{Resource: ResourceConnections, Name: "agent"}}
 		}
-		if got, why := r.poolFirst(e, inferred); got != tt.want {
+		if got, why := (poolFirstRule{r.Data}).poolFirst(e, inferred); got != tt.want {
 			t.Errorf("%s: %s (%s), want %s", tt.name, got, why, tt.want)
 		}
 	}

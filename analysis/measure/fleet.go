@@ -60,13 +60,13 @@ func (r *Run) instanceStats() []InstanceStats {
 			st.Endpoints = eps
 		}
 		for _, p := range v.Data.PoolNames() {
-			ps := v.poolStats(p)
+			ps := littlesLaw{v.Data}.poolStats(p)
 			// The endpoints' rates are the fleet's: an instance gets 1/n.
 			ps.MeasuredDemand /= Num(share)
 			ps.DemandRatio = Num(Ratio(float64(ps.MeasuredDemand), float64(ps.PredictedDemand)))
 			st.Pools = append(st.Pools, ps)
 		}
-		st.Exhausted = v.exhaustion(nil)
+		st.Exhausted = exhaustionScan{v.Data}.exhaustion(nil)
 		out = append(out, st)
 	}
 	return out

@@ -112,7 +112,7 @@ func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
 	from := fe.Add(r.Data.Meta.Timeout + r.Data.Meta.LongestWait() + r.sampleInterval())
 	to := r.Data.End()
 	out := &RunLeaks{}
-	if r.observesPools() {
+	if observesPools(r.Data) {
 		out.Judged = true
 		for _, p := range r.Data.PoolNames() {
 			if l, ok := r.poolLeak(p, from, to); ok {

@@ -92,7 +92,7 @@ func (r *Run) priorityStats(ex rundata.Expectations, victim, culprit EndpointSta
 		p.Reserved, p.Partition = Num(info.Limit), true
 		p.CriticalInFlight = meanOver(r.Data.Metric(svc, rundir.PoolKey(rundata.MetricPoolInUse, pool)), from, to)
 		p.IdleReserved = Num(float64(info.Limit)) - p.CriticalInFlight
-	case r.observes(rundata.MetricPoolLimit):
+	case observes(r.Data, rundata.MetricPoolLimit):
 		// A pool the service exports without a priority stage: nothing is
 		// held for the victim, and nothing of it is idle.
 		p.Reserved, p.IdleReserved = 0, 0

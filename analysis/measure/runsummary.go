@@ -318,7 +318,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	}
 	s.VictimSpans = r.victimSpans(ex)
 	for _, p := range r.Data.PoolNames() {
-		s.Pools = append(s.Pools, r.poolStats(p))
+		s.Pools = append(s.Pools, littlesLaw{r.Data}.poolStats(p))
 	}
 	errRate := map[string]float64{}
 	for _, e := range s.Endpoints {
@@ -339,8 +339,8 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 			s.Pools = append(s.Pools, st)
 		}
 	}
-	s.Exhausted = r.exhaustion(s.Inferred)
-	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = r.poolFirst(s.Exhausted, s.Inferred)
+	s.Exhausted = exhaustionScan{r.Data}.exhaustion(s.Inferred)
+	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = poolFirstRule{r.Data}.poolFirst(s.Exhausted, s.Inferred)
 	for _, f := range runFamilies {
 		f(r, &s, ex)
 	}

@@ -88,7 +88,7 @@ func TestMeasuredDemandOfLoadClasses(t *testing.T) {
 		r.Data.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationSum, l)] = k * 10 * 0.1
 		r.Data.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationCount, l)] = k * 10
 	}
-	if got := r.measuredDemand(r.Data.Meta.Pools[0], fault.Start, fault.End); math.Abs(got-13) > 0.01 {
+	if got := (littlesLaw{r.Data}).measuredDemand(r.Data.Meta.Pools[0], fault.Start, fault.End); math.Abs(got-13) > 0.01 {
 		t.Errorf("measured demand %.3f, want 13 (noisy 8 + quiet 5)", got)
 	}
 	if got := r.serviceEndpoint("b"); got != "b" {
