@@ -89,7 +89,7 @@ func (a amRun) build() *Run {
 	}
 	base := map[string]*rundata.PhaseStats{}
 	for i, ws := 0, amT0; ws.Before(end); i, ws = i+1, ws.Add(synth.T) {
-		phase := r.phaseAt(ws)
+		phase := phaseAt(r.Data, ws)
 		since := ws.Sub(fe).Seconds()
 		for _, ep := range []string{"a", "b"} {
 			failShare, class, p99 := 0.0, rundata.ClassRejected, 15.0
@@ -360,7 +360,7 @@ func TestLeaks(t *testing.T) {
 		if tt.run.noPools {
 			inferred = []InferredLimit{{Dependencies: []string{"A"}, Limit: 10}}
 		}
-		l := r.leaks(inferred)
+		l := leakScan{r.Data}.leaks(inferred)
 		if l == nil {
 			t.Fatalf("%s: nothing judged", tt.name)
 		}
@@ -403,7 +403,7 @@ func TestLimitChecks(t *testing.T) {
 		{"judged again once the hang's calls are gone", amRun{hang: true, sample: peaks(14, 0, 2.25)}, false, "the limit does not hold"},
 	} {
 		r := tt.run.build()
-		cs := r.limitChecks(nil)
+		cs := limitChecker{r.Data}.limitChecks(nil)
 		var a *LimitCheck
 		for i := range cs {
 			if cs[i].Dependency == "A" {
@@ -490,7 +490,7 @@ func TestLimitChecksOfASharedLimit(t *testing.T) {
 			}
 		}
 		var got []string
-		for _, c := range r.limitChecks(tt.inferred) {
+		for _, c := range (limitChecker{r.Data}).limitChecks(tt.inferred) {
 			got = append(got, c.String())
 			if strings.Contains(c.Dependency, "B") && !strings.Contains(c.Dependency, "+") {
 				t.Errorf("%s: B judged on its own: %s", tt.name, c)
@@ -506,7 +506,7 @@ func TestLimitChecksOfASharedLimit(t *testing.T) {
 		r.Data.Meta.Endpoints[i].Pool = ""
 	}
 	// An inferred limit passed in the fault phase is only a doubt.
-	cs := r.limitChecks([]InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 7}})
+	cs := limitChecker{r.Data}.limitChecks([]InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 7}})
 	if len(cs) != 1 || cs[0].Holds || cs[0].Certain() || cs[0].Doubt == "" {
 		t.Errorf("inferred limit of 7 under a sum of 10: %+v, want a violation with a doubt", cs)
 	}

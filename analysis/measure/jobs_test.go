@@ -161,7 +161,7 @@ func TestJobsDeclaredLimit(t *testing.T) {
 			Jobs:      &rundata.JobsInfo{Mode: tc.mode, Workers: 8, Count: tc.count, Dependency: "billing", Endpoint: "invoice"},
 		}}}
 		for d, want := range tc.want {
-			if got, src := r.declaredLimit(d); got != want || src != LimitDeclared {
+			if got, src := (limitChecker{r.Data}).declaredLimit(d); got != want || src != LimitDeclared {
 				t.Errorf("%s jobs, %d of them: the limit on %s is %d (%s), want %d (declared)", tc.mode, tc.count, d, got, src, want)
 			}
 		}

@@ -76,7 +76,7 @@ func (pf poolFirstRule) connPoolIsPool(pool string) (string, string) {
 	if len(declared) == 0 {
 		return PoolFirstYes, ""
 	}
-	lim := int((&Run{Data: pf.run}).metricMax(rundir.PoolKey(rundata.MetricConnPoolLimit, pool)))
+	lim := int(metricMax(pf.run, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)))
 	if matchesSize(lim, declared) {
 		return PoolFirstYes, ""
 	}
