@@ -77,7 +77,7 @@ func TestWhereTimeServerTiming(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := timingRun(tt.roles, map[string]map[string]float64{rundata.PhaseWarmup: base, rundata.PhaseBaseline: base, rundata.PhaseFault: tt.fault}, tt.descs, tt.means)
-			w := r.whereTime()
+			w := timeSplits{r.Data}.whereTime()
 			if w == nil || len(w.Rows) != 2 || w.Rows[0].Phase != rundata.PhaseBaseline || w.Rows[1].Phase != rundata.PhaseFault {
 				t.Fatalf("rows %+v, want baseline and fault (no warmup, no recovery without headers)", w)
 			}
@@ -100,10 +100,10 @@ func TestWhereTimeServerTiming(t *testing.T) {
 			}
 		})
 	}
-	if w := timingRun(nil, nil, nil, nil).whereTime(); w != nil {
+	if w := (timeSplits{timingRun(nil, nil, nil, nil).Data}).whereTime(); w != nil {
 		t.Errorf("no headers: %+v, want nil", w)
 	}
-	if w := timingRun(nil, map[string]map[string]float64{rundata.PhaseFault: base}, nil, nil).whereTime(); w == nil || len(w.Shifts) != 0 {
+	if w := (timeSplits{timingRun(nil, map[string]map[string]float64{rundata.PhaseFault: base}, nil, nil).Data}).whereTime(); w == nil || len(w.Shifts) != 0 {
 		t.Errorf("no baseline: %+v, want a row and no shift", w)
 	}
 }
@@ -138,7 +138,7 @@ func TestWhereTimeConnMetrics(t *testing.T) {
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
 	}
 	run := &Run{Data: r}
-	w := run.whereTime()
+	w := timeSplits{run.Data}.whereTime()
 	if w == nil || len(w.Rows) != 2 {
 		t.Fatalf("rows %+v, want /b's baseline and fault only", w)
 	}
