@@ -535,14 +535,14 @@ func (ll littlesLaw) measuredDemand(info rundata.PoolInfo, from, to time.Time) f
 			ps = (&Run{Data: ll.run}).mergeWindows(ep, phase)
 		}
 		// Requests its tenant's share refused never reached the pool.
-		lambda := (float64(ps.Counts.Total()) - (&Run{Data: ll.run}).tenantRefused(ep, from, to)) / secs
+		lambda := (float64(ps.Counts.Total()) - tenantRefused(ll.run, ep, from, to)) / secs
 		if lambda <= 0 {
 			continue
 		}
 		w := math.NaN()
 		// The service labels its dependency calls by the endpoint that
 		// makes them: its own, which load classes may share (tenants.go).
-		l := rundata.L("dependency", (&Run{Data: ll.run}).serviceEndpoint(ep))
+		l := rundata.L("dependency", serviceEndpoint(ll.run, ep))
 		sum := ll.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
 		cnt := ll.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
 		ds, ok1 := rundir.DeltaOver(sum, from, to)

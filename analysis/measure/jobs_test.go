@@ -70,7 +70,7 @@ func TestJobsStats(t *testing.T) {
 		}
 		return 25, 0, 20 * time.Millisecond
 	}
-	j := jobsRun(info, queue(5.5), starved).jobsStats(info)
+	j := jobQueue{jobsRun(info, queue(5.5), starved).Data}.jobsStats(info)
 	check := func(name string, got Num, want float64) {
 		t.Helper()
 		if !(math.IsNaN(want) && math.IsNaN(float64(got))) && math.Abs(float64(got)-want) > 1e-6 {
@@ -112,7 +112,7 @@ func TestJobsStats(t *testing.T) {
 		return v
 	}
 	fine := func(float64) (int64, int64, time.Duration) { return 25, 0, 20 * time.Millisecond }
-	j = jobsRun(own, slow, fine).jobsStats(own)
+	j = jobQueue{jobsRun(own, slow, fine).Data}.jobsStats(own)
 	check("own: drain s", j.DrainS, math.NaN())
 	check("own: left", j.Left, 250)
 	check("own: done per s", j.DonePerS, 87.5)
@@ -125,12 +125,12 @@ func TestJobsStats(t *testing.T) {
 	// A condition without jobs: the queue's numbers, no drain.
 	idle := info
 	idle.Count, idle.At = 0, 0
-	j = jobsRun(idle, slow, fine).jobsStats(idle)
+	j = jobQueue{jobsRun(idle, slow, fine).Data}.jobsStats(idle)
 	if !math.IsNaN(float64(j.DrainS)) || j.Live != nil || !j.DrainFrom.IsZero() {
 		t.Errorf("without a burst: drain %v, live %+v, from %v; want none", j.DrainS, j.Live, j.DrainFrom)
 	}
 	// A service that exports nothing of a queue: every number undefined.
-	j = jobsRun(info, func(float64) map[string]float64 { return map[string]float64{} }, fine).jobsStats(info)
+	j = jobQueue{jobsRun(info, func(float64) map[string]float64 { return map[string]float64{} }, fine).Data}.jobsStats(info)
 	if !math.IsNaN(float64(j.Enqueued)) || !math.IsNaN(float64(j.StartedInFault)) || j.Live != nil {
 		t.Errorf("without metrics: %+v, want every number undefined", *j)
 	}

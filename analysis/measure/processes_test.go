@@ -58,7 +58,7 @@ func TestProcessesStats(t *testing.T) {
 		t.Errorf("processes numbers without expectations.processes: %+v", none.Processes)
 	}
 	one := &rundir.Run{Meta: rundata.RunMeta{Phases: r.Meta.Phases}}
-	if got := (&Run{Data: one}).processesStats(); got.Processes != 1 {
+	if got := processesStats(one); got.Processes != 1 {
 		t.Errorf("one process counted %d", got.Processes)
 	}
 }

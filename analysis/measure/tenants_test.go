@@ -40,11 +40,11 @@ func tenantRunOf() *Run {
 
 func TestTenantsStats(t *testing.T) {
 	ex := rundata.DefaultExpectations()
-	if got := tenantRunOf().tenantsStats(ex); got != nil {
+	if got := tenantsStats(tenantRunOf().Data, ex); got != nil {
 		t.Errorf("without expectations.tenants: %+v, want none", got)
 	}
 	ex.Tenants = &rundata.TenantsRoles{Condition: "batch", Isolated: []string{"partitioned"}}
-	got := tenantRunOf().tenantsStats(ex)
+	got := tenantsStats(tenantRunOf().Data, ex)
 	if got == nil || len(got.Tenants) != 3 {
 		t.Fatalf("tenants %+v, want noisy, quiet and guest", got)
 	}
@@ -91,7 +91,7 @@ func TestMeasuredDemandOfLoadClasses(t *testing.T) {
 	if got := (littlesLaw{r.Data}).measuredDemand(r.Data.Meta.Pools[0], fault.Start, fault.End); math.Abs(got-13) > 0.01 {
 		t.Errorf("measured demand %.3f, want 13 (noisy 8 + quiet 5)", got)
 	}
-	if got := r.serviceEndpoint("b"); got != "b" {
+	if got := serviceEndpoint(r.Data, "b"); got != "b" {
 		t.Errorf("service endpoint of an endpoint without a path: %q, want its name", got)
 	}
 }
