@@ -17,7 +17,7 @@ import (
 func FirstDegradedS(data *rundir.Run, ep string, riseT, errRate, refP99Ms float64) Num {
 	r := Run{Data: data}
 	rise := riseT * Millis(r.Data.Meta.Timeout)
-	d, ok := r.firstDegraded(ep, func(w rundata.Window, base float64) bool {
+	d, ok := endpointWindows{r.Data}.firstDegraded(ep, func(w rundata.Window, base float64) bool {
 		if refP99Ms > 0 && (!(base > 0) || refP99Ms < base) {
 			base = refP99Ms
 		}

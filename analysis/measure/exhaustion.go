@@ -465,7 +465,7 @@ func (ll littlesLaw) poolStats(pool string) PoolStats {
 	info := ll.run.PoolInfo(pool)
 	st := PoolStats{Pool: pool, Limit: info.Limit, PredictedDemand: Undefined, MeasuredDemand: Undefined, DemandRatio: Undefined,
 		PeakInUse: Undefined, PredictedExhaustionS: Undefined, MeasuredExhaustionS: Undefined, ExhaustionRatio: Undefined}
-	phase := (&Run{Data: ll.run}).mainPhase()
+	phase := mainPhase(ll.run)
 	if d, ok := info.PredictedDemand[phase]; ok {
 		st.PredictedDemand = Num(d)
 	} else if ll.run.Meta.External {
@@ -523,7 +523,7 @@ func exhaustedAfter(since []rundir.Point, t, fs time.Time) time.Duration {
 
 // measuredDemand is Σ λ·W over the pool's endpoints between from and to.
 func (ll littlesLaw) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 {
-	phase := (&Run{Data: ll.run}).mainPhase()
+	phase := mainPhase(ll.run)
 	secs := to.Sub(from).Seconds()
 	if secs <= 0 || len(info.Endpoints) == 0 { // a pool seen only in a user's metrics
 		return math.NaN()
@@ -532,7 +532,7 @@ func (ll littlesLaw) measuredDemand(info rundata.PoolInfo, from, to time.Time) f
 	for _, ep := range info.Endpoints {
 		ps, ok := ll.run.PhaseSummary(ep, phase)
 		if !ok {
-			ps = (&Run{Data: ll.run}).mergeWindows(ep, phase)
+			ps = endpointWindows{ll.run}.mergeWindows(ep, phase)
 		}
 		// Requests its tenant's share refused never reached the pool.
 		lambda := (float64(ps.Counts.Total()) - tenantRefused(ll.run, ep, from, to)) / secs

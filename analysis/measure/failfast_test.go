@@ -39,7 +39,7 @@ func TestFastRejectShareLeavesOutAdmittedTimeouts(t *testing.T) {
 			ps.ByClass[rundata.ClassRejected.String()] = synth.Q(150, 160, rejectedSlow)
 		}
 		r.Data.Phases = []rundata.PhaseStats{ps}
-		return r.endpointStats("a", rundata.PhaseFault, ex)
+		return endpointWindows{r.Data}.endpointStats("a", rundata.PhaseFault, ex)
 	}
 	for _, tt := range []struct {
 		name             string

@@ -41,11 +41,11 @@ type NoiseFloor struct {
 
 // judgedFrom is the start of the judged phases: the end of warmup, else the
 // run's origin.
-func (r *Run) judgedFrom() time.Time {
-	if p, ok := r.Data.PhaseSpan(rundata.PhaseWarmup); ok {
+func judgedFrom(run *rundir.Run) time.Time {
+	if p, ok := run.PhaseSpan(rundata.PhaseWarmup); ok {
 		return p.End
 	}
-	return r.Data.Origin()
+	return run.Origin()
 }
 
 func (r *Run) NoiseFloor() NoiseFloor {
@@ -63,7 +63,7 @@ func (r *Run) NoiseFloor() NoiseFloor {
 		}
 		n.LagP99Ms = maxNum(n.LagP99Ms, Num(Millis(p.LagP99)))
 	}
-	from, to := r.judgedFrom(), r.Data.End()
+	from, to := judgedFrom(r.Data), r.Data.End()
 	for _, comp := range r.Components() {
 		if s := r.Data.Metric(comp, rundata.MetricSchedLatencyP99); len(s) > 0 {
 			if n.SchedP99Ms == nil {

@@ -154,7 +154,7 @@ func (rs recoveryScan) endpointRecovery(ep string, fe time.Time, ex rundata.Expe
 	if len(ws) < hold {
 		return out
 	}
-	base, baseErr, t := (&Run{Data: rs.run}).baselineP99(ep), (&Run{Data: rs.run}).baselineErrorRate(ep), Millis(rs.run.Meta.Timeout)
+	base, baseErr, t := endpointWindows{rs.run}.baselineP99(ep), endpointWindows{rs.run}.baselineErrorRate(ep), Millis(rs.run.Meta.Timeout)
 	atBaseline := func(span []rundata.Window) (bool, float64, float64) {
 		// Nothing sent is nothing to judge; without a baseline p99 (no
 		// baseline results) only the errors can be (AtBaseline).

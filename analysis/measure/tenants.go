@@ -126,11 +126,11 @@ func tenantRefused(run *rundir.Run, ep string, from, to time.Time) float64 {
 	if !ok || d <= 0 {
 		return 0
 	}
-	phase := (&Run{Data: run}).mainPhase()
+	phase := mainPhase(run)
 	results := func(e string) float64 {
 		ps, ok := run.PhaseSummary(e, phase)
 		if !ok {
-			ps = (&Run{Data: run}).mergeWindows(e, phase)
+			ps = endpointWindows{run}.mergeWindows(e, phase)
 		}
 		return float64(ps.Counts.Total())
 	}
