@@ -15,9 +15,8 @@ import (
 // audit's time to degrade, by the audit's absolute thresholds. NaN when
 // no window did, or the run had no fault.
 func FirstDegradedS(data *rundir.Run, ep string, riseT, errRate, refP99Ms float64) Num {
-	r := Run{Data: data}
-	rise := riseT * Millis(r.Data.Meta.Timeout)
-	d, ok := endpointWindows{r.Data}.firstDegraded(ep, func(w rundata.Window, base float64) bool {
+	rise := riseT * Millis(data.Meta.Timeout)
+	d, ok := endpointWindows{data}.firstDegraded(ep, func(w rundata.Window, base float64) bool {
 		if refP99Ms > 0 && (!(base > 0) || refP99Ms < base) {
 			base = refP99Ms
 		}

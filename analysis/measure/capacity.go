@@ -28,7 +28,7 @@ var capacityKinds = []capacitySeries{
 // at its capacity with requests queued behind it.
 func (es exhaustionScan) capacityHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, comp := range (&Run{Data: es.run}).Components() {
+	for _, comp := range components(es.run) {
 		for _, k := range capacityKinds {
 			dep, ok := strings.CutPrefix(comp, k.prefix)
 			if !ok {

@@ -41,9 +41,16 @@ func ExhaustionRulesOf(runs []*rundir.Run) []string {
 func observesConnPools(run *rundir.Run) bool { return observes(run, rundata.MetricConnPoolLimit) }
 
 // ConnPoolNames returns the connection pools in the service's samples.
-func (r *Run) ConnPoolNames() []string {
+func (r *Run) ConnPoolNames() []string { return connPools{r.Data}.names() }
+
+// connPools reads the service's connection pools: their occupancy, waits and
+// hold times.
+type connPools struct{ run *rundir.Run }
+
+// names returns the connection pools in the service's samples.
+func (cp connPools) names() []string {
 	set := map[string]bool{}
-	for _, s := range r.Data.Metrics {
+	for _, s := range cp.run.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for _, p := range rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool") {
 				set[p] = true
@@ -53,16 +60,12 @@ func (r *Run) ConnPoolNames() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// connPools reads the service's connection pools: their occupancy, waits and
-// hold times.
-type connPools struct{ run *rundir.Run }
-
 // connPoolHits applies ConnPoolRule to every connection pool: the first
 // sample in [from, to] at which it was full or had callers waiting, timed
 // at the moment its last free slot was taken where the service exports it.
 func (cp connPools) connPoolHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range (&Run{Data: cp.run}).ConnPoolNames() {
+	for _, pool := range cp.names() {
 		inUse := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool))
 		limit := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
 		waiting := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool))
@@ -246,14 +249,19 @@ func (s RunSummary) ConnWait(ep string) ConnWait {
 // run, and whether it came near the limit: half of it in use, or calls
 // waiting.
 func (r *Run) ConnPoolNear(pool string) (peak, limit float64, near bool) {
+	return connPools{r.Data}.nearLimit(pool)
+}
+
+// nearLimit is ConnPoolNear.
+func (cp connPools) nearLimit(pool string) (peak, limit float64, near bool) {
 	waited := false
-	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
 		peak = max(peak, pt.Value)
 	}
-	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
 		limit = max(limit, pt.Value)
 	}
-	for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
 		waited = waited || pt.Value > 0
 	}
 	return peak, limit, waited || peak >= limit/2

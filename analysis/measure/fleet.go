@@ -56,21 +56,21 @@ func (fl fleet) instanceStats() []InstanceStats {
 	}
 	out := make([]InstanceStats, 0, n)
 	for _, c := range fl.run.Meta.Instances {
-		v := &Run{Data: rundir.InstanceView(fl.run, c)}
+		v := rundir.InstanceView(fl.run, c)
 		st := InstanceStats{Instance: c}
 		share := n
 		if eps, perPool := fl.run.Meta.InstanceEndpoints[c]; perPool {
 			share = 1 // a process per pool had all of its endpoints' load
 			st.Endpoints = eps
 		}
-		for _, p := range v.Data.PoolNames() {
-			ps := littlesLaw{v.Data}.poolStats(p)
+		for _, p := range v.PoolNames() {
+			ps := littlesLaw{v}.poolStats(p)
 			// The endpoints' rates are the fleet's: an instance gets 1/n.
 			ps.MeasuredDemand /= Num(share)
 			ps.DemandRatio = Num(Ratio(float64(ps.MeasuredDemand), float64(ps.PredictedDemand)))
 			st.Pools = append(st.Pools, ps)
 		}
-		st.Exhausted = exhaustionScan{v.Data}.exhaustion(nil)
+		st.Exhausted = exhaustionScan{v}.exhaustion(nil)
 		out = append(out, st)
 	}
 	return out

@@ -106,9 +106,12 @@ func rate(s []rundir.Point, from, to time.Time) (float64, bool) {
 }
 
 // Components are the components of the run's samples, sorted.
-func (r *Run) Components() []string {
+func (r *Run) Components() []string { return components(r.Data) }
+
+// components are the components of run's samples, sorted.
+func components(run *rundir.Run) []string {
 	set := map[string]bool{}
-	for _, s := range r.Data.Metrics {
+	for _, s := range run.Metrics {
 		set[s.Component] = true
 	}
 	out := slices.Sorted(maps.Keys(set))

@@ -113,9 +113,10 @@ func (r *Run) Recovery(ex rundata.Expectations) *RunRecovery {
 		return nil
 	}
 	fe := r.Data.FaultEnd()
-	rec := &RunRecovery{BoundT: Num(recoveryScan{r.Data}.recoveryBoundT(ex)), Judged: true, Recovered: true, TimeT: 0}
+	rs := recoveryScan{r.Data}
+	rec := &RunRecovery{BoundT: Num(rs.recoveryBoundT(ex)), Judged: true, Recovered: true, TimeT: 0}
 	for _, ep := range r.Data.Endpoints() {
-		e := recoveryScan{r.Data}.endpointRecovery(ep, fe, ex, float64(rec.BoundT))
+		e := rs.endpointRecovery(ep, fe, ex, float64(rec.BoundT))
 		rec.Endpoints = append(rec.Endpoints, e)
 		switch {
 		case e.Judged && !e.Recovered:

@@ -292,33 +292,33 @@ var Undefined = Num(math.NaN())
 func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	r := &Run{Data: data}
 	s := RunSummary{
-		ID: r.Data.Entry.ID, Mode: r.Data.Entry.Mode, Condition: r.Data.Entry.Condition, Repeat: r.Data.Entry.Repeat,
-		Status: r.Data.Meta.Status, Valid: r.Data.Meta.Valid, Problems: r.Data.Problems, Damaged: r.Data.Damaged,
-		Retried: attemptsOf(r.Data.Meta.Attempts), TimeoutMs: Num(Millis(r.Data.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Data.Meta.Sweep,
-		Shards: shardsRun(r.Data.Meta.Shards), MemoryStop: r.Data.Meta.MemoryStop,
+		ID: data.Entry.ID, Mode: data.Entry.Mode, Condition: data.Entry.Condition, Repeat: data.Entry.Repeat,
+		Status: data.Meta.Status, Valid: data.Meta.Valid, Problems: data.Problems, Damaged: data.Damaged,
+		Retried: attemptsOf(data.Meta.Attempts), TimeoutMs: Num(Millis(data.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: data.Meta.Sweep,
+		Shards: shardsRun(data.Meta.Shards), MemoryStop: data.Meta.MemoryStop,
 	}
 	var broken []rundata.Broken
-	for _, v := range r.Data.Meta.Validity {
+	for _, v := range data.Meta.Validity {
 		if !v.Valid {
 			broken = append(broken, v.Broken...)
 		}
 	}
 	s.Invalid, s.Broken = words.Reasons(broken), RuleBreaks(broken)
-	if r.Data.Meta.Status == rundata.StatusComplete && !r.Data.Meta.Valid && len(broken) == 0 {
+	if data.Meta.Status == rundata.StatusComplete && !data.Meta.Valid && len(broken) == 0 {
 		s.Invalid = []string{"the load generator did not keep the open model"}
 		s.Broken = []RuleBreak{{Rule: RuleOther, Measured: Undefined, Limit: Undefined}}
 	}
 	s.Noise = r.NoiseFloor()
-	phase := mainPhase(r.Data)
-	for _, ep := range r.Data.Endpoints() {
-		s.Endpoints = append(s.Endpoints, endpointWindows{r.Data}.endpointStats(ep, phase, ex))
+	phase := mainPhase(data)
+	for _, ep := range data.Endpoints() {
+		s.Endpoints = append(s.Endpoints, endpointWindows{data}.endpointStats(ep, phase, ex))
 	}
 	if t, ok := r.timeToDegrade(ex); ok {
 		s.TimeToDegradeT = Num(t)
 	}
 	s.VictimSpans = r.victimSpans(ex)
-	for _, p := range r.Data.PoolNames() {
-		s.Pools = append(s.Pools, littlesLaw{r.Data}.poolStats(p))
+	for _, p := range data.PoolNames() {
+		s.Pools = append(s.Pools, littlesLaw{data}.poolStats(p))
 	}
 	errRate := map[string]float64{}
 	for _, e := range s.Endpoints {
@@ -328,19 +328,19 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	for _, e := range s.Endpoints {
 		slowed[e.Endpoint] = float64(s.P99RiseT(e.Endpoint)) > ex.P2MaxP99RiseT
 	}
-	s.Inferred = inferLimits(r.Data, errRate, slowed)
+	s.Inferred = inferLimits(data, errRate, slowed)
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
 			st := l.poolStats()
-			if pred, ok := (callGraph{r.Data}).demandOn(l.Dependencies); ok {
-				st.PredictedDemand = Num(pred[mainPhase(r.Data)])
+			if pred, ok := (callGraph{data}).demandOn(l.Dependencies); ok {
+				st.PredictedDemand = Num(pred[mainPhase(data)])
 				st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
 			}
 			s.Pools = append(s.Pools, st)
 		}
 	}
-	s.Exhausted = exhaustionScan{r.Data}.exhaustion(s.Inferred)
-	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = poolFirstRule{r.Data}.poolFirst(s.Exhausted, s.Inferred)
+	s.Exhausted = exhaustionScan{data}.exhaustion(s.Inferred)
+	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = poolFirstRule{data}.poolFirst(s.Exhausted, s.Inferred)
 	for _, f := range runFamilies {
 		f(r, &s, ex)
 	}
