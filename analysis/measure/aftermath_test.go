@@ -43,8 +43,8 @@ func (a amRun) build() *Run {
 	if rec == 0 {
 		rec = 5 * time.Second
 	}
-	r := &Run{&rundir.Run{Entry: rundata.IndexEntry{ID: "x-r1", Condition: "x", Mode: "bulkhead", Repeat: 1}}}
-	r.Meta = rundata.RunMeta{ID: "x-r1", Status: rundata.StatusComplete, Valid: true, Timeout: synth.T, Window: synth.T,
+	r := &Run{Data: &rundir.Run{Entry: rundata.IndexEntry{ID: "x-r1", Condition: "x", Mode: "bulkhead", Repeat: 1}}}
+	r.Data.Meta = rundata.RunMeta{ID: "x-r1", Status: rundata.StatusComplete, Valid: true, Timeout: synth.T, Window: synth.T,
 		RecoveryAllowance: a.allowance, Canary: &rundata.CanaryInfo{Rate: 20, MaxP99: 25 * time.Millisecond}}
 	spans := []struct {
 		name string
@@ -69,7 +69,7 @@ func (a amRun) build() *Run {
 	t := amT0
 	var fe time.Time
 	for _, s := range spans {
-		r.Meta.Phases = append(r.Meta.Phases, rundata.PhaseSpan{Name: s.name, Start: t, End: t.Add(s.d)})
+		r.Data.Meta.Phases = append(r.Data.Meta.Phases, rundata.PhaseSpan{Name: s.name, Start: t, End: t.Add(s.d)})
 		t = t.Add(s.d)
 		if s.name == rundata.PhaseFault {
 			fe = t
@@ -79,17 +79,17 @@ func (a amRun) build() *Run {
 	pools := map[string]string{"a": "a", "b": "b"}
 	if a.shared {
 		pools = map[string]string{"a": "shared", "b": "shared"}
-		r.Meta.Pools = []rundata.PoolInfo{{Name: "shared", Limit: 20, Queue: 20, MaxWait: synth.T, Endpoints: []string{"a", "b"}}}
+		r.Data.Meta.Pools = []rundata.PoolInfo{{Name: "shared", Limit: 20, Queue: 20, MaxWait: synth.T, Endpoints: []string{"a", "b"}}}
 	} else {
-		r.Meta.Pools = []rundata.PoolInfo{{Name: "a", Limit: 10, Queue: 10, MaxWait: synth.T, Endpoints: []string{"a"}},
+		r.Data.Meta.Pools = []rundata.PoolInfo{{Name: "a", Limit: 10, Queue: 10, MaxWait: synth.T, Endpoints: []string{"a"}},
 			{Name: "b", Limit: 10, Queue: 10, MaxWait: synth.T, Endpoints: []string{"b"}}}
 	}
 	for _, ep := range []string{"a", "b"} {
-		r.Meta.Endpoints = append(r.Meta.Endpoints, rundata.EndpointInfo{Name: ep, Dependency: strings.ToUpper(ep), Pool: pools[ep], Rate: 200})
+		r.Data.Meta.Endpoints = append(r.Data.Meta.Endpoints, rundata.EndpointInfo{Name: ep, Dependency: strings.ToUpper(ep), Pool: pools[ep], Rate: 200})
 	}
 	base := map[string]*rundata.PhaseStats{}
 	for i, ws := 0, amT0; ws.Before(end); i, ws = i+1, ws.Add(synth.T) {
-		phase := r.phaseAt(ws)
+		phase := phaseAt(r.Data, ws)
 		since := ws.Sub(fe).Seconds()
 		for _, ep := range []string{"a", "b"} {
 			failShare, class, p99 := 0.0, rundata.ClassRejected, 15.0
@@ -101,7 +101,7 @@ func (a amRun) build() *Run {
 			w.Counts[rundata.ClassOK] = 50 - failed
 			w.Counts[class] += failed
 			w.Latency = synth.Q(10, p99, 50)
-			r.Windows = append(r.Windows, w)
+			r.Data.Windows = append(r.Data.Windows, w)
 			if phase == rundata.PhaseBaseline {
 				ps := base[ep]
 				if ps == nil {
@@ -120,7 +120,7 @@ func (a amRun) build() *Run {
 		if a.canaryMax != nil {
 			cw.Latency.Max = a.canaryMax(since)
 		}
-		r.Windows = append(r.Windows, cw)
+		r.Data.Windows = append(r.Data.Windows, cw)
 		if a.sample != nil {
 			inUse, inflight, peak, cancelled := a.sample(since)
 			sv := map[string]float64{}
@@ -129,18 +129,18 @@ func (a amRun) build() *Run {
 					sv[rundir.PoolKey(rundata.MetricPoolInUse, p)] = v
 				}
 			}
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: ws, Component: rundata.ServiceComponent, Values: sv})
+			r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: ws, Component: rundata.ServiceComponent, Values: sv})
 			for _, d := range []string{"A", "B"} {
 				pv := map[string]float64{rundata.MetricProxyInflight: inflight[d], rundata.MetricProxyCancelled: cancelled[d]}
 				if peak != nil {
 					pv[rundata.MetricProxyInflightPeak] = peak[d]
 				}
-				r.Metrics = append(r.Metrics, rundata.MetricSample{Time: ws.Add(time.Millisecond), Component: rundata.ProxyComponent(d), Values: pv})
+				r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: ws.Add(time.Millisecond), Component: rundata.ProxyComponent(d), Values: pv})
 			}
 		}
 	}
 	for _, ep := range []string{"a", "b"} {
-		r.Phases = append(r.Phases, *base[ep])
+		r.Data.Phases = append(r.Data.Phases, *base[ep])
 	}
 	for at := fe.Add(rec); at.Before(fe.Add(rec + a.quiet)); at = at.Add(synth.T) {
 		inUse, inflight, _, _ := a.sample(at.Sub(fe).Seconds())
@@ -148,14 +148,14 @@ func (a amRun) build() *Run {
 		for p, v := range inUse {
 			sv[rundir.PoolKey(rundata.MetricPoolInUse, p)] = v
 		}
-		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: sv})
+		r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: sv})
 		for _, d := range []string{"A", "B"} {
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at.Add(time.Millisecond), Component: rundata.ProxyComponent(d),
+			r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: at.Add(time.Millisecond), Component: rundata.ProxyComponent(d),
 				Values: map[string]float64{rundata.MetricProxyInflight: inflight[d]}})
 		}
 	}
 	if a.hang {
-		r.Meta.Faults = []rundata.FaultEvent{{Time: fe.Add(-10 * time.Second), Dependency: "A", Action: rundata.FaultSet, Faults: []byte(`[{"type":"hang","percent":100}]`)},
+		r.Data.Meta.Faults = []rundata.FaultEvent{{Time: fe.Add(-10 * time.Second), Dependency: "A", Action: rundata.FaultSet, Faults: []byte(`[{"type":"hang","percent":100}]`)},
 			{Time: fe, Dependency: "A", Action: rundata.FaultClear}}
 	}
 	return r
@@ -263,7 +263,7 @@ func TestRecovery(t *testing.T) {
 		t.Fatal("no recovery")
 	}
 	noFault := amRun{win: drained}.build()
-	noFault.Meta.Phases = noFault.Meta.Phases[:2]
+	noFault.Data.Meta.Phases = noFault.Data.Meta.Phases[:2]
 	if noFault.Recovery(ex) != nil {
 		t.Error("a run without a fault and a recovery phase was judged")
 	}
@@ -360,7 +360,7 @@ func TestLeaks(t *testing.T) {
 		if tt.run.noPools {
 			inferred = []InferredLimit{{Dependencies: []string{"A"}, Limit: 10}}
 		}
-		l := r.leaks(inferred)
+		l := leakScan{r.Data}.leaks(inferred)
 		if l == nil {
 			t.Fatalf("%s: nothing judged", tt.name)
 		}
@@ -403,7 +403,7 @@ func TestLimitChecks(t *testing.T) {
 		{"judged again once the hang's calls are gone", amRun{hang: true, sample: peaks(14, 0, 2.25)}, false, "the limit does not hold"},
 	} {
 		r := tt.run.build()
-		cs := r.limitChecks(nil)
+		cs := limitChecker{r.Data}.limitChecks(nil)
 		var a *LimitCheck
 		for i := range cs {
 			if cs[i].Dependency == "A" {
@@ -475,22 +475,22 @@ func TestLimitChecksOfASharedLimit(t *testing.T) {
 			[]string{"at most 10 calls to A+B in flight, limit 11 (inferred): holds"}},
 	} {
 		r := amRun{noPools: true, sample: sample(tt.over)}.build()
-		r.Meta.Pools = nil
-		for i := range r.Meta.Endpoints {
-			r.Meta.Endpoints[i].Pool = ""
+		r.Data.Meta.Pools = nil
+		for i := range r.Data.Meta.Endpoints {
+			r.Data.Meta.Endpoints[i].Pool = ""
 		}
 		if tt.pool != "" {
-			for i, s := range r.Metrics {
+			for i, s := range r.Data.Metrics {
 				if s.Component == rundata.ServiceComponent {
-					a, _ := rundir.ValueAt(r.Metric(rundata.ProxyComponent("A"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
-					b, _ := rundir.ValueAt(r.Metric(rundata.ProxyComponent("B"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
-					r.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolLimit, tt.pool)] = 10
-					r.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolInUse, tt.pool)] = min(a+b, 10)
+					a, _ := rundir.ValueAt(r.Data.Metric(rundata.ProxyComponent("A"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
+					b, _ := rundir.ValueAt(r.Data.Metric(rundata.ProxyComponent("B"), rundata.MetricProxyInflight), s.Time.Add(time.Millisecond))
+					r.Data.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolLimit, tt.pool)] = 10
+					r.Data.Metrics[i].Values[rundir.PoolKey(rundata.MetricConnPoolInUse, tt.pool)] = min(a+b, 10)
 				}
 			}
 		}
 		var got []string
-		for _, c := range r.limitChecks(tt.inferred) {
+		for _, c := range (limitChecker{r.Data}).limitChecks(tt.inferred) {
 			got = append(got, c.String())
 			if strings.Contains(c.Dependency, "B") && !strings.Contains(c.Dependency, "+") {
 				t.Errorf("%s: B judged on its own: %s", tt.name, c)
@@ -501,12 +501,12 @@ func TestLimitChecksOfASharedLimit(t *testing.T) {
 		}
 	}
 	r := amRun{noPools: true, sample: sample(0)}.build()
-	r.Meta.Pools = nil
-	for i := range r.Meta.Endpoints {
-		r.Meta.Endpoints[i].Pool = ""
+	r.Data.Meta.Pools = nil
+	for i := range r.Data.Meta.Endpoints {
+		r.Data.Meta.Endpoints[i].Pool = ""
 	}
 	// An inferred limit passed in the fault phase is only a doubt.
-	cs := r.limitChecks([]InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 7}})
+	cs := limitChecker{r.Data}.limitChecks([]InferredLimit{{Dependencies: []string{"A", "B"}, Limit: 7}})
 	if len(cs) != 1 || cs[0].Holds || cs[0].Certain() || cs[0].Doubt == "" {
 		t.Errorf("inferred limit of 7 under a sum of 10: %+v, want a violation with a doubt", cs)
 	}

@@ -15,9 +15,8 @@ import (
 // audit's time to degrade, by the audit's absolute thresholds. NaN when
 // no window did, or the run had no fault.
 func FirstDegradedS(data *rundir.Run, ep string, riseT, errRate, refP99Ms float64) Num {
-	r := Run{data}
-	rise := riseT * Millis(r.Meta.Timeout)
-	d, ok := r.firstDegraded(ep, func(w rundata.Window, base float64) bool {
+	rise := riseT * Millis(data.Meta.Timeout)
+	d, ok := endpointWindows{data}.firstDegraded(ep, func(w rundata.Window, base float64) bool {
 		if refP99Ms > 0 && (!(base > 0) || refP99Ms < base) {
 			base = refP99Ms
 		}
@@ -55,7 +54,7 @@ const sharedPoolName = "shared"
 // its resource. Empty when none ran out.
 func ResourceOf(s RunSummary, data *rundir.Run, ep string) ResourceHit {
 	pool := EndpointPool(data, ep)
-	calls := (&Run{data}).calls()[ep]
+	calls := callGraph{data}.calls()[ep]
 	drawsOn := func(h ResourceHit) bool {
 		if h.Resource == ResourcePoolInferred {
 			return slices.ContainsFunc(strings.Split(h.Name, "+"), func(d string) bool { _, ok := calls[d]; return ok })

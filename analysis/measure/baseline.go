@@ -34,8 +34,8 @@ func Harm(riseT, errRate, baseErrRate float64, ex rundata.Expectations) float64 
 
 // baselineErrorRate is ep's error rate over the baseline phase (0 without
 // results there).
-func (r *Run) baselineErrorRate(ep string) float64 {
-	return orZero(float64(r.phaseNumbers(ep, rundata.PhaseBaseline).ErrorRate))
+func (ew endpointWindows) baselineErrorRate(ep string) float64 {
+	return orZero(float64(ew.phaseNumbers(ep, rundata.PhaseBaseline).ErrorRate))
 }
 
 // BaselineErrorRate is the endpoint's error rate over the baseline phase,

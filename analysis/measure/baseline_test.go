@@ -73,8 +73,8 @@ func TestRecoveryAndSummaryShareTheBaseline(t *testing.T) {
 		}
 		return 0, rundata.ClassRejected, 15
 	}}.build()
-	s := Summarize(r.Run, rundata.DefaultExpectations())
-	if got, want := s.Endpoint("a").BaselineErrorRate(), r.baselineErrorRate("a"); got != want || got != 0.3 {
+	s := Summarize(r.Data, rundata.DefaultExpectations())
+	if got, want := s.Endpoint("a").BaselineErrorRate(), (endpointWindows{r.Data}).baselineErrorRate("a"); got != want || got != 0.3 {
 		t.Errorf("summary's baseline error rate %v, recovery's %v, want both 0.3", got, want)
 	}
 }

@@ -5,8 +5,13 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
+
+// callGraph reads a run's call graph: who calls which dependency, how often,
+// and the demand that puts on it.
+type callGraph struct{ run *rundir.Run }
 
 // calls is what each endpoint of the run calls: dependency → calls per
 // request. An audit's measured call graph decides for every endpoint it
@@ -14,10 +19,10 @@ import (
 // endpoint it did not measure (no graph, or none of its requests answered)
 // calls what audit.calls declares, else its own declared dependency, once
 // per request.
-func (r *Run) calls() map[string]map[string]float64 {
+func (cg callGraph) calls() map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
-	g := r.CallGraph
-	for _, e := range r.Meta.Endpoints {
+	g := cg.run.CallGraph
+	for _, e := range cg.run.Meta.Endpoints {
 		if g != nil {
 			if _, failed := g.Failed[e.Name]; !failed {
 				if m, ok := measuredCalls(g, e.Name); ok {
@@ -27,7 +32,7 @@ func (r *Run) calls() map[string]map[string]float64 {
 			}
 		}
 		m := map[string]float64{}
-		if ds, ok := r.DeclaredCalls[e.Name]; ok {
+		if ds, ok := cg.run.DeclaredCalls[e.Name]; ok {
 			for _, d := range ds {
 				m[d] = 1
 			}
@@ -68,15 +73,15 @@ func measuredCalls(g *rundata.CallGraph, ep string) (map[string]float64, bool) {
 // dependencies are the run's dependencies that some endpoint calls (calls),
 // in meta order: each endpoint's declared dependency first, then the
 // others it calls, sorted.
-func (r *Run) dependencies() []string {
-	calls := r.calls()
+func (cg callGraph) dependencies() []string {
+	calls := cg.calls()
 	var out []string
 	add := func(d string) {
 		if d != "" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range cg.run.Meta.Endpoints {
 		if _, ok := calls[e.Name][e.Dependency]; ok {
 			add(e.Dependency)
 		}
@@ -89,10 +94,10 @@ func (r *Run) dependencies() []string {
 
 // callersOf returns the endpoints that call any of deps (calls), in meta
 // order.
-func (r *Run) callersOf(deps []string) []string {
-	calls := r.calls()
+func (cg callGraph) callersOf(deps []string) []string {
+	calls := cg.calls()
 	var out []string
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range cg.run.Meta.Endpoints {
 		if slices.ContainsFunc(deps, func(d string) bool { _, ok := calls[e.Name][d]; return ok }) {
 			out = append(out, e.Name)
 		}
@@ -102,9 +107,9 @@ func (r *Run) callersOf(deps []string) []string {
 
 // faultedDependencies are the dependencies the run's condition set faults
 // on.
-func (r *Run) faultedDependencies() []string {
+func (cg callGraph) faultedDependencies() []string {
 	var out []string
-	for _, f := range r.Meta.Faults {
+	for _, f := range cg.run.Meta.Faults {
 		if f.Action == rundata.FaultSet && len(f.Faults) > 0 && !slices.Contains(out, f.Dependency) {
 			out = append(out, f.Dependency)
 		}
@@ -122,22 +127,22 @@ func (r *Run) faultedDependencies() []string {
 // one that fails first may spare it, so its demand there is not known to
 // have been offered. false when a dependency has no caller or its proxy
 // was not sampled in the baseline.
-func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+func (cg callGraph) demandOn(deps []string) (map[string]float64, bool) {
+	base, ok := cg.run.PhaseSpan(rundata.PhaseBaseline)
 	if !ok || len(deps) == 0 {
 		return nil, false
 	}
-	t := r.Meta.Timeout.Seconds()
-	calls := r.calls()
-	faulted := r.faultedDependencies()
+	t := cg.run.Meta.Timeout.Seconds()
+	calls := cg.calls()
+	faulted := cg.faultedDependencies()
 	out := map[string]float64{}
 	for _, d := range deps {
-		w := r.proxyHolding(d, base.Start, base.End)
+		w := proxyLatency{cg.run}.proxyHolding(d, base.Start, base.End)
 		if math.IsNaN(w) {
 			return nil, false
 		}
 		callers := 0
-		for _, e := range r.Meta.Endpoints {
+		for _, e := range cg.run.Meta.Endpoints {
 			n, ok := calls[e.Name][d]
 			if !ok {
 				continue
@@ -145,7 +150,7 @@ func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
 			callers++
 			spared := !slices.Contains(faulted, d) && slices.ContainsFunc(faulted, func(f string) bool { _, ok := calls[e.Name][f]; return ok })
 			for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
-				ps, ok := r.PhaseSummary(e.Name, ph)
+				ps, ok := cg.run.PhaseSummary(e.Name, ph)
 				if !ok {
 					continue
 				}
@@ -154,7 +159,7 @@ func (r *Run) demandOn(deps []string) (map[string]float64, bool) {
 					if spared {
 						continue
 					}
-					hold = r.injected(d, e.Name, w, t)
+					hold = proxyLatency{cg.run}.injected(d, e.Name, w, t)
 				}
 				out[ph] += ps.TargetRate * n * hold
 			}

@@ -21,12 +21,12 @@ func graphRun(eps []rundata.EndpointInfo, rates map[string]float64, faulted, fau
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
 	fp := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
-	r := &Run{&rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond, Endpoints: eps,
+	r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond, Endpoints: eps,
 		Phases: []rundata.PhaseSpan{base, fp},
 		Faults: []rundata.FaultEvent{{Time: fp.Start, Dependency: faulted, Action: rundata.FaultSet, Faults: []byte(fault)}}}}}
 	for _, e := range eps {
 		for _, ph := range []rundata.PhaseSpan{base, fp} {
-			r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: e.Name, Phase: ph.Name, TargetRate: rates[e.Name]})
+			r.Data.Phases = append(r.Data.Phases, rundata.PhaseStats{Endpoint: e.Name, Phase: ph.Name, TargetRate: rates[e.Name]})
 		}
 	}
 	for i := range 60 {
@@ -36,7 +36,7 @@ func graphRun(eps []rundata.EndpointInfo, rates map[string]float64, faulted, fau
 			if k := i - 20; k >= 0 {
 				v = inFault[d](k)
 			}
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ProxyComponent(d),
+			r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: at, Component: rundata.ProxyComponent(d),
 				Values: map[string]float64{rundata.MetricProxyInflight: v, rundata.MetricProxyRequests: rate * 0.25 * float64(i)}})
 		}
 	}
@@ -78,19 +78,19 @@ func TestInferFromMeasuredGraph(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(tt.level)
-			r.CallGraph, r.DeclaredCalls = tt.graph, tt.declared
-			if got := DescribeInferred(r.inferLimits(errs, nil)); got != tt.want {
+			r.Data.CallGraph, r.Data.DeclaredCalls = tt.graph, tt.declared
+			if got := DescribeInferred(inferLimits(r.Data, errs, nil)); got != tt.want {
 				t.Errorf("inferred %q, want %q", got, tt.want)
 			}
 		})
 	}
 	r := run(13)
-	r.CallGraph = graph
-	pred, ok := r.demandOn([]string{"PRICING"})
+	r.Data.CallGraph = graph
+	pred, ok := callGraph{r.Data}.demandOn([]string{"PRICING"})
 	if want := 80 * 0.235; !ok || math.Abs(pred[rundata.PhaseFault]-want) > 0.1 {
 		t.Errorf("demand on PRICING under the fault %v (%v), want %.1f (/price and /cart, 40/s each × 235 ms)", pred, ok, want)
 	}
-	if callers := r.callersOf([]string{"PRICING"}); len(callers) != 2 {
+	if callers := (callGraph{r.Data}).callersOf([]string{"PRICING"}); len(callers) != 2 {
 		t.Errorf("callers of PRICING %v, want price and cart", callers)
 	}
 }
@@ -132,7 +132,7 @@ func TestInferSharedSubset(t *testing.T) {
 					r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ProxyComponent(d), Values: map[string]float64{rundata.MetricProxyInflight: f(i)}})
 				}
 			}
-			if got := DescribeInferred((&Run{r}).inferLimits(tt.errors, nil)); got != tt.want {
+			if got := DescribeInferred(inferLimits(r, tt.errors, nil)); got != tt.want {
 				t.Errorf("inferred %q, want %q", got, tt.want)
 			}
 		})

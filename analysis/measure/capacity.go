@@ -26,17 +26,17 @@ var capacityKinds = []capacitySeries{
 // capacityHits applies the dependency-capacity rule: for every dependency
 // with finite capacity, the first sample in [from, to] at which it served
 // at its capacity with requests queued behind it.
-func (r *Run) capacityHits(from, to time.Time) []hit {
+func (es exhaustionScan) capacityHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, comp := range r.Components() {
+	for _, comp := range components(es.run) {
 		for _, k := range capacityKinds {
 			dep, ok := strings.CutPrefix(comp, k.prefix)
 			if !ok {
 				continue
 			}
-			capacity := r.Metric(comp, k.capacity)
-			queue := r.Metric(comp, k.queue)
-			for _, p := range r.Metric(comp, k.inService) {
+			capacity := es.run.Metric(comp, k.capacity)
+			queue := es.run.Metric(comp, k.queue)
+			for _, p := range es.run.Metric(comp, k.inService) {
 				c, _ := rundir.ValueAt(capacity, p.Time)
 				q, _ := rundir.ValueAt(queue, p.Time)
 				if inRange(p.Time, from, to) && c > 0 && p.Value >= c && q > 0 {

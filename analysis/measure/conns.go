@@ -23,7 +23,7 @@ const ConnPoolRule = "connections (measured): a connection pool's in_use ≥ lim
 // with ConnPoolRule after the connections rule when any run exports
 // connection pools.
 func ExhaustionRulesOf(runs []*rundir.Run) []string {
-	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{r}).observesConnPools() }) {
+	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return observesConnPools(r) }) {
 		return ExhaustionRules
 	}
 	var out []string
@@ -38,12 +38,19 @@ func ExhaustionRulesOf(runs []*rundir.Run) []string {
 
 // observesConnPools reports whether the service's samples hold connection
 // pool metrics.
-func (r *Run) observesConnPools() bool { return r.observes(rundata.MetricConnPoolLimit) }
+func observesConnPools(run *rundir.Run) bool { return observes(run, rundata.MetricConnPoolLimit) }
 
 // ConnPoolNames returns the connection pools in the service's samples.
-func (r *Run) ConnPoolNames() []string {
+func (r *Run) ConnPoolNames() []string { return connPools{r.Data}.names() }
+
+// connPools reads the service's connection pools: their occupancy, waits and
+// hold times.
+type connPools struct{ run *rundir.Run }
+
+// names returns the connection pools in the service's samples.
+func (cp connPools) names() []string {
 	set := map[string]bool{}
-	for _, s := range r.Metrics {
+	for _, s := range cp.run.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for _, p := range rundata.LabelValues(s.Values, rundata.MetricConnPoolLimit, "pool") {
 				set[p] = true
@@ -56,13 +63,13 @@ func (r *Run) ConnPoolNames() []string {
 // connPoolHits applies ConnPoolRule to every connection pool: the first
 // sample in [from, to] at which it was full or had callers waiting, timed
 // at the moment its last free slot was taken where the service exports it.
-func (r *Run) connPoolHits(from, to time.Time) []hit {
+func (cp connPools) connPoolHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range r.ConnPoolNames() {
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool))
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool))
-		since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolExhaustedSince, pool))
+	for _, pool := range cp.names() {
+		inUse := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool))
+		limit := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool))
+		waiting := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool))
+		since := cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolExhaustedSince, pool))
 		for i, p := range inUse {
 			if !inRange(p.Time, from, to) {
 				continue
@@ -75,7 +82,7 @@ func (r *Run) connPoolHits(from, to time.Time) []hit {
 			}
 			detail := fmt.Sprintf("connection pool %s: in_use %s/%s, waiting %s", pool, FmtG(p.Value), FmtG(lim), FmtG(w))
 			if i > 0 {
-				detail += r.connWaits(pool, inUse[i-1].Time, p.Time)
+				detail += cp.connWaits(pool, inUse[i-1].Time, p.Time)
 			}
 			// The mark, where set, is when the pool last ran out for good: a
 			// sample can catch a slot between a release and the waiting
@@ -105,17 +112,17 @@ func tiedConnections(hits []hit) string {
 // two samples: "; b waited 41 ms on average (12 calls), 2 timed out
 // waiting". A pool named after an endpoint is that endpoint's own; any other
 // (shared) serves every dependency.
-func (r *Run) connWaits(pool string, from, to time.Time) string {
-	deps := rundata.LabelValues(r.samplesAt(to), rundata.MetricConnWaitCount, "dependency")
+func (cp connPools) connWaits(pool string, from, to time.Time) string {
+	deps := rundata.LabelValues(cp.samplesAt(to), rundata.MetricConnWaitCount, "dependency")
 	if slices.Contains(deps, pool) {
 		deps = []string{pool}
 	}
 	var parts []string
 	for _, d := range deps {
 		l := rundata.L("dependency", d)
-		sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
-		timeouts, _ := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		sum, ok1 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, _ := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
 		var part string
 		if ok1 && ok2 && n > 0 && sum > 0 {
 			part = fmt.Sprintf("%s waited %s ms on average (%s calls)", d, FmtG(math.Round(10000*sum/n)/10), FmtG(n))
@@ -134,8 +141,8 @@ func (r *Run) connWaits(pool string, from, to time.Time) string {
 }
 
 // samplesAt returns the values of the service's sample at t (nil if none).
-func (r *Run) samplesAt(t time.Time) map[string]float64 {
-	for _, s := range r.Metrics {
+func (cp connPools) samplesAt(t time.Time) map[string]float64 {
+	for _, s := range cp.run.Metrics {
 		if s.Component == rundata.ServiceComponent && s.Time.Equal(t) {
 			return s.Values
 		}
@@ -164,38 +171,40 @@ type ConnWait struct {
 }
 
 // connsFamily adds the endpoints' waits for a connection.
-func connsFamily(r *Run, s *RunSummary, _ rundata.Expectations) { s.ConnWaits = r.connWaitStats() }
+func connsFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
+	s.ConnWaits = connPools{r.Data}.connWaitStats()
+}
 
 // connWaitStats returns each endpoint's connection waits over the main phase,
 // sorted by endpoint; nil when the service exports no connection pools.
-func (r *Run) connWaitStats() []ConnWait {
-	if !r.observesConnPools() {
+func (cp connPools) connWaitStats() []ConnWait {
+	if !observesConnPools(cp.run) {
 		return nil
 	}
-	from, ok := r.FaultStart()
+	from, ok := cp.run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = cp.run.Origin()
 	}
-	to := r.FaultEnd()
+	to := cp.run.FaultEnd()
 	var out []ConnWait
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range cp.run.Meta.Endpoints {
 		if e.Dependency == "" {
 			continue
 		}
 		l := rundata.L("dependency", e.Name)
-		sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
-		timeouts, ok3 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
+		sum, ok1 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitSum, l)), from, to)
+		n, ok2 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitCount, l)), from, to)
+		timeouts, ok3 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnWaitTimeouts, l)), from, to)
 		if !ok1 || !ok2 {
 			continue
 		}
 		w := ConnWait{Endpoint: e.Name, Calls: Num(n), MeanWaitMs: Undefined, Timeouts: Undefined,
-			MeanHoldMs: r.meanHoldMs(l, from, to), BaselineHoldMs: Undefined}
+			MeanHoldMs: cp.meanHoldMs(l, from, to), BaselineHoldMs: Undefined}
 		if n > 0 {
 			w.MeanWaitMs = Num(1000 * sum / n)
 		}
-		if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
-			w.BaselineHoldMs = r.meanHoldMs(l, b.Start, b.End)
+		if b, ok := cp.run.PhaseSpan(rundata.PhaseBaseline); ok {
+			w.BaselineHoldMs = cp.meanHoldMs(l, b.Start, b.End)
 		}
 		if ok3 {
 			w.Timeouts = Num(timeouts)
@@ -216,9 +225,9 @@ func (r *Run) connWaitStats() []ConnWait {
 
 // meanHoldMs is the mean time the calls of dependency series l ended in
 // [from, to] held their connection, NaN without calls or the metric.
-func (r *Run) meanHoldMs(l rundata.Label, from, to time.Time) Num {
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldSum, l)), from, to)
-	n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldCount, l)), from, to)
+func (cp connPools) meanHoldMs(l rundata.Label, from, to time.Time) Num {
+	sum, ok1 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldSum, l)), from, to)
+	n, ok2 := rundir.DeltaOver(cp.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricConnHoldCount, l)), from, to)
 	if !ok1 || !ok2 || n <= 0 {
 		return Undefined
 	}
@@ -240,14 +249,19 @@ func (s RunSummary) ConnWait(ep string) ConnWait {
 // run, and whether it came near the limit: half of it in use, or calls
 // waiting.
 func (r *Run) ConnPoolNear(pool string) (peak, limit float64, near bool) {
+	return connPools{r.Data}.nearLimit(pool)
+}
+
+// nearLimit is ConnPoolNear.
+func (cp connPools) nearLimit(pool string) (peak, limit float64, near bool) {
 	waited := false
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolInUse, pool)) {
 		peak = max(peak, pt.Value)
 	}
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)) {
 		limit = max(limit, pt.Value)
 	}
-	for _, pt := range r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
+	for _, pt := range cp.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricConnPoolWaiting, pool)) {
 		waited = waited || pt.Value > 0
 	}
 	return peak, limit, waited || peak >= limit/2

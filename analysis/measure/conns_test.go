@@ -89,7 +89,7 @@ func (c connScenario) run() *Run {
 				rundata.MetricStubCapacity: 4, rundata.MetricStubInService: inService, rundata.MetricStubQueueLength: queued}})
 		}
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestExhaustionConnections: with connection-pool metrics the connections
@@ -118,7 +118,7 @@ func TestExhaustionConnections(t *testing.T) {
 		{"connection metrics replace the inference", connScenario{poolAt: 6, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: 2},
 			ResourcePool, 1.5, "pool a"},
 	} {
-		got := tt.sc.run().exhaustion(nil)
+		got := exhaustionScan{tt.sc.run().Data}.exhaustion(nil)
 		if got.Resource != tt.want || float64(got.AfterFaultS) != tt.at || !strings.HasPrefix(got.Detail, tt.detail) {
 			t.Errorf("%s: %+v\n got %s after %v s: %q\nwant %s after %v s: %q…", tt.name, tt.sc, got.Resource, got.AfterFaultS, got.Detail, tt.want, tt.at, tt.detail)
 		}
@@ -130,10 +130,10 @@ func TestExhaustionConnections(t *testing.T) {
 func TestExhaustionRulesListConnPoolRule(t *testing.T) {
 	without := connScenario{poolAt: 2, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
 	with := connScenario{poolAt: 2, conns: true, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
-	if got := ExhaustionRulesOf([]*rundir.Run{without.Run}); !slices.Equal(got, ExhaustionRules) {
+	if got := ExhaustionRulesOf([]*rundir.Run{without.Data}); !slices.Equal(got, ExhaustionRules) {
 		t.Errorf("rules without connection metrics changed:\n%q", got)
 	}
-	got := ExhaustionRulesOf([]*rundir.Run{without.Run, with.Run})
+	got := ExhaustionRulesOf([]*rundir.Run{without.Data, with.Data})
 	i := slices.Index(got, ConnPoolRule)
 	if len(got) != len(ExhaustionRules)+1 || i < 1 || !strings.HasPrefix(got[i-1], ResourceConnections+":") {
 		t.Errorf("rules with connection metrics:\n%q", got)

@@ -45,7 +45,7 @@ var (
 // WithCPURules adds SchedRule and GCRule after the cpu rule of rules when
 // any run carries the runtime's CPU accounting.
 func WithCPURules(rules []string, runs []*rundir.Run) []string {
-	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return (&Run{r}).observesRuntimeCPU() }) {
+	if !slices.ContainsFunc(runs, func(r *rundir.Run) bool { return observesRuntimeCPU(r) }) {
 		return rules
 	}
 	var out []string
@@ -60,8 +60,8 @@ func WithCPURules(rules []string, runs []*rundir.Run) []string {
 
 // observesRuntimeCPU reports whether the service's samples carry the Go
 // runtime's CPU accounting.
-func (r *Run) observesRuntimeCPU() bool {
-	for _, s := range r.Metrics {
+func observesRuntimeCPU(run *rundir.Run) bool {
+	for _, s := range run.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			if _, ok := s.Values[rundata.MetricGoCPUTotal]; ok {
 				return true
@@ -80,20 +80,24 @@ type cpuInterval struct {
 	schedP99 float64   // seconds; NaN when not sampled
 }
 
+// cpuSeries reads the service's CPU series: cores used, scheduler latency and
+// GC.
+type cpuSeries struct{ run *rundir.Run }
+
 // cpuIntervals returns the service's CPU per sampling interval; none
 // without the runtime's CPU accounting.
-func (r *Run) cpuIntervals() []cpuInterval {
-	if !r.observesRuntimeCPU() {
+func (cs cpuSeries) cpuIntervals() []cpuInterval {
+	if !observesRuntimeCPU(cs.run) {
 		return nil
 	}
 	var out []cpuInterval
 	var prev *rundata.MetricSample
 	def := 0.0
-	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
+	if n, err := strconv.Atoi(cs.run.Meta.Versions["num_cpu"]); err == nil {
 		def = float64(n)
 	}
-	for i := range r.Metrics {
-		s := &r.Metrics[i]
+	for i := range cs.run.Metrics {
+		s := &cs.run.Metrics[i]
 		if s.Component != rundata.ServiceComponent {
 			continue
 		}
@@ -135,8 +139,8 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 func (iv cpuInterval) busy() bool { return iv.procs > 0 && iv.cores >= cpuBusyShare*iv.procs }
 
 // schedHit applies SchedRule between from and to.
-func (r *Run) schedHit(from, to time.Time) (hit, bool) {
-	ivs := r.cpuIntervals()
+func (cs cpuSeries) schedHit(from, to time.Time) (hit, bool) {
+	ivs := cs.cpuIntervals()
 	var pre []float64
 	for _, iv := range ivs {
 		if iv.at.Before(from) && !math.IsNaN(iv.schedP99) {
@@ -159,8 +163,8 @@ func (r *Run) schedHit(from, to time.Time) (hit, bool) {
 }
 
 // gcHit applies GCRule between from and to.
-func (r *Run) gcHit(from, to time.Time) (hit, bool) {
-	for _, iv := range r.cpuIntervals() {
+func (cs cpuSeries) gcHit(from, to time.Time) (hit, bool) {
+	for _, iv := range cs.cpuIntervals() {
 		if inRange(iv.at, from, to) && iv.busy() && iv.gcShare >= gcMinShare {
 			return hit{res: ResourceGC, at: iv.at, detail: fmt.Sprintf("GC took %.0f %% of the service's CPU at %s cores of %s",
 				100*iv.gcShare, fmt.Sprintf("%.2f", iv.cores), FmtG(iv.procs))}, true
@@ -172,9 +176,9 @@ func (r *Run) gcHit(from, to time.Time) (hit, bool) {
 // cpuAnyHit is the CPU's one hit: the earlier of ExhaustionRules' cpu rule
 // (cpuHit) and SchedRule (schedHit), so that the ranking lists the CPU
 // once.
-func (r *Run) cpuAnyHit(from, to time.Time) (hit, bool) {
-	a, okA := r.cpuHit(from, to)
-	b, okB := r.schedHit(from, to)
+func (cs cpuSeries) cpuAnyHit(from, to time.Time) (hit, bool) {
+	a, okA := exhaustionScan{cs.run}.cpuHit(from, to)
+	b, okB := cs.schedHit(from, to)
 	return earlier(a, okA, b, okB)
 }
 
@@ -213,34 +217,36 @@ type CPURun struct {
 }
 
 // cpuFamily adds the service's CPU numbers.
-func cpuFamily(r *Run, s *RunSummary, ex rundata.Expectations) { s.CPU = r.cpuStats(s, ex) }
+func cpuFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+	s.CPU = cpuSeries{r.Data}.cpuStats(s, ex)
+}
 
 // cpuStats computes CPURun for a run of s; nil unless the experiment names
 // the CPU claim.
-func (r *Run) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {
+func (cs cpuSeries) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {
 	if ex.CPU == nil {
 		return nil
 	}
 	c := &CPURun{Cores: Undefined, BaselineCores: Undefined, GOMAXPROCS: Undefined, GCShare: Undefined, SchedP99Ms: Undefined, DecodeMs: Undefined, PeakPoolShare: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := cs.run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = cs.run.Origin()
 	}
-	to := r.FaultEnd()
-	cpu := r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	to := cs.run.FaultEnd()
+	cpu := cs.run.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
 	if d, ok := rundir.DeltaOver(cpu, from, to); ok && to.After(from) {
 		c.Cores = Num(d / to.Sub(from).Seconds())
 	}
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok && b.End.After(b.Start) {
+	if b, ok := cs.run.PhaseSpan(rundata.PhaseBaseline); ok && b.End.After(b.Start) {
 		if d, ok := rundir.DeltaOver(cpu, b.Start, b.End); ok {
 			c.BaselineCores = Num(d / b.End.Sub(b.Start).Seconds())
 		}
 	}
-	if p := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(p) > 0 {
+	if p := cs.run.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(p) > 0 {
 		c.GOMAXPROCS = Num(p[len(p)-1].Value)
 	}
 	delta := func(key string) float64 {
-		d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, key), from, to)
+		d, ok := rundir.DeltaOver(cs.run.Metric(rundata.ServiceComponent, key), from, to)
 		if !ok {
 			return math.NaN()
 		}
@@ -251,7 +257,7 @@ func (r *Run) cpuStats(s *RunSummary, ex rundata.Expectations) *CPURun {
 		c.GCShare = Num(delta(rundata.MetricGoCPUGC) / used)
 	}
 	var sched []float64
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.MetricSchedLatencyP99) {
+	for _, p := range cs.run.Metric(rundata.ServiceComponent, rundata.MetricSchedLatencyP99) {
 		if inRange(p.Time, from, to) {
 			sched = append(sched, p.Value)
 		}

@@ -49,7 +49,7 @@ func cpuRunOf(cores, gcShare float64, sched time.Duration, poolFull, runtimeCPU 
 		}
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 func TestCPUExhaustionRules(t *testing.T) {
@@ -67,7 +67,7 @@ func TestCPUExhaustionRules(t *testing.T) {
 		{"the pool fills after the CPU's waits began", cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true), ResourceCPU, ""},
 		{"old data: no runtime CPU accounting", cpuRunOf(0.7, 0.33, 25*time.Millisecond, false, false), ResourceNone, ""},
 	} {
-		e := tc.run.exhaustion(nil)
+		e := exhaustionScan{tc.run.Data}.exhaustion(nil)
 		if e.Resource != tc.want || !strings.Contains(e.Detail, tc.detailPart) {
 			t.Errorf("%s: exhausted %q (%s) after %v s, want %q with %q", tc.name, e.Resource, e.Detail, e.AfterFaultS, tc.want, tc.detailPart)
 		}
@@ -77,22 +77,22 @@ func TestCPUExhaustionRules(t *testing.T) {
 func TestCPUExhaustionPoolFirst(t *testing.T) {
 	r := cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true)
 	// The CPU's waits start one sample later than the pool's rejections.
-	for i := range r.Metrics {
-		if r.Metrics[i].Time.Before(time.Unix(1004, 750e6)) {
-			r.Metrics[i].Values[rundata.MetricSchedLatencyP99] = 300e-6
+	for i := range r.Data.Metrics {
+		if r.Data.Metrics[i].Time.Before(time.Unix(1004, 750e6)) {
+			r.Data.Metrics[i].Values[rundata.MetricSchedLatencyP99] = 300e-6
 		}
 	}
-	if e := r.exhaustion(nil); e.Resource != ResourcePool {
+	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourcePool {
 		t.Errorf("exhausted %q (%s), want the pool, full one sample before the CPU's waits", e.Resource, e.Detail)
 	}
 }
 
 func TestWithCPURules(t *testing.T) {
-	old := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, false).Run})
+	old := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, false).Data})
 	if len(old) != len(ExhaustionRules) {
 		t.Errorf("rules of old data: %d, want the %d of ExhaustionRules", len(old), len(ExhaustionRules))
 	}
-	got := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, true).Run})
+	got := WithCPURules(ExhaustionRules, []*rundir.Run{cpuRunOf(0.7, 0.1, time.Millisecond, false, true).Data})
 	if len(got) != len(ExhaustionRules)+2 {
 		t.Fatalf("rules: %d, want %d", len(got), len(ExhaustionRules)+2)
 	}
@@ -106,12 +106,12 @@ func TestWithCPURules(t *testing.T) {
 func TestCPUStats(t *testing.T) {
 	ex := rundata.DefaultExpectations()
 	r := cpuRunOf(0.7, 0.2, 25*time.Millisecond, false, true)
-	s := Summarize(r.Run, ex)
+	s := Summarize(r.Data, ex)
 	if s.CPU != nil {
 		t.Fatalf("CPU numbers without expectations.cpu: %+v", s.CPU)
 	}
 	ex.CPU = &rundata.CPURoles{Condition: "payload"}
-	c := Summarize(r.Run, ex).CPU
+	c := Summarize(r.Data, ex).CPU
 	if c == nil || math.Abs(float64(c.Cores)-0.7) > 0.01 || math.Abs(float64(c.GCShare)-0.2) > 0.02 ||
 		float64(c.SchedP99Ms) != 25 || float64(c.GOMAXPROCS) != 1 || math.Abs(float64(c.BaselineCores)-0.05) > 0.01 || float64(c.PeakPoolShare) != 0.2 {
 		t.Errorf("CPU numbers %+v, want 0.7 cores, GC 0.2, sched 25 ms, 1 CPU, baseline 0.05, peak pool 0.2", c)

@@ -102,16 +102,16 @@ func TestPoolFirst(t *testing.T) {
 		{"not observable", ResourceNotObservable, nil, 0, true, PoolFirstUnknown},
 	} {
 		r := amRun{noPools: true}.build()
-		r.Meta.External, r.Meta.Pools = tt.external, tt.pools
+		r.Data.Meta.External, r.Data.Meta.Pools = tt.external, tt.pools
 		if tt.connMax > 0 {
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: amT0, Component: rundata.ServiceComponent,
+			r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: amT0, Component: rundata.ServiceComponent,
 				Values: map[string]float64{rundata.Key(rundata.MetricConnPoolLimit, rundata.L("pool", "agent")): tt.connMax}})
 		}
 		e := Exhaustion{Resource: tt.resource}
 		if tt.resource == ResourceConnections {
 			e.Ranked = []ResourceHit{{Resource: ResourceConnections, Name: "agent"}}
 		}
-		if got, why := r.poolFirst(e, inferred); got != tt.want {
+		if got, why := (poolFirstRule{r.Data}).poolFirst(e, inferred); got != tt.want {
 			t.Errorf("%s: %s (%s), want %s", tt.name, got, why, tt.want)
 		}
 	}

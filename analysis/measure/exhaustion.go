@@ -172,12 +172,16 @@ type hit struct {
 	explainedBy string
 }
 
+// exhaustionScan finds which resource ran out first over the fault phase, and
+// ranks the hits.
+type exhaustionScan struct{ run *rundir.Run }
+
 // exhaustion applies ExhaustionRules to the run.
-func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
-	if r.Meta.External && !r.observesPools() && r.observesConnPools() {
-		return r.rank(r.connOnlyHits(inferred))
+func (es exhaustionScan) exhaustion(inferred []InferredLimit) Exhaustion {
+	if es.run.Meta.External && !observesPools(es.run) && observesConnPools(es.run) {
+		return es.rank(es.connOnlyHits(inferred))
 	}
-	if r.Meta.External && !r.observesPools() {
+	if es.run.Meta.External && !observesPools(es.run) {
 		if len(inferred) > 0 {
 			first := inferred[0]
 			for _, l := range inferred[1:] {
@@ -191,25 +195,25 @@ func (r *Run) exhaustion(inferred []InferredLimit) Exhaustion {
 		return Exhaustion{Resource: ResourceNotObservable, AfterFaultS: Undefined,
 			Detail: "the service's pools are invisible to the harness and no cap showed in the proxies' in-flight counts: name its pool metrics under external.metrics"}
 	}
-	return r.rank(r.resourceHits(r.fromTo()))
+	return es.rank(es.resourceHits(fromTo(es.run)))
 }
 
 // fromTo is the span the rules are checked over: fault start (run start
 // without a fault) to the end of the fault phase.
-func (r *Run) fromTo() (time.Time, time.Time) {
-	from, ok := r.FaultStart()
+func fromTo(run *rundir.Run) (time.Time, time.Time) {
+	from, ok := run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = run.Origin()
 	}
-	return from, r.FaultEnd()
+	return from, run.FaultEnd()
 }
 
 // connOnlyHits ranks a user's service that exports its connection pools
 // but not its worker pools: the measured connections, CPU and memory
 // rules, and the limits inferred from the proxies as pool (inferred).
-func (r *Run) connOnlyHits(inferred []InferredLimit) []hit {
-	from, to := r.fromTo()
-	hits := r.resourceHits(from, to)
+func (es exhaustionScan) connOnlyHits(inferred []InferredLimit) []hit {
+	from, to := fromTo(es.run)
+	hits := es.resourceHits(from, to)
 	for _, l := range inferred {
 		if math.IsNaN(float64(l.AfterFaultS)) {
 			continue
@@ -222,8 +226,8 @@ func (r *Run) connOnlyHits(inferred []InferredLimit) []hit {
 }
 
 // rank turns the hits, sorted by time, into the exhaustion of the run.
-func (r *Run) rank(hits []hit) Exhaustion {
-	from, _ := r.fromTo()
+func (es exhaustionScan) rank(hits []hit) Exhaustion {
+	from, _ := fromTo(es.run)
 	if len(hits) == 0 {
 		return Exhaustion{Resource: ResourceNone, AfterFaultS: Undefined, Detail: "no rule held"}
 	}
@@ -232,7 +236,7 @@ func (r *Run) rank(hits []hit) Exhaustion {
 		ex.Ranked = append(ex.Ranked, ResourceHit{Resource: h.res, Name: h.name, AfterFaultS: Num(h.at.Sub(from).Seconds()), Exact: h.exact, Detail: h.detail})
 	}
 	h := hits[0]
-	if r.observesConnPools() {
+	if observesConnPools(es.run) {
 		h.detail += tiedConnections(hits)
 	}
 	ex.Resource, ex.AfterFaultS, ex.Detail = h.res, Num(h.at.Sub(from).Seconds()), h.detail
@@ -241,13 +245,13 @@ func (r *Run) rank(hits []hit) Exhaustion {
 
 // resourceHits applies every rule in [from, to]: the first hit of each
 // resource, ranked by time (ties in the order of ExhaustionRules).
-func (r *Run) resourceHits(from, to time.Time) []hit {
-	conn := r.connHit
-	if r.observesConnPools() {
-		conn = r.connPoolHits // measured: replaces the inference from timeouts
+func (es exhaustionScan) resourceHits(from, to time.Time) []hit {
+	conn := es.connHit
+	if observesConnPools(es.run) {
+		conn = connPools{es.run}.connPoolHits // measured: replaces the inference from timeouts
 	}
 	var hits []hit
-	for _, f := range []func(time.Time, time.Time) []hit{r.poolHits, r.queueHits, conn, r.capacityHits, one(r.cpuAnyHit), one(r.gcHit), one(r.memHit)} {
+	for _, f := range []func(time.Time, time.Time) []hit{es.poolHits, es.queueHits, conn, es.capacityHits, one(cpuSeries{es.run}.cpuAnyHit), one(cpuSeries{es.run}.gcHit), one(es.memHit)} {
 		hits = append(hits, f(from, to)...)
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
@@ -258,7 +262,7 @@ func (r *Run) resourceHits(from, to time.Time) []hit {
 			continue
 		}
 		if h.res == ResourcePool {
-			for _, ep := range r.PoolInfo(h.name).Endpoints {
+			for _, ep := range es.run.PoolInfo(h.name).Endpoints {
 				ran[ep] = true
 			}
 		}
@@ -283,19 +287,19 @@ func inRange(t, from, to time.Time) bool {
 
 // poolHits applies the pool rule to every pool: its first hit, at the
 // moment its last free permit was taken where the service exports it.
-func (r *Run) poolHits(from, to time.Time) []hit {
+func (es exhaustionScan) poolHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range r.PoolNames() {
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
-		limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
-		qlimit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
-		since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
+	for _, pool := range es.run.PoolNames() {
+		inUse := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+		limit := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
+		waiting := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
+		since := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
 		// Rejections by the pool itself; a client giving up (reason
 		// cancelled) says nothing about the pool.
-		rejFull := r.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
-		rejWait := r.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
-		info := r.PoolInfo(pool)
+		rejFull := es.run.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "full"))
+		rejWait := es.run.MetricSum(rundata.ServiceComponent, rundata.MetricPoolRejected, rundata.L("pool", pool), rundata.L("reason", "wait_timeout"))
+		info := es.run.PoolInfo(pool)
 		for i, p := range inUse {
 			if !inRange(p.Time, from, to) {
 				continue
@@ -346,12 +350,12 @@ func exactAt(since []rundir.Point, t, from time.Time) (time.Time, bool) {
 
 // queueHits applies the queue rule: the first sample at which a pool with a
 // queue had it full.
-func (r *Run) queueHits(from, to time.Time) []hit {
+func (es exhaustionScan) queueHits(from, to time.Time) []hit {
 	var hits []hit
-	for _, pool := range r.PoolNames() {
-		waiting := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
-		qlimit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
-		info := r.PoolInfo(pool)
+	for _, pool := range es.run.PoolNames() {
+		waiting := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolWaiting, pool))
+		qlimit := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolQueueLimit, pool))
+		info := es.run.PoolInfo(pool)
 		for _, p := range waiting {
 			q := orValue(qlimit, p.Time, float64(info.Queue))
 			if inRange(p.Time, from, to) && q > 0 && p.Value >= q {
@@ -373,23 +377,23 @@ func orValue(s []rundir.Point, t time.Time, def float64) float64 {
 // connHit infers connections from timeouts (a service that exports no
 // connection pools): the first sample at which a dependency's timeouts rose
 // while its worker pool was below its limit.
-func (r *Run) connHit(from, to time.Time) []hit {
+func (es exhaustionScan) connHit(from, to time.Time) []hit {
 	var best hit
 	found := false
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range es.run.Meta.Endpoints {
 		if e.Dependency == "" {
 			continue
 		}
-		to2 := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", e.Name), rundata.L("outcome", "timeout")))
-		inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, e.Pool))
-		lim := r.PoolInfo(e.Pool).Limit
+		to2 := es.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepRequests, rundata.L("dependency", e.Name), rundata.L("outcome", "timeout")))
+		inUse := es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, e.Pool))
+		lim := es.run.PoolInfo(e.Pool).Limit
 		for i := 1; i < len(to2); i++ {
 			p := to2[i]
 			if !inRange(p.Time, from, to) || p.Value <= to2[i-1].Value || (found && !p.Time.Before(best.at)) {
 				continue
 			}
 			u, ok := rundir.ValueAt(inUse, p.Time)
-			limit := orValue(r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, e.Pool)), p.Time, float64(lim))
+			limit := orValue(es.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, e.Pool)), p.Time, float64(lim))
 			if ok && u < limit {
 				best = hit{ResourceConnections, p.Time, fmt.Sprintf("dependency %s: timeouts rose by %s while pool %s had %s/%s in use",
 					e.Dependency, FmtG(p.Value-to2[i-1].Value), e.Pool, FmtG(u), FmtG(limit)), e.Dependency, false, e.Name}
@@ -403,11 +407,11 @@ func (r *Run) connHit(from, to time.Time) []hit {
 	return []hit{best}
 }
 
-func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
-	cpu := r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
-	procs := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs)
+func (es exhaustionScan) cpuHit(from, to time.Time) (hit, bool) {
+	cpu := es.run.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds)
+	procs := es.run.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs)
 	def := 0.0
-	if n, err := strconv.Atoi(r.Meta.Versions["num_cpu"]); err == nil {
+	if n, err := strconv.Atoi(es.run.Meta.Versions["num_cpu"]); err == nil {
 		def = float64(n)
 	}
 	for i := 1; i < len(cpu); i++ {
@@ -425,9 +429,9 @@ func (r *Run) cpuHit(from, to time.Time) (hit, bool) {
 	return hit{}, false
 }
 
-func (r *Run) memHit(from, to time.Time) (hit, bool) {
+func (es exhaustionScan) memHit(from, to time.Time) (hit, bool) {
 	check := func(key string, factor, floor float64) (hit, bool) {
-		s := r.Metric(rundata.ServiceComponent, key)
+		s := es.run.Metric(rundata.ServiceComponent, key)
 		var pre []float64
 		for _, p := range s {
 			if p.Time.Before(from) {
@@ -452,34 +456,38 @@ func (r *Run) memHit(from, to time.Time) (hit, bool) {
 	return earlier(g, okG, m, okM)
 }
 
+// littlesLaw compares a pool's demand predicted by Little's law with the
+// measured one.
+type littlesLaw struct{ run *rundir.Run }
+
 // poolStats compares Little's law with the measurement for one pool.
-func (r *Run) poolStats(pool string) PoolStats {
-	info := r.PoolInfo(pool)
+func (ll littlesLaw) poolStats(pool string) PoolStats {
+	info := ll.run.PoolInfo(pool)
 	st := PoolStats{Pool: pool, Limit: info.Limit, PredictedDemand: Undefined, MeasuredDemand: Undefined, DemandRatio: Undefined,
 		PeakInUse: Undefined, PredictedExhaustionS: Undefined, MeasuredExhaustionS: Undefined, ExhaustionRatio: Undefined}
-	phase := r.mainPhase()
+	phase := mainPhase(ll.run)
 	if d, ok := info.PredictedDemand[phase]; ok {
 		st.PredictedDemand = Num(d)
-	} else if r.Meta.External {
+	} else if ll.run.Meta.External {
 		// A user's pool, declared with its endpoints: predicted from the
 		// holding times its proxies measured in the baseline.
-		if pred, ok := r.proxyPrediction(info.Endpoints); ok {
+		if pred, ok := (proxyLatency{ll.run}).proxyPrediction(info.Endpoints); ok {
 			st.PredictedDemand = Num(pred[phase])
 		}
 	}
 	if info.PredictedExhaustion > 0 {
 		st.PredictedExhaustionS = Num(info.PredictedExhaustion.Seconds())
 	}
-	fs, hasFault := r.FaultStart()
+	fs, hasFault := ll.run.FaultStart()
 	if !hasFault {
-		fs = r.Origin()
+		fs = ll.run.Origin()
 	}
-	fe := r.FaultEnd()
-	st.MeasuredDemand = Num(r.measuredDemand(info, fs, fe))
+	fe := ll.run.FaultEnd()
+	st.MeasuredDemand = Num(ll.measuredDemand(info, fs, fe))
 	st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
-	inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
-	limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
-	since := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
+	inUse := ll.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+	limit := ll.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolLimit, pool))
+	since := ll.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolExhaustedSince, pool))
 	if st.Limit == 0 { // not declared: what the service exports
 		for _, p := range limit {
 			st.Limit = max(st.Limit, int(p.Value))
@@ -514,29 +522,29 @@ func exhaustedAfter(since []rundir.Point, t, fs time.Time) time.Duration {
 }
 
 // measuredDemand is Σ λ·W over the pool's endpoints between from and to.
-func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 {
-	phase := r.mainPhase()
+func (ll littlesLaw) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 {
+	phase := mainPhase(ll.run)
 	secs := to.Sub(from).Seconds()
 	if secs <= 0 || len(info.Endpoints) == 0 { // a pool seen only in a user's metrics
 		return math.NaN()
 	}
 	total := 0.0
 	for _, ep := range info.Endpoints {
-		ps, ok := r.PhaseSummary(ep, phase)
+		ps, ok := ll.run.PhaseSummary(ep, phase)
 		if !ok {
-			ps = r.mergeWindows(ep, phase)
+			ps = endpointWindows{ll.run}.mergeWindows(ep, phase)
 		}
 		// Requests its tenant's share refused never reached the pool.
-		lambda := (float64(ps.Counts.Total()) - r.tenantRefused(ep, from, to)) / secs
+		lambda := (float64(ps.Counts.Total()) - tenantRefused(ll.run, ep, from, to)) / secs
 		if lambda <= 0 {
 			continue
 		}
 		w := math.NaN()
 		// The service labels its dependency calls by the endpoint that
 		// makes them: its own, which load classes may share (tenants.go).
-		l := rundata.L("dependency", r.serviceEndpoint(ep))
-		sum := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
-		cnt := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
+		l := rundata.L("dependency", serviceEndpoint(ll.run, ep))
+		sum := ll.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l))
+		cnt := ll.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l))
 		ds, ok1 := rundir.DeltaOver(sum, from, to)
 		dc, ok2 := rundir.DeltaOver(cnt, from, to)
 		if ok1 && ok2 && dc > 0 {
@@ -553,12 +561,12 @@ func (r *Run) measuredDemand(info rundata.PoolInfo, from, to time.Time) float64 
 }
 
 // observesPools reports whether the service's samples hold pool metrics.
-func (r *Run) observesPools() bool { return r.observes(rundata.MetricPoolInUse) }
+func observesPools(run *rundir.Run) bool { return observes(run, rundata.MetricPoolInUse) }
 
 // observes reports whether any of the service's samples has a series of
 // the pool metric name (labelled pool).
-func (r *Run) observes(name string) bool {
-	for _, s := range r.Metrics {
+func observes(run *rundir.Run, name string) bool {
+	for _, s := range run.Metrics {
 		if s.Component == rundata.ServiceComponent && len(rundata.LabelValues(s.Values, name, "pool")) > 0 {
 			return true
 		}

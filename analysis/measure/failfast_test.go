@@ -18,13 +18,13 @@ import (
 func TestFastRejectShareLeavesOutAdmittedTimeouts(t *testing.T) {
 	ex := rundata.DefaultExpectations()
 	run := func(pool string, limit int, rejectedFast, rejectedSlow, depTimeouts int64) EndpointStats {
-		r := &Run{&rundir.Run{}}
+		r := &Run{Data: &rundir.Run{}}
 		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		r.Meta = rundata.RunMeta{Timeout: synth.T, Window: synth.T,
+		r.Data.Meta = rundata.RunMeta{Timeout: synth.T, Window: synth.T,
 			Phases:    []rundata.PhaseSpan{{Name: rundata.PhaseFault, Start: start, End: start.Add(2500 * time.Millisecond)}},
 			Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A", Pool: pool, Rate: 200}}}
 		if pool != "" {
-			r.Meta.Pools = []rundata.PoolInfo{{Name: pool, Limit: limit, Endpoints: []string{"a"}}}
+			r.Data.Meta.Pools = []rundata.PoolInfo{{Name: pool, Limit: limit, Endpoints: []string{"a"}}}
 		}
 		ps := rundata.PhaseStats{Endpoint: "a", Phase: rundata.PhaseFault, ByClass: map[string]rundata.Quantiles{}}
 		ps.Counts[rundata.ClassOK] = 100
@@ -38,8 +38,8 @@ func TestFastRejectShareLeavesOutAdmittedTimeouts(t *testing.T) {
 		case rejectedFast == 0:
 			ps.ByClass[rundata.ClassRejected.String()] = synth.Q(150, 160, rejectedSlow)
 		}
-		r.Phases = []rundata.PhaseStats{ps}
-		return r.endpointStats("a", rundata.PhaseFault, ex)
+		r.Data.Phases = []rundata.PhaseStats{ps}
+		return endpointWindows{r.Data}.endpointStats("a", rundata.PhaseFault, ex)
 	}
 	for _, tt := range []struct {
 		name             string

@@ -37,36 +37,40 @@ func PerPool(stats []InstanceStats) bool {
 // experiment names fleet claims, what the fleet put on the culprit's
 // dependency.
 func fleetFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.Instances = r.instanceStats()
+	s.Instances = fleet{r.Data}.instanceStats()
 	if ex.Fleet != nil {
-		s.Fleet = r.fleetStats(ex, s.Endpoint(ex.Culprit))
+		s.Fleet = fleet{r.Data}.fleetStats(ex, s.Endpoint(ex.Culprit))
 	}
 }
 
+// fleet reads each instance of a fleet and what the fleet put on the
+// culprit's dependency.
+type fleet struct{ run *rundir.Run }
+
 // instanceStats computes every instance's numbers of a fleet's run; nil for
 // a run of one instance.
-func (r *Run) instanceStats() []InstanceStats {
-	n := len(r.Meta.Instances)
+func (fl fleet) instanceStats() []InstanceStats {
+	n := len(fl.run.Meta.Instances)
 	if n == 0 {
 		return nil
 	}
 	out := make([]InstanceStats, 0, n)
-	for _, c := range r.Meta.Instances {
-		v := &Run{rundir.InstanceView(r.Run, c)}
+	for _, c := range fl.run.Meta.Instances {
+		v := rundir.InstanceView(fl.run, c)
 		st := InstanceStats{Instance: c}
 		share := n
-		if eps, perPool := r.Meta.InstanceEndpoints[c]; perPool {
+		if eps, perPool := fl.run.Meta.InstanceEndpoints[c]; perPool {
 			share = 1 // a process per pool had all of its endpoints' load
 			st.Endpoints = eps
 		}
 		for _, p := range v.PoolNames() {
-			ps := v.poolStats(p)
+			ps := littlesLaw{v}.poolStats(p)
 			// The endpoints' rates are the fleet's: an instance gets 1/n.
 			ps.MeasuredDemand /= Num(share)
 			ps.DemandRatio = Num(Ratio(float64(ps.MeasuredDemand), float64(ps.PredictedDemand)))
 			st.Pools = append(st.Pools, ps)
 		}
-		st.Exhausted = v.exhaustion(nil)
+		st.Exhausted = exhaustionScan{v}.exhaustion(nil)
 		out = append(out, st)
 	}
 	return out
@@ -116,24 +120,24 @@ type FleetRun struct {
 }
 
 // fleetStats computes the run's FleetRun for the culprit ex.Culprit.
-func (r *Run) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetRun {
-	info := r.EndpointInfo(ex.Culprit)
-	n := max(1, len(r.Meta.Instances))
+func (fl fleet) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetRun {
+	info := fl.run.EndpointInfo(ex.Culprit)
+	n := max(1, len(fl.run.Meta.Instances))
 	f := &FleetRun{Instances: n, Dependency: info.Dependency, Capacity: Undefined, ServiceMs: Num(Millis(info.BaseLatency)),
 		OfferedPerS: Undefined, ConcurrencyOnDep: Undefined, DepInService: Undefined, DepWaiting: Undefined, FleetInUse: Undefined,
 		PredictedConcurrency: Undefined, PredictedWaitMs: Undefined, MeasuredWaitMs: Undefined, DepFailedShare: Undefined,
 		RejectedShare: RejectedShare(culprit), OKPerS: culprit.FaultOKRate}
-	for _, p := range r.Meta.Pools {
+	for _, p := range fl.run.Meta.Pools {
 		if containsString(p.Endpoints, ex.Culprit) && (f.Pool == "" || p.Limit < f.FleetLimit) {
 			f.Pool, f.FleetLimit = p.Name, p.Limit
 		}
 	}
 	f.PerInstanceLimit = f.FleetLimit / n
-	from, ok := r.FaultStart()
+	from, ok := fl.run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = fl.run.Origin()
 	}
-	to := r.FaultEnd()
+	to := fl.run.FaultEnd()
 	if secs := to.Sub(from).Seconds(); secs > 0 {
 		f.OfferedPerS = Num(float64(culprit.FaultCounts.Total()) / secs)
 	}
@@ -142,16 +146,16 @@ func (r *Run) fleetStats(ex rundata.Expectations, culprit EndpointStats) *FleetR
 		f.DepFailedShare = Num(float64(c[rundata.ClassDepTimeout]+c[rundata.ClassDepError]) / float64(tot))
 	}
 	dep := info.Dependency
-	f.ConcurrencyOnDep = meanOver(r.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
-	f.DepInService = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
-	f.DepWaiting = meanOver(r.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
-	f.FleetInUse = meanOver(r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
-	if c := r.Metric(rundata.DepComponent(dep), rundata.MetricStubCapacity); len(c) > 0 && c[len(c)-1].Value > 0 {
+	f.ConcurrencyOnDep = meanOver(fl.run.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
+	f.DepInService = meanOver(fl.run.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
+	f.DepWaiting = meanOver(fl.run.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
+	f.FleetInUse = meanOver(fl.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
+	if c := fl.run.Metric(rundata.DepComponent(dep), rundata.MetricStubCapacity); len(c) > 0 && c[len(c)-1].Value > 0 {
 		f.Capacity = Num(c[len(c)-1].Value)
 	}
 	l := rundata.L("dependency", ex.Culprit)
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
-	cnt, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
+	sum, ok1 := rundir.DeltaOver(fl.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
+	cnt, ok2 := rundir.DeltaOver(fl.run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
 	if ok1 && ok2 && cnt > 0 {
 		f.MeasuredWaitMs = Num(1000 * sum / cnt)
 	}

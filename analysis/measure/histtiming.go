@@ -48,13 +48,13 @@ type histTiming struct {
 
 // histTiming reads the declared histograms from the service's samples;
 // empty without external.timing.histograms.
-func (r *Run) histTiming() histTiming {
+func (ts timeSplits) histTiming() histTiming {
 	var out histTiming
-	h := r.Meta.TimingHistograms
+	h := ts.run.Meta.TimingHistograms
 	if h == nil || len(h.Histograms) == 0 {
 		return out
 	}
-	series, found, samples := r.readHistograms(h)
+	series, found, samples := ts.readHistograms(h)
 	scopes := map[string]bool{}
 	for k := range series {
 		scopes[k.scope] = true
@@ -62,13 +62,13 @@ func (r *Run) histTiming() histTiming {
 	observed := map[string]bool{}
 	out.rows = map[string][]TimeSplit{}
 	for _, scope := range slices.Sorted(maps.Keys(scopes)) {
-		for _, ph := range r.timedPhases() {
-			span, ok := r.PhaseSpan(ph)
+		for _, ph := range ts.timedPhases() {
+			span, ok := ts.run.PhaseSpan(ph)
 			if !ok {
 				continue
 			}
 			row := TimeSplit{Phase: ph, Source: TimingMetrics, Scope: scopeText(h.By, scope), With: Undefined, Without: Undefined, Bad: Undefined}
-			if h.By != "" && slices.Contains(r.Endpoints(), scope) {
+			if h.By != "" && slices.Contains(ts.run.Endpoints(), scope) {
 				row.Endpoint, row.Scope = scope, ""
 			}
 			for _, hg := range h.Histograms {
@@ -99,7 +99,7 @@ func (r *Run) histTiming() histTiming {
 // readHistograms sums the declared histograms' series of the service's
 // samples per scope, and says what each histogram was found as and in how
 // many samples the service had any metric.
-func (r *Run) readHistograms(h *rundata.TimingHistograms) (map[histKey]*histSeries, map[string]int, int) {
+func (ts timeSplits) readHistograms(h *rundata.TimingHistograms) (map[histKey]*histSeries, map[string]int, int) {
 	series := map[histKey]*histSeries{}
 	found := map[string]int{}
 	samples := 0
@@ -108,7 +108,7 @@ func (r *Run) readHistograms(h *rundata.TimingHistograms) (map[histKey]*histSeri
 		kind string
 		le   float64
 	}
-	for _, s := range r.Metrics {
+	for _, s := range ts.run.Metrics {
 		if s.Component != rundata.ServiceComponent {
 			continue
 		}

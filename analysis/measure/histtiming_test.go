@@ -74,7 +74,7 @@ func histRun(h *rundata.TimingHistograms, tick func(i int, fault bool) map[strin
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: t0.Add(time.Duration(i) * 250 * time.Millisecond),
 			Component: rundata.ServiceComponent, Values: tick(i, i > 20)})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // poolTick is a service whose acquire histogram (seconds, labelled pool)
@@ -124,7 +124,7 @@ func TestWhereTimeHistograms(t *testing.T) {
 		{Name: "render_seconds", Role: rundata.TimingWork, Unit: rundata.UnitSeconds},
 		{Name: "missing_seconds", Role: rundata.TimingWait, Unit: rundata.UnitSeconds},
 		{Name: "gauge_seconds", Role: rundata.TimingWait, Unit: rundata.UnitSeconds}}}
-	w := histRun(h, poolTick).whereTime()
+	w := timeSplits{histRun(h, poolTick).Data}.whereTime()
 	if w == nil || len(w.Rows) != 6 {
 		t.Fatalf("where %+v, want baseline and fault rows of pools catalog, orders and none", w)
 	}
@@ -172,7 +172,7 @@ func TestWhereTimeHistograms(t *testing.T) {
 
 	// No by label: one row of the service, every series summed; the summary's mean alone.
 	h.By = ""
-	w = histRun(h, poolTick).whereTime()
+	w = timeSplits{histRun(h, poolTick).Data}.whereTime()
 	if len(w.Rows) != 2 || w.Rows[1].Scope != "service" || len(w.Rows[1].Work) != 2 {
 		t.Fatalf("rows %+v, want the service's baseline and fault, query_ms and render_seconds worked", w.Rows)
 	}
@@ -184,27 +184,27 @@ func TestWhereTimeHistograms(t *testing.T) {
 
 	// By a label whose values are endpoints: the endpoints' rows.
 	h.By, h.Histograms = "ep", h.Histograms[:1]
-	w = histRun(h, func(i int, _ bool) map[string]float64 {
+	w = timeSplits{histRun(h, func(i int, _ bool) map[string]float64 {
 		v := map[string]float64{}
 		for _, ep := range []string{"a", "b"} {
 			l := rundata.L("ep", ep)
 			v[rundata.Key("acq_seconds_bucket", l, rundata.L("le", "+Inf"))], v[rundata.Key("acq_seconds_count", l)] = float64(i), float64(i)
 		}
 		return v
-	}).whereTime()
+	}).Data}.whereTime()
 	if len(w.Rows) != 4 || w.Rows[0].Who() != "/a" || w.Rows[2].Who() != "/b" || !math.IsNaN(float64(w.Rows[0].Wait[0].P50Ms)) {
 		t.Errorf("rows %+v, want /a's and /b's, no quantile from a +Inf bucket alone", w.Rows)
 	}
 
 	// A label filter nothing matches; no scrape at all.
 	h.By, h.Match = "", map[string]string{"pool": "nope"}
-	if w = histRun(h, poolTick).whereTime(); len(w.Rows) != 0 || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], `none of its series carries the labels of external.timing.histograms.match {pool="nope"}`) {
+	if w = (timeSplits{histRun(h, poolTick).Data}).whereTime(); len(w.Rows) != 0 || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], `none of its series carries the labels of external.timing.histograms.match {pool="nope"}`) {
 		t.Errorf("unmatched: %+v", w)
 	}
-	if w = histRun(h, nil).whereTime(); w == nil || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "no scrape of the service's metrics") {
+	if w = (timeSplits{histRun(h, nil).Data}).whereTime(); w == nil || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "no scrape of the service's metrics") {
 		t.Errorf("no samples: %+v", w)
 	}
-	if w = histRun(nil, poolTick).whereTime(); w != nil {
+	if w = (timeSplits{histRun(nil, poolTick).Data}).whereTime(); w != nil {
 		t.Errorf("no histograms declared: %+v, want nil", w)
 	}
 }
@@ -235,7 +235,7 @@ func recordedRun(t *testing.T) *Run {
 		}
 		r.Metrics = append(r.Metrics, s)
 	}
-	return &Run{&r}
+	return &Run{Data: &r}
 }
 
 // TestWhereTimeRecordedHistograms: on recorded samples the shared pool's
@@ -244,7 +244,7 @@ func recordedRun(t *testing.T) *Run {
 // decoy's 5 s out; without the filter they are in.
 func TestWhereTimeRecordedHistograms(t *testing.T) {
 	r := recordedRun(t)
-	w := r.whereTime()
+	w := timeSplits{r.Data}.whereTime()
 	if w == nil || len(w.Shifts) != 1 || len(w.Notes) != 0 {
 		t.Fatalf("where %+v, want one shift, no note", w)
 	}
@@ -262,8 +262,8 @@ func TestWhereTimeRecordedHistograms(t *testing.T) {
 			t.Errorf("fault row %+v, want a wait of tens of ms", row)
 		}
 	}
-	r.Meta.TimingHistograms.Match = nil
-	for _, row := range r.whereTime().Rows {
+	r.Data.Meta.TimingHistograms.Match = nil
+	for _, row := range (timeSplits{r.Data}).whereTime().Rows {
 		if row.Phase == rundata.PhaseBaseline && row.Wait[0].P99Ms < 4000 {
 			t.Errorf("without the filter: baseline %+v, want the decoy's 5 s in its p99", row.Wait[0])
 		}

@@ -72,16 +72,16 @@ func plateauTol(max float64) float64 {
 // rose beyond P2's bound (held back without failing). Which endpoints call
 // a dependency is the run's call graph (calls): an audit's measured one,
 // else the declared one.
-func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []InferredLimit {
-	fs, ok := r.FaultStart()
+func inferLimits(run *rundir.Run, errRate map[string]float64, slowed map[string]bool) []InferredLimit {
+	fs, ok := run.FaultStart()
 	if !ok {
 		return nil
 	}
-	fe := r.FaultEnd()
-	calls := r.calls()
-	deps := r.dependencies()
+	fe := run.FaultEnd()
+	calls := callGraph{run}.calls()
+	deps := callGraph{run}.dependencies()
 	callers := map[string][]string{} // dependency → endpoints
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range run.Meta.Endpoints {
 		for _, d := range deps {
 			if _, ok := calls[e.Name][d]; ok {
 				callers[d] = append(callers[d], e.Name)
@@ -90,7 +90,7 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 	}
 	series := map[string][]rundir.Point{}
 	for _, d := range deps {
-		for _, p := range r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
+		for _, p := range run.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
 			if inRange(p.Time, fs, fe) {
 				series[d] = append(series[d], p)
 			}
@@ -118,7 +118,7 @@ func (r *Run) inferLimits(errRate map[string]float64, slowed map[string]bool) []
 	// demand itself: an unlimited service whose every call takes T sits
 	// flat too.
 	belowDemand := func(l InferredLimit, group []string) bool {
-		pred, ok := r.demandOn(group)
+		pred, ok := callGraph{run}.demandOn(group)
 		if !ok {
 			return true // cannot tell
 		}

@@ -24,7 +24,7 @@ func inflightRun(a, b func(i int) float64) *Run {
 			rundata.MetricSample{Time: t, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a(i)}},
 			rundata.MetricSample{Time: t, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: b(i)}})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestInferLimits: a shared pool of 20 shows as one cap on A+B, bulkheads of
@@ -103,7 +103,7 @@ func TestInferLimits(t *testing.T) {
 	} {
 		// B's callers only waited for a socket: their p99 rose, no error.
 		slowed := map[string]map[string]bool{"one shared limit of 10, B only waiting": {"b": true}, "one shared limit of 10, as measured": {"b": true}}[tt.name]
-		got := DescribeInferred(inflightRun(tt.a, tt.b).inferLimits(tt.errors, slowed))
+		got := DescribeInferred(inferLimits(inflightRun(tt.a, tt.b).Data, tt.errors, slowed))
 		if got != tt.want {
 			t.Errorf("%s: inferred %q, want %q", tt.name, got, tt.want)
 		}
@@ -118,7 +118,7 @@ func TestProxyPrediction(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
 	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
-	r := &Run{&rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+	r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
 		Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
 		Phases:    []rundata.PhaseSpan{base, fault},
 		Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
@@ -127,11 +127,11 @@ func TestProxyPrediction(t *testing.T) {
 	for i := range 60 {
 		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
 		for _, d := range []string{"A", "B"} {
-			r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-" + d, Values: map[string]float64{
+			r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: at, Component: "proxy-" + d, Values: map[string]float64{
 				rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
 	}
-	pred, ok := r.proxyPrediction([]string{"a", "b"})
+	pred, ok := proxyLatency{r.Data}.proxyPrediction([]string{"a", "b"})
 	if !ok {
 		t.Fatal("no prediction")
 	}
@@ -142,8 +142,8 @@ func TestProxyPrediction(t *testing.T) {
 	if got := pred[rundata.PhaseFault]; math.Abs(got-49) > 1 {
 		t.Errorf("fault demand %.2f, want 49", got)
 	}
-	r.Metrics = nil
-	if _, ok := r.proxyPrediction([]string{"a"}); ok {
+	r.Data.Metrics = nil
+	if _, ok := (proxyLatency{r.Data}).proxyPrediction([]string{"a"}); ok {
 		t.Error("a prediction without proxy samples")
 	}
 }
@@ -156,14 +156,14 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: start, End: start.Add(5 * time.Second)}
 	fault := rundata.PhaseSpan{Name: rundata.PhaseFault, Start: base.End, End: base.End.Add(10 * time.Second)}
 	run := func(level float64) string {
-		r := &Run{&rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+		r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
 			Endpoints: []rundata.EndpointInfo{{Name: "a", Dependency: "A"}, {Name: "b", Dependency: "B"}},
 			Phases:    []rundata.PhaseSpan{base, fault},
 			Faults: []rundata.FaultEvent{{Time: fault.Start, Dependency: "A", Action: "set",
 				Faults: []byte(`[{"type":"latency","percent":100,"latency":"300ms"}]`)}}}}}
 		for _, ep := range []string{"a", "b"} {
 			for _, ph := range []rundata.PhaseSpan{base, fault} {
-				r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
+				r.Data.Phases = append(r.Data.Phases, rundata.PhaseStats{Endpoint: ep, Phase: ph.Name, TargetRate: 200})
 			}
 		}
 		for i := range 60 {
@@ -172,11 +172,11 @@ func TestInferNoLimitAtDemand(t *testing.T) {
 			if at.After(fault.Start.Add(300 * time.Millisecond)) {
 				a = level
 			}
-			r.Metrics = append(r.Metrics,
+			r.Data.Metrics = append(r.Data.Metrics,
 				rundata.MetricSample{Time: at, Component: "proxy-A", Values: map[string]float64{rundata.MetricProxyInflight: a, rundata.MetricProxyRequests: 50 * float64(i)}},
 				rundata.MetricSample{Time: at, Component: "proxy-B", Values: map[string]float64{rundata.MetricProxyInflight: float64(1 + i%3), rundata.MetricProxyRequests: 50 * float64(i)}})
 		}
-		return DescribeInferred(r.inferLimits(map[string]float64{"a": 0.9, "b": 0}, nil))
+		return DescribeInferred(inferLimits(r.Data, map[string]float64{"a": 0.9, "b": 0}, nil))
 	}
 	// Demand: 200/s × min(10 ms + 300 ms, 250 ms) = 50 permits.
 	if got := run(50); got != "" {
@@ -213,7 +213,7 @@ func TestProxyPredictionMatch(t *testing.T) {
 		{rundata.MetricClassRequests, "GET ^/reports/", "^/lookup"},
 	} {
 		run := func(match string, g *rundata.CallGraph) *Run {
-			r := &Run{&rundir.Run{CallGraph: g, Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
+			r := &Run{Data: &rundir.Run{CallGraph: g, Meta: rundata.RunMeta{External: true, Timeout: 250 * time.Millisecond,
 				Endpoints:   []rundata.EndpointInfo{{Name: "a", Dependency: "DB"}, {Name: "b", Dependency: "DB"}},
 				Phases:      []rundata.PhaseSpan{base, fault},
 				CallClasses: map[string][]rundata.CallClass{"DB": {{Name: "report", Match: plane.report}}},
@@ -222,7 +222,7 @@ func TestProxyPredictionMatch(t *testing.T) {
 			r.atRate(200, base, fault)
 			for i := range 60 {
 				at := start.Add(time.Duration(i) * 250 * time.Millisecond)
-				r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: "proxy-DB", Values: map[string]float64{
+				r.Data.Metrics = append(r.Data.Metrics, rundata.MetricSample{Time: at, Component: "proxy-DB", Values: map[string]float64{
 					rundata.MetricProxyInflight: 2, rundata.MetricProxyRequests: 100 * float64(i),
 					rundata.Key(plane.metric, rundata.L("class", "report")): 50 * float64(i)}})
 			}
@@ -243,13 +243,13 @@ func TestProxyPredictionMatch(t *testing.T) {
 		} {
 			r := run(tt.match, tt.g)
 			for ep, want := range map[string]float64{"a": tt.a, "b": tt.b} {
-				pred, ok := r.proxyPrediction([]string{ep})
+				pred, ok := proxyLatency{r.Data}.proxyPrediction([]string{ep})
 				if got := pred[rundata.PhaseFault]; !ok || math.Abs(got-want) > 0.5 {
 					t.Errorf("%s, %s: /%s's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, ep, got, ok, want)
 				}
 			}
 			if tt.g != nil && tt.match == plane.report {
-				if d, ok := r.demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
+				if d, ok := (callGraph{r.Data}).demandOn([]string{"DB"}); !ok || math.Abs(d[rundata.PhaseFault]-(tt.a+tt.b)) > 0.5 {
 					t.Errorf("%s, %s: DB's fault-phase demand %.2f (%v), want %.2f", plane.metric, tt.name, d[rundata.PhaseFault], ok, tt.a+tt.b)
 				}
 			}
@@ -260,9 +260,9 @@ func TestProxyPredictionMatch(t *testing.T) {
 // atRate gives every endpoint of r's metadata the target rate in each of
 // the phases.
 func (r *Run) atRate(rate float64, phases ...rundata.PhaseSpan) {
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range r.Data.Meta.Endpoints {
 		for _, ph := range phases {
-			r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: e.Name, Phase: ph.Name, TargetRate: rate})
+			r.Data.Phases = append(r.Data.Phases, rundata.PhaseStats{Endpoint: e.Name, Phase: ph.Name, TargetRate: rate})
 		}
 	}
 }

@@ -67,28 +67,32 @@ type LiveInDrain struct {
 
 // jobsFamily adds the job queue's numbers to a run whose service had one.
 func jobsFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
-	if r.Meta.Jobs != nil {
-		s.Jobs = r.jobsStats(*r.Meta.Jobs)
+	if r.Data.Meta.Jobs != nil {
+		s.Jobs = jobQueue{r.Data}.jobsStats(*r.Data.Meta.Jobs)
 	}
 }
 
+// jobQueue reads the service's job queue and the live traffic beside its
+// drain.
+type jobQueue struct{ run *rundir.Run }
+
 // jobsStats computes the run's JobsRun.
-func (r *Run) jobsStats(info rundata.JobsInfo) *JobsRun {
+func (jq jobQueue) jobsStats(info rundata.JobsInfo) *JobsRun {
 	j := &JobsRun{Mode: info.Mode, Workers: info.Workers, Endpoint: info.Endpoint, Count: info.Count,
 		Enqueued: Undefined, Refused: Undefined, StartedInFault: Undefined, DoneInFault: Undefined, FailedInFault: Undefined,
 		DonePerS: Undefined, PeakDepth: Undefined, DepthAtFaultEnd: Undefined, MeanBusy: Undefined, DrainS: Undefined, Left: Undefined}
 	svc := rundata.ServiceComponent
-	sum := func(name string) []rundir.Point { return r.MetricSum(svc, name) }
-	enq, depth, busy := sum(rundata.MetricJobsEnqueued), r.Metric(svc, rundata.MetricJobsQueueDepth), r.Metric(svc, rundata.MetricJobsBusy)
+	sum := func(name string) []rundir.Point { return jq.run.MetricSum(svc, name) }
+	enq, depth, busy := sum(rundata.MetricJobsEnqueued), jq.run.Metric(svc, rundata.MetricJobsQueueDepth), jq.run.Metric(svc, rundata.MetricJobsBusy)
 	if len(depth) == 0 {
 		return j // the service exported nothing of its queue
 	}
-	from, ok := r.FaultStart()
+	from, ok := jq.run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = jq.run.Origin()
 	}
-	to := r.FaultEnd()
-	end := r.End()
+	to := jq.run.FaultEnd()
+	end := jq.run.End()
 	// The counters start at 0 with the service: their last values are
 	// the run's.
 	if len(enq) > 0 {
@@ -161,18 +165,18 @@ func (r *Run) jobsStats(info rundata.JobsInfo) *JobsRun {
 		j.DrainTo = end
 	}
 	j.MeanBusy = meanOver(busy, j.DrainFrom, j.DrainTo)
-	for _, ep := range r.Endpoints() {
-		j.Live = append(j.Live, r.liveInDrain(ep, j.DrainFrom, j.DrainTo))
+	for _, ep := range jq.run.Endpoints() {
+		j.Live = append(j.Live, jq.liveInDrain(ep, j.DrainFrom, j.DrainTo))
 	}
 	return j
 }
 
 // liveInDrain is endpoint ep's results in its windows that start within
 // [from, to): its ok share and p99.
-func (r *Run) liveInDrain(ep string, from, to time.Time) LiveInDrain {
+func (jq jobQueue) liveInDrain(ep string, from, to time.Time) LiveInDrain {
 	l := LiveInDrain{Endpoint: ep, OKShare: Undefined, P99Ms: Undefined}
 	var ws []rundata.Window
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range jq.run.EndpointWindows(ep) {
 		if !w.Start.Before(from) && w.Start.Before(to) {
 			ws = append(ws, w)
 		}

@@ -31,7 +31,7 @@ func jobsRun(info rundata.JobsInfo, sample func(t float64) map[string]float64, w
 			r.Windows = append(r.Windows, w)
 		}
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestJobsStats: the job queue's numbers over the fault phase and the
@@ -70,7 +70,7 @@ func TestJobsStats(t *testing.T) {
 		}
 		return 25, 0, 20 * time.Millisecond
 	}
-	j := jobsRun(info, queue(5.5), starved).jobsStats(info)
+	j := jobQueue{jobsRun(info, queue(5.5), starved).Data}.jobsStats(info)
 	check := func(name string, got Num, want float64) {
 		t.Helper()
 		if !(math.IsNaN(want) && math.IsNaN(float64(got))) && math.Abs(float64(got)-want) > 1e-6 {
@@ -112,7 +112,7 @@ func TestJobsStats(t *testing.T) {
 		return v
 	}
 	fine := func(float64) (int64, int64, time.Duration) { return 25, 0, 20 * time.Millisecond }
-	j = jobsRun(own, slow, fine).jobsStats(own)
+	j = jobQueue{jobsRun(own, slow, fine).Data}.jobsStats(own)
 	check("own: drain s", j.DrainS, math.NaN())
 	check("own: left", j.Left, 250)
 	check("own: done per s", j.DonePerS, 87.5)
@@ -125,18 +125,18 @@ func TestJobsStats(t *testing.T) {
 	// A condition without jobs: the queue's numbers, no drain.
 	idle := info
 	idle.Count, idle.At = 0, 0
-	j = jobsRun(idle, slow, fine).jobsStats(idle)
+	j = jobQueue{jobsRun(idle, slow, fine).Data}.jobsStats(idle)
 	if !math.IsNaN(float64(j.DrainS)) || j.Live != nil || !j.DrainFrom.IsZero() {
 		t.Errorf("without a burst: drain %v, live %+v, from %v; want none", j.DrainS, j.Live, j.DrainFrom)
 	}
 	// A service that exports nothing of a queue: every number undefined.
-	j = jobsRun(info, func(float64) map[string]float64 { return map[string]float64{} }, fine).jobsStats(info)
+	j = jobQueue{jobsRun(info, func(float64) map[string]float64 { return map[string]float64{} }, fine).Data}.jobsStats(info)
 	if !math.IsNaN(float64(j.Enqueued)) || !math.IsNaN(float64(j.StartedInFault)) || j.Live != nil {
 		t.Errorf("without metrics: %+v, want every number undefined", *j)
 	}
 
 	var s RunSummary
-	jobsFamily(&Run{&rundir.Run{}}, &s, rundata.DefaultExpectations())
+	jobsFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
 	if s.Jobs != nil {
 		t.Errorf("without a job queue: %+v, want none", s.Jobs)
 	}
@@ -155,13 +155,13 @@ func TestJobsDeclaredLimit(t *testing.T) {
 		{rundata.JobsShared, 1000, map[string]int{"billing": 16, "payments": 16}},
 		{rundata.JobsOwn, 0, map[string]int{"billing": 16, "payments": 16}},
 	} {
-		r := &Run{&rundir.Run{Meta: rundata.RunMeta{
+		r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{
 			Endpoints: []rundata.EndpointInfo{{Name: "checkout", Dependency: "payments", Pool: "shared"}, {Name: "invoice", Dependency: "billing", Pool: "shared"}},
 			Pools:     []rundata.PoolInfo{{Name: "shared", Limit: 16, Endpoints: []string{"checkout", "invoice"}}},
 			Jobs:      &rundata.JobsInfo{Mode: tc.mode, Workers: 8, Count: tc.count, Dependency: "billing", Endpoint: "invoice"},
 		}}}
 		for d, want := range tc.want {
-			if got, src := r.declaredLimit(d); got != want || src != LimitDeclared {
+			if got, src := (limitChecker{r.Data}).declaredLimit(d); got != want || src != LimitDeclared {
 				t.Errorf("%s jobs, %d of them: the limit on %s is %d (%s), want %d (declared)", tc.mode, tc.count, d, got, src, want)
 			}
 		}

@@ -103,31 +103,34 @@ func permits(n int) string {
 	return fmt.Sprintf("%d permits", n)
 }
 
+// leakScan finds the permits the fault left taken.
+type leakScan struct{ run *rundir.Run }
+
 // leaks applies LeakRule to the run; nil when it had no fault.
-func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
-	fe := r.FaultEnd()
-	if _, ok := r.FaultStart(); !ok || r.Meta.Timeout <= 0 {
+func (ls leakScan) leaks(inferred []InferredLimit) *RunLeaks {
+	fe := ls.run.FaultEnd()
+	if _, ok := ls.run.FaultStart(); !ok || ls.run.Meta.Timeout <= 0 {
 		return nil
 	}
-	from := fe.Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
-	to := r.End()
+	from := fe.Add(ls.run.Meta.Timeout + ls.run.Meta.LongestWait() + sampleInterval(ls.run))
+	to := ls.run.End()
 	out := &RunLeaks{}
-	if r.observesPools() {
+	if observesPools(ls.run) {
 		out.Judged = true
-		for _, p := range r.PoolNames() {
-			if l, ok := r.poolLeak(p, from, to); ok {
+		for _, p := range ls.run.PoolNames() {
+			if l, ok := ls.poolLeak(p, from, to); ok {
 				out.Pools = append(out.Pools, l)
 			}
 		}
 	}
-	if probes := r.probeLeaks(); len(probes) > 0 {
+	if probes := ls.probeLeaks(); len(probes) > 0 {
 		out.Judged = true
 		if len(out.Pools) == 0 {
 			out.Pools = probes
 		}
 	}
 	if len(out.Pools) == 0 {
-		out.Pools = r.rejectionLeaks(inferred, from, to)
+		out.Pools = ls.rejectionLeaks(inferred, from, to)
 	}
 	for _, l := range out.Pools {
 		out.Leaked += l.Leaked
@@ -137,9 +140,9 @@ func (r *Run) leaks(inferred []InferredLimit) *RunLeaks {
 
 // sampleInterval is the median gap between the service's (else any
 // component's) metric samples, DefaultSample when unknown.
-func (r *Run) sampleInterval() time.Duration {
+func sampleInterval(run *rundir.Run) time.Duration {
 	var ts []time.Time
-	for _, s := range r.Metrics {
+	for _, s := range run.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			ts = append(ts, s.Time)
 		}
@@ -158,30 +161,30 @@ func (r *Run) sampleInterval() time.Duration {
 // poolDeps are the dependencies the endpoints of pool call, in meta order;
 // for a pool no endpoint declares (a user's service that exports its pools
 // without declaring them), those its name tells (namedPoolDeps).
-func (r *Run) poolDeps(pool string) []string {
+func (ls leakScan) poolDeps(pool string) []string {
 	var deps []string
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range ls.run.Meta.Endpoints {
 		if e.Pool == pool && e.Dependency != "" && !slices.Contains(deps, e.Dependency) {
 			deps = append(deps, e.Dependency)
 		}
 	}
 	if len(deps) == 0 {
-		return r.namedPoolDeps(pool)
+		return limitChecker{ls.run}.namedPoolDeps(pool)
 	}
 	return deps
 }
 
 // poolLeak compares pool's permits in use with the calls its dependencies'
 // proxies had in flight, in [from, to] against the baseline.
-func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
-	deps := r.poolDeps(pool)
+func (ls leakScan) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
+	deps := ls.poolDeps(pool)
 	if len(deps) == 0 {
 		return PoolLeak{}, false
 	}
-	inUse := r.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
+	inUse := ls.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, pool))
 	flight := make([][]rundir.Point, len(deps))
 	for i, d := range deps {
-		flight[i] = r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight)
+		flight[i] = ls.run.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight)
 	}
 	diffs := func(a, b time.Time) (d, use, fl []float64) {
 		for _, p := range inUse {
@@ -190,7 +193,7 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 			}
 			sum, ok := 0.0, true
 			for _, s := range flight {
-				v, found := nearest(s, p.Time, r.sampleInterval()/2)
+				v, found := nearest(s, p.Time, sampleInterval(ls.run)/2)
 				ok = ok && found
 				sum += v
 			}
@@ -206,13 +209,13 @@ func (r *Run) poolLeak(pool string, from, to time.Time) (PoolLeak, bool) {
 	}
 	// The quiet service: samples after the load's end, once its calls
 	// could have drained (the runner records them; older runs have none).
-	quiet, _, _ := diffs(to.Add(from.Sub(r.FaultEnd())), to.Add(maxQuietLag))
+	quiet, _, _ := diffs(to.Add(from.Sub(ls.run.FaultEnd())), to.Add(maxQuietLag))
 	var base []float64
-	if bs, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	if bs, ok := ls.run.PhaseSpan(rundata.PhaseBaseline); ok {
 		base, _, _ = diffs(bs.Start, bs.End)
 	}
 	l := PoolLeak{Pool: pool, Dependencies: deps, Source: LeakFromMetrics, InUse: Num(quantileOf(use, 0.5)),
-		InFlight: Num(quantileOf(fl, 0.5)), SpanS: Num(to.Sub(from).Seconds()), Limit: r.PoolInfo(pool).Limit, Before: Undefined, After: Undefined}
+		InFlight: Num(quantileOf(fl, 0.5)), SpanS: Num(to.Sub(from).Seconds()), Limit: ls.run.PoolInfo(pool).Limit, Before: Undefined, After: Undefined}
 	if least := slices.Min(after); least >= 1 && leakChance(base, least, len(after)) < maxLeakChance {
 		l.Leaked = int(least)
 		if len(quiet) > 0 {
@@ -242,12 +245,12 @@ func leakChance(base []float64, level float64, n int) float64 {
 // rejectionLeaks finds, without pool metrics, the permits a leak took from
 // a limit inferred in the fault phase: after the fault its callers were
 // rejected while its proxies saw fewer calls in flight than the limit.
-func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []PoolLeak {
+func (ls leakScan) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []PoolLeak {
 	var out []PoolLeak
 	rejecting := func(deps []string, from, to time.Time) bool {
 		var rejected, total int64
-		for _, ep := range r.callersOf(deps) {
-			for _, w := range r.EndpointWindows(ep) {
+		for _, ep := range (callGraph{ls.run}).callersOf(deps) {
+			for _, w := range ls.run.EndpointWindows(ep) {
 				if inRange(w.Start, from, to) {
 					rejected += w.Counts[rundata.ClassRejected]
 					total += w.Counts.Total()
@@ -265,7 +268,7 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 		peak, n := 0.0, 0
 		for _, d := range lim.Dependencies {
 			m := 0.0
-			for _, p := range r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
+			for _, p := range ls.run.Metric(rundata.ProxyComponent(d), rundata.MetricProxyInflight) {
 				if inRange(p.Time, from, to) {
 					m, n = math.Max(m, p.Value), n+1
 				}
@@ -286,8 +289,8 @@ func (r *Run) rejectionLeaks(inferred []InferredLimit, from, to time.Time) []Poo
 
 // probeLeaks compares each dependency's probe peaks before and after the
 // fault (nil without both probes).
-func (r *Run) probeLeaks() []PoolLeak {
-	before, after := r.probePeaks(rundata.PhaseProbeBefore), r.probePeaks(rundata.PhaseProbeAfter)
+func (ls leakScan) probeLeaks() []PoolLeak {
+	before, after := ls.probePeaks(rundata.PhaseProbeBefore), ls.probePeaks(rundata.PhaseProbeAfter)
 	if len(before) == 0 || len(after) == 0 {
 		return nil
 	}
@@ -310,19 +313,19 @@ func (r *Run) probeLeaks() []PoolLeak {
 
 // probePeaks is, per dependency, the most calls its proxy had in flight at
 // once during phase (a probe), from the peak gauge, else the samples.
-func (r *Run) probePeaks(phase string) map[string]float64 {
-	span, ok := r.PhaseSpan(phase)
+func (ls leakScan) probePeaks(phase string) map[string]float64 {
+	span, ok := ls.run.PhaseSpan(phase)
 	if !ok {
 		return nil
 	}
 	out := map[string]float64{}
-	for _, d := range r.dependencies() {
+	for _, d := range (callGraph{ls.run}).dependencies() {
 		// A peak is reported by the first scrape after it: up to one
 		// interval after the phase.
-		until := span.End.Add(r.sampleInterval())
+		until := span.End.Add(sampleInterval(ls.run))
 		for _, key := range []string{rundata.MetricProxyInflightPeak, rundata.MetricProxyInflight} {
 			found := false
-			for _, p := range r.Metric(rundata.ProxyComponent(d), key) {
+			for _, p := range ls.run.Metric(rundata.ProxyComponent(d), key) {
 				if p.Time.After(span.Start) && !p.Time.After(until) {
 					out[d], found = math.Max(out[d], p.Value), true
 				}

@@ -90,11 +90,15 @@ type limitSeries func(time.Time) (float64, bool)
 // constLimit is a limit in force throughout.
 func constLimit(l float64) limitSeries { return func(time.Time) (float64, bool) { return l, true } }
 
+// limitChecker checks the dependencies' peaks of calls in flight against
+// their limits.
+type limitChecker struct{ run *rundir.Run }
+
 // limitChecks applies LimitRule to the run: every dependency whose callers'
 // pools have known limits, every exported connection pool (its dependencies
 // when its name tells them, and its own count), and every limit inferred in
 // the fault phase over dependencies no known limit covers.
-func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
+func (lc limitChecker) limitChecks(inferred []InferredLimit) []LimitCheck {
 	var out []LimitCheck
 	covered := map[string]bool{}
 	add := func(c LimitCheck, ok bool) {
@@ -102,13 +106,13 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 			out = append(out, c)
 		}
 	}
-	for _, d := range r.dependencies() {
-		limit, source := r.declaredLimit(d)
+	for _, d := range (callGraph{lc.run}).dependencies() {
+		limit, source := lc.declaredLimit(d)
 		if limit == 0 {
 			continue
 		}
 		covered[d] = true
-		add(r.limitCheck([]string{d}, constLimit(float64(limit)), source))
+		add(lc.limitCheck([]string{d}, constLimit(float64(limit)), source))
 	}
 	// Every pool the service exports: the proxies of the dependencies its
 	// name tells, at the limit it exported then, and its own count.
@@ -116,23 +120,23 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 		{rundata.MetricPoolLimit, rundata.MetricPoolInUse, LimitExported},
 		{rundata.MetricConnPoolLimit, rundata.MetricConnPoolInUse, LimitConnections},
 	} {
-		for _, pool := range r.exportedPools(x.limit) {
-			limit := r.Metric(rundata.ServiceComponent, rundir.PoolKey(x.limit, pool))
+		for _, pool := range lc.exportedPools(x.limit) {
+			limit := lc.run.Metric(rundata.ServiceComponent, rundir.PoolKey(x.limit, pool))
 			at := func(t time.Time) (float64, bool) { return rundir.ValueAt(limit, t) }
-			if deps := r.namedPoolDeps(pool); len(deps) > 0 && !slices.ContainsFunc(deps, func(d string) bool { return covered[d] }) {
-				add(r.limitCheck(deps, at, x.source))
+			if deps := lc.namedPoolDeps(pool); len(deps) > 0 && !slices.ContainsFunc(deps, func(d string) bool { return covered[d] }) {
+				add(lc.limitCheck(deps, at, x.source))
 				for _, d := range deps {
 					covered[d] = true
 				}
 			}
-			add(r.gaugeCheck(pool, rundir.PoolKey(x.inUse, pool), at, x.source))
+			add(lc.gaugeCheck(pool, rundir.PoolKey(x.inUse, pool), at, x.source))
 		}
 	}
 	for _, l := range inferred {
 		if slices.ContainsFunc(l.Dependencies, func(d string) bool { return covered[d] }) {
 			continue // a known limit says more than one seen from outside
 		}
-		if c, ok := r.limitCheck(l.Dependencies, r.inferredInForce(l), LimitInferred); ok {
+		if c, ok := lc.limitCheck(l.Dependencies, lc.inferredInForce(l), LimitInferred); ok {
 			if !c.Holds {
 				c.Doubt = "the limit was inferred from outside, and the service's own may be higher: declare its pools or export their limits to decide"
 			}
@@ -144,9 +148,9 @@ func (r *Run) limitChecks(inferred []InferredLimit) []LimitCheck {
 
 // exportedPools names the pools of the service's samples with a series of
 // the limit metric.
-func (r *Run) exportedPools(limit string) []string {
+func (lc limitChecker) exportedPools(limit string) []string {
 	set := map[string]bool{}
-	for _, s := range r.Metrics {
+	for _, s := range lc.run.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for _, p := range rundata.LabelValues(s.Values, limit, "pool") {
 				set[p] = true
@@ -159,8 +163,8 @@ func (r *Run) exportedPools(limit string) []string {
 // inferredInForce is an inferred limit as a series: in force in the fault
 // phase it was seen in, at its plateau's upper edge (a sample may sit that
 // far above the median level and still count as at the cap).
-func (r *Run) inferredInForce(l InferredLimit) limitSeries {
-	span, ok := r.PhaseSpan(rundata.PhaseFault)
+func (lc limitChecker) inferredInForce(l InferredLimit) limitSeries {
+	span, ok := lc.run.PhaseSpan(rundata.PhaseFault)
 	edge := float64(l.Limit) + plateauTol(float64(l.Limit))
 	return func(t time.Time) (float64, bool) {
 		return edge, ok && t.After(span.Start) && !t.After(span.End)
@@ -171,14 +175,14 @@ func (r *Run) inferredInForce(l InferredLimit) limitSeries {
 // tells them: an endpoint's name (its dependency), a dependency's name, or
 // the built-in service's shared pool (every dependency); nil for a name
 // that tells nothing (the pool's own count is still judged).
-func (r *Run) namedPoolDeps(pool string) []string {
-	for _, e := range r.Meta.Endpoints {
+func (lc limitChecker) namedPoolDeps(pool string) []string {
+	for _, e := range lc.run.Meta.Endpoints {
 		if e.Dependency != "" && (e.Name == pool || e.Dependency == pool) {
 			return []string{e.Dependency}
 		}
 	}
 	if pool == rundata.SharedConnPool {
-		return r.dependencies()
+		return callGraph{lc.run}.dependencies()
 	}
 	return nil
 }
@@ -186,9 +190,9 @@ func (r *Run) namedPoolDeps(pool string) []string {
 // declaredLimit is the sum of the limits of the pools dependency d's
 // callers draw from, and whether they were declared or exported; 0 when
 // one of them is unknown.
-func (r *Run) declaredLimit(d string) (int, string) {
+func (lc limitChecker) declaredLimit(d string) (int, string) {
 	pools := map[string]bool{}
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range lc.run.Meta.Endpoints {
 		if e.Dependency == d {
 			if e.Pool == "" {
 				return 0, ""
@@ -198,9 +202,9 @@ func (r *Run) declaredLimit(d string) (int, string) {
 	}
 	sum, source := 0, LimitDeclared
 	for p := range pools {
-		l := r.PoolInfo(p).Limit
+		l := lc.run.PoolInfo(p).Limit
 		if l == 0 {
-			l, source = int(r.metricMax(rundir.PoolKey(rundata.MetricPoolLimit, p))), LimitExported
+			l, source = int(metricMax(lc.run, rundir.PoolKey(rundata.MetricPoolLimit, p))), LimitExported
 		}
 		if l == 0 {
 			return 0, ""
@@ -209,16 +213,16 @@ func (r *Run) declaredLimit(d string) (int, string) {
 	}
 	// Jobs on workers of their own call d beside the pools: their workers
 	// bound those calls (jobs.go).
-	if j := r.Meta.Jobs; j != nil && j.Mode == rundata.JobsOwn && j.Dependency == d && j.Count > 0 && sum > 0 {
+	if j := lc.run.Meta.Jobs; j != nil && j.Mode == rundata.JobsOwn && j.Dependency == d && j.Count > 0 && sum > 0 {
 		sum += j.Workers
 	}
 	return sum, source
 }
 
 // metricMax is the largest value of the service's series key, 0 without.
-func (r *Run) metricMax(key string) float64 {
+func metricMax(run *rundir.Run, key string) float64 {
 	m := 0.0
-	for _, p := range r.Metric(rundata.ServiceComponent, key) {
+	for _, p := range run.Metric(rundata.ServiceComponent, key) {
 		m = math.Max(m, p.Value)
 	}
 	return m
@@ -228,8 +232,8 @@ func (r *Run) metricMax(key string) float64 {
 // in flight to deps — one dependency's peak gauge (else its samples), the
 // sum of several's samples — and the calls they counted abandoned so far;
 // false when a proxy has neither.
-func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bool) {
-	half := r.sampleInterval() / 2
+func (lc limitChecker) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bool) {
+	half := sampleInterval(lc.run) / 2
 	series := make([][]rundir.Point, len(deps))
 	for i, d := range deps {
 		comp := rundata.ProxyComponent(d)
@@ -237,10 +241,10 @@ func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bo
 		// several proxies come from different moments of the interval and
 		// do not add up: a sum is of their samples.
 		if len(deps) == 1 {
-			series[i] = r.Metric(comp, rundata.MetricProxyInflightPeak)
+			series[i] = lc.run.Metric(comp, rundata.MetricProxyInflightPeak)
 		}
 		if len(series[i]) == 0 {
-			series[i] = r.Metric(comp, rundata.MetricProxyInflight)
+			series[i] = lc.run.Metric(comp, rundata.MetricProxyInflight)
 		}
 		if len(series[i]) == 0 {
 			return nil, nil, false
@@ -254,7 +258,7 @@ func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bo
 				complete = complete && found
 				v += x
 			}
-			if n, found := rundir.ValueAt(r.Metric(rundata.ProxyComponent(d), rundata.MetricProxyCancelled), p.Time); found {
+			if n, found := rundir.ValueAt(lc.run.Metric(rundata.ProxyComponent(d), rundata.MetricProxyCancelled), p.Time); found {
 				c += n
 			}
 		}
@@ -269,14 +273,14 @@ func (r *Run) inflightSum(deps []string) (peaks, cancelled []rundir.Point, ok bo
 // limitCheck finds the peak of deps' calls in flight (summed) over the run
 // against limit: the interval with the largest excess when one went over,
 // else the highest peak.
-func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (LimitCheck, bool) {
-	peaks, cancelled, ok := r.inflightSum(deps)
+func (lc limitChecker) limitCheck(deps []string, limit limitSeries, source string) (LimitCheck, bool) {
+	peaks, cancelled, ok := lc.inflightSum(deps)
 	if !ok {
 		return LimitCheck{}, false
 	}
-	judged := r.limitJudged()
-	prev, half := r.Origin(), r.sampleInterval()/2
-	c, ok := r.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
+	judged := lc.limitJudged()
+	prev, half := lc.run.Origin(), sampleInterval(lc.run)/2
+	c, ok := lc.peakOver(peaks, func(p rundir.Point) (float64, float64, bool) {
 		l, ok := limit(p.Time)
 		if !judged(p.Time) || !ok {
 			prev = p.Time
@@ -301,8 +305,8 @@ func (r *Run) limitCheck(deps []string, limit limitSeries, source string) (Limit
 
 // gaugeCheck holds an exported pool's own count in use (series key) to its
 // exported limit at every sample.
-func (r *Run) gaugeCheck(pool, key string, limit limitSeries, source string) (LimitCheck, bool) {
-	return r.peakOver(r.Metric(rundata.ServiceComponent, key), func(p rundir.Point) (float64, float64, bool) {
+func (lc limitChecker) gaugeCheck(pool, key string, limit limitSeries, source string) (LimitCheck, bool) {
+	return lc.peakOver(lc.run.Metric(rundata.ServiceComponent, key), func(p rundir.Point) (float64, float64, bool) {
 		l, ok := limit(p.Time)
 		return l, 0, ok && l > 0
 	}, LimitCheck{Dependency: "pool " + pool, Source: source})
@@ -310,8 +314,8 @@ func (r *Run) gaugeCheck(pool, key string, limit limitSeries, source string) (Li
 
 // peakOver fills c from the samples that judge says are judged (with the
 // limit in force and the calls allowed above it at each).
-func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, allowed float64, ok bool), c LimitCheck) (LimitCheck, bool) {
-	origin := r.Origin()
+func (lc limitChecker) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, allowed float64, ok bool), c LimitCheck) (LimitCheck, bool) {
+	origin := lc.run.Origin()
 	top, worst, worstExcess := rundir.Point{Time: origin, Value: -1}, rundir.Point{}, 0.0
 	topLimit, worstLimit, n := 0.0, 0.0, 0
 	for _, p := range samples {
@@ -336,7 +340,7 @@ func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, 
 		at, lim, c.Excess = worst, worstLimit, int(math.Round(worstExcess))
 	}
 	c.Limit = int(math.Round(lim))
-	c.Peak, c.PeakS, c.PeakPhase = int(math.Round(at.Value)), Num(at.Time.Sub(origin).Seconds()), r.phaseAt(at.Time)
+	c.Peak, c.PeakS, c.PeakPhase = int(math.Round(at.Value)), Num(at.Time.Sub(origin).Seconds()), phaseAt(lc.run, at.Time)
 	return c, true
 }
 
@@ -344,12 +348,12 @@ func (r *Run) peakOver(samples []rundir.Point, judge func(rundir.Point) (limit, 
 // in the fault phase of a fault that can hold calls up to the service's
 // timeout, and for T + the longest queue wait after it (a sample reports
 // the interval before it: one more interval is left out).
-func (r *Run) limitJudged() func(time.Time) bool {
-	fs, ok := r.FaultStart()
-	if !ok || !r.callsMayOutliveT() {
+func (lc limitChecker) limitJudged() func(time.Time) bool {
+	fs, ok := lc.run.FaultStart()
+	if !ok || !lc.callsMayOutliveT() {
 		return func(time.Time) bool { return true }
 	}
-	until := r.FaultEnd().Add(r.Meta.Timeout + r.Meta.LongestWait() + r.sampleInterval())
+	until := lc.run.FaultEnd().Add(lc.run.Meta.Timeout + lc.run.Meta.LongestWait() + sampleInterval(lc.run))
 	return func(t time.Time) bool { return t.Before(fs) || !t.Before(until) }
 }
 
@@ -358,13 +362,13 @@ func (r *Run) limitJudged() func(time.Time) bool {
 // hang, a capacity queue, a heavy-tailed delay or one above outliveShare of
 // T, an answer throttled for a time not known; or clients that give up
 // mid-call.
-func (r *Run) callsMayOutliveT() bool {
-	for _, w := range r.Windows {
+func (lc limitChecker) callsMayOutliveT() bool {
+	for _, w := range lc.run.Windows {
 		if w.Phase == rundata.PhaseFault && w.Cancelled > 0 {
 			return true
 		}
 	}
-	for _, f := range r.Meta.Faults {
+	for _, f := range lc.run.Meta.Faults {
 		if f.Action != rundata.FaultSet || len(f.Faults) == 0 {
 			continue
 		}
@@ -373,7 +377,7 @@ func (r *Run) callsMayOutliveT() bool {
 			return true
 		}
 		for _, h := range hs {
-			if h.Kind == faultproxy.HoldNever || h.Most == faultproxy.Unbounded || float64(h.Most) > outliveShare*float64(r.Meta.Timeout) {
+			if h.Kind == faultproxy.HoldNever || h.Most == faultproxy.Unbounded || float64(h.Most) > outliveShare*float64(lc.run.Meta.Timeout) {
 				return true
 			}
 		}
@@ -382,8 +386,8 @@ func (r *Run) callsMayOutliveT() bool {
 }
 
 // phaseAt names the phase that holds t, "" outside every phase.
-func (r *Run) phaseAt(t time.Time) string {
-	for _, p := range r.Meta.Phases {
+func phaseAt(run *rundir.Run, t time.Time) string {
+	for _, p := range run.Meta.Phases {
 		if !t.Before(p.Start) && t.Before(p.End) {
 			return p.Name
 		}

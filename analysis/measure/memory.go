@@ -71,44 +71,44 @@ const MetricHeapObjects = "bulkheadlab_heap_objects_bytes"
 // it.
 func memoryFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Memory != nil {
-		s.Memory = r.memoryStats(ex.Culprit, s.Endpoint(ex.Culprit))
+		s.Memory = memoryStats(r.Data, ex.Culprit, s.Endpoint(ex.Culprit))
 	}
 }
 
 // memoryStats computes the run's MemoryRun for the culprit.
-func (r *Run) memoryStats(culprit string, e EndpointStats) *MemoryRun {
+func memoryStats(run *rundir.Run, culprit string, e EndpointStats) *MemoryRun {
 	m := &MemoryRun{OfferedPerS: Undefined, InflightStart: Undefined, InflightEnd: Undefined, InflightPeak: Undefined,
 		InflightSlope: Undefined, FirstHalfSlope: Undefined, SecondHalfSlope: Undefined, GrowthShare: Undefined, LateGrowthShare: Undefined,
 		RSSStartBytes: Undefined, RSSEndBytes: Undefined, RSSPeakBytes: Undefined, RSSGrowth: Undefined, RSSSlope: Undefined, BytesPerCall: Undefined,
 		HeapStartBytes: Undefined, HeapEndBytes: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := run.FaultStart()
 	if !ok {
 		return m
 	}
-	to := r.FaultEnd()
+	to := run.FaultEnd()
 	if !to.After(from) {
 		return m
 	}
 	switch tot := e.FaultCounts.Total(); {
 	case tot > 0:
 		m.OfferedPerS = Num(float64(tot) / to.Sub(from).Seconds())
-	case r.EndpointInfo(culprit).Rate > 0:
+	case run.EndpointInfo(culprit).Rate > 0:
 		// A run stopped within its fault phase has no record of it: the
 		// open model's schedule is its rate.
-		m.OfferedPerS = Num(r.EndpointInfo(culprit).Rate)
+		m.OfferedPerS = Num(run.EndpointInfo(culprit).Rate)
 	}
-	inflight, source := r.inflightOf(culprit)
+	inflight, source := inflightOf(run, culprit)
 	m.Source = source
 	mid := from.Add(to.Sub(from) / 2)
 	m.InflightStart, m.InflightEnd, m.InflightPeak = valueNum(inflight, from), valueNum(inflight, to), peakOver(inflight, from, to)
 	m.InflightSlope, m.FirstHalfSlope, m.SecondHalfSlope = slopeOver(inflight, from, to), slopeOver(inflight, from, mid), slopeOver(inflight, mid, to)
 	m.GrowthShare = Num(Ratio(float64(m.InflightSlope), float64(m.OfferedPerS)))
 	m.LateGrowthShare = Num(Ratio(float64(m.SecondHalfSlope), float64(m.OfferedPerS)))
-	rss := r.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
+	rss := run.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
 	m.RSSStartBytes, m.RSSEndBytes, m.RSSPeakBytes = valueNum(rss, from), valueNum(rss, to), peakOver(rss, from, to)
 	m.RSSGrowth = Num(Ratio(float64(m.RSSEndBytes-m.RSSStartBytes), float64(m.RSSStartBytes)))
 	m.RSSSlope = slopeOver(rss, from, to)
-	heap := r.Metric(rundata.ServiceComponent, MetricHeapObjects)
+	heap := run.Metric(rundata.ServiceComponent, MetricHeapObjects)
 	m.HeapStartBytes, m.HeapEndBytes = valueNum(heap, from), valueNum(heap, to)
 	if d := float64(m.InflightEnd - m.InflightStart); d >= 1 {
 		m.BytesPerCall = Num(float64(m.RSSEndBytes-m.RSSStartBytes) / d)

@@ -41,19 +41,19 @@ type NoiseFloor struct {
 
 // judgedFrom is the start of the judged phases: the end of warmup, else the
 // run's origin.
-func (r *Run) judgedFrom() time.Time {
-	if p, ok := r.PhaseSpan(rundata.PhaseWarmup); ok {
+func judgedFrom(run *rundir.Run) time.Time {
+	if p, ok := run.PhaseSpan(rundata.PhaseWarmup); ok {
 		return p.End
 	}
-	return r.Origin()
+	return run.Origin()
 }
 
 func (r *Run) NoiseFloor() NoiseFloor {
 	n := NoiseFloor{CanaryP99Ms: Undefined, CanaryLimitMs: Undefined, LagP99Ms: Undefined, MachineBusy: Undefined, MachineSteal: Undefined}
-	if c := r.Meta.Canary; c != nil {
+	if c := r.Data.Meta.Canary; c != nil {
 		n.CanaryLimitMs = Num(Millis(c.MaxP99))
 	}
-	for _, p := range r.Phases {
+	for _, p := range r.Data.Phases {
 		if p.Phase == rundata.PhaseWarmup || p.Latency.Count == 0 {
 			continue
 		}
@@ -63,9 +63,9 @@ func (r *Run) NoiseFloor() NoiseFloor {
 		}
 		n.LagP99Ms = maxNum(n.LagP99Ms, Num(Millis(p.LagP99)))
 	}
-	from, to := r.judgedFrom(), r.End()
+	from, to := judgedFrom(r.Data), r.Data.End()
 	for _, comp := range r.Components() {
-		if s := r.Metric(comp, rundata.MetricSchedLatencyP99); len(s) > 0 {
+		if s := r.Data.Metric(comp, rundata.MetricSchedLatencyP99); len(s) > 0 {
 			if n.SchedP99Ms == nil {
 				n.SchedP99Ms = map[string]Num{}
 			}
@@ -77,18 +77,18 @@ func (r *Run) NoiseFloor() NoiseFloor {
 			}
 			n.SchedP99Ms[comp] = v
 		}
-		if w, ok := rate(r.Metric(comp, rundata.MetricRunqueueWait), from, to); ok {
+		if w, ok := rate(r.Data.Metric(comp, rundata.MetricRunqueueWait), from, to); ok {
 			if n.RunqueueWait == nil {
 				n.RunqueueWait = map[string]Num{}
 			}
 			n.RunqueueWait[comp] = Num(w)
 		}
 	}
-	busy, ok1 := rundir.DeltaOver(r.Metric(rundata.MachineComponent, rundata.MetricMachineBusySeconds), from, to)
-	total, ok2 := rundir.DeltaOver(r.Metric(rundata.MachineComponent, rundata.MetricMachineCPUSeconds), from, to)
+	busy, ok1 := rundir.DeltaOver(r.Data.Metric(rundata.MachineComponent, rundata.MetricMachineBusySeconds), from, to)
+	total, ok2 := rundir.DeltaOver(r.Data.Metric(rundata.MachineComponent, rundata.MetricMachineCPUSeconds), from, to)
 	if ok1 && ok2 && total > 0 {
 		n.MachineBusy = Num(busy / total)
-		if steal, ok := rundir.DeltaOver(r.Metric(rundata.MachineComponent, rundata.MetricMachineStealSeconds), from, to); ok {
+		if steal, ok := rundir.DeltaOver(r.Data.Metric(rundata.MachineComponent, rundata.MetricMachineStealSeconds), from, to); ok {
 			n.MachineSteal = Num(steal / total)
 		}
 	}
@@ -106,9 +106,12 @@ func rate(s []rundir.Point, from, to time.Time) (float64, bool) {
 }
 
 // Components are the components of the run's samples, sorted.
-func (r *Run) Components() []string {
+func (r *Run) Components() []string { return components(r.Data) }
+
+// components are the components of run's samples, sorted.
+func components(run *rundir.Run) []string {
 	set := map[string]bool{}
-	for _, s := range r.Metrics {
+	for _, s := range run.Metrics {
 		set[s.Component] = true
 	}
 	out := slices.Sorted(maps.Keys(set))

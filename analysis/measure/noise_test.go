@@ -26,7 +26,7 @@ func TestNoiseFloorMachineSteal(t *testing.T) {
 		withSteal       bool
 		wantBusy, steal float64
 	}{{"sampled", true, 0.75, 0.25}, {"not sampled", false, 0.75, math.NaN()}} {
-		r := &Run{&rundir.Run{Meta: rundata.RunMeta{Phases: []rundata.PhaseSpan{
+		r := &Run{Data: &rundir.Run{Meta: rundata.RunMeta{Phases: []rundata.PhaseSpan{
 			{Name: rundata.PhaseWarmup, Start: t0, End: t0.Add(2 * time.Second)},
 			{Name: rundata.PhaseBaseline, Start: t0.Add(2 * time.Second), End: t0.Add(6 * time.Second)},
 		}}, Metrics: []rundata.MetricSample{

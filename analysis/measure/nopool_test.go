@@ -35,7 +35,7 @@ func growthRun(inflight func(t float64) float64, rejected float64) *Run {
 			}},
 			rundata.MetricSample{Time: at, Component: rundata.ProxyComponent("A"), Values: map[string]float64{rundata.MetricProxyInflight: min(n, 12)}})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // counts is /a's fault-phase results: ok of them ok, limited refused by
@@ -59,7 +59,7 @@ func TestMemoryStats(t *testing.T) {
 		}
 	}
 	grow := growthRun(func(s float64) float64 { return 2 + 200*s }, 0)
-	m := grow.memoryStats("a", counts(400, 0))
+	m := memoryStats(grow.Data, "a", counts(400, 0))
 	near("offered", m.OfferedPerS, 200, 1e-9)
 	near("slope", m.InflightSlope, 200, 1e-6)
 	near("first half", m.FirstHalfSlope, 200, 1e-6)
@@ -74,18 +74,18 @@ func TestMemoryStats(t *testing.T) {
 	}
 
 	bounded := growthRun(func(s float64) float64 { return min(10, 2+200*s) }, 0)
-	m = bounded.memoryStats("a", counts(400, 0))
+	m = memoryStats(bounded.Data, "a", counts(400, 0))
 	near("bounded: second half", m.LateGrowthShare, 0, 1e-9)
 	near("bounded: peak", m.InflightPeak, 10, 1e-9)
 
 	proxy := growthRun(func(s float64) float64 { return 2 + 200*s }, 0)
-	for i := range proxy.Metrics {
-		delete(proxy.Metrics[i].Values, rundata.Key(MetricDepInflight, rundata.L("dependency", "a")))
+	for i := range proxy.Data.Metrics {
+		delete(proxy.Data.Metrics[i].Values, rundata.Key(MetricDepInflight, rundata.L("dependency", "a")))
 	}
-	if m = proxy.memoryStats("a", counts(400, 0)); m.Source != InflightFromProxy || m.InflightPeak != 12 {
+	if m = memoryStats(proxy.Data, "a", counts(400, 0)); m.Source != InflightFromProxy || m.InflightPeak != 12 {
 		t.Errorf("without the service's count: source %q, peak %v; want the proxy's, 12", m.Source, m.InflightPeak)
 	}
-	near("stopped: the schedule's rate", grow.memoryStats("a", EndpointStats{Endpoint: "a"}).OfferedPerS, 200, 1e-9)
+	near("stopped: the schedule's rate", memoryStats(grow.Data, "a", EndpointStats{Endpoint: "a"}).OfferedPerS, 200, 1e-9)
 }
 
 // TestRateLimitStats: the share of /a's results of class limited, the
@@ -94,7 +94,7 @@ func TestMemoryStats(t *testing.T) {
 // fault.
 func TestRateLimitStats(t *testing.T) {
 	r := growthRun(func(float64) float64 { return 50 }, 40)
-	s := r.rateLimitStats("a", counts(390, 10))
+	s := rateLimitStats(r.Data, "a", counts(390, 10))
 	// The sample at fault start is still the baseline's 2.
 	if s.LimitedShare != 10.0/400 || s.LimitPerS != 220 || s.OfferedPerS != 200 || s.InflightBaseline != 2 || math.Abs(float64(s.InflightFault)-(2+8*50)/9.0) > 1e-9 ||
 		s.InflightSource != InflightFromService || math.Abs(float64(s.LimiterRejected)-16) > 1e-9 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -32,25 +33,27 @@ type PolicyRun struct {
 }
 
 // policyFamily adds the culprit's policy numbers.
-func policyFamily(r *Run, s *RunSummary, ex rundata.Expectations) { s.Policy = r.policyStats(s, ex) }
+func policyFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+	s.Policy = policyStats(r.Data, s, ex)
+}
 
 // policyStats computes PolicyRun for a run of s; nil unless the
 // experiment names policy claims.
-func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
+func policyStats(run *rundir.Run, s *RunSummary, ex rundata.Expectations) *PolicyRun {
 	if ex.Policy == nil {
 		return nil
 	}
 	pr := &PolicyRun{BreakerOpenS: Undefined, BreakerOpenPredictedS: Undefined, PoolExhaustedS: Undefined, VictimDegradedS: Undefined, LimiterMinLimit: Undefined, LimiterMeanLimit: Undefined}
-	if d, ok := r.Meta.PredictedBreakerOpen[r.EndpointInfo(ex.Culprit).Dependency]; ok {
+	if d, ok := run.Meta.PredictedBreakerOpen[run.EndpointInfo(ex.Culprit).Dependency]; ok {
 		pr.BreakerOpenPredictedS = Num(d.Seconds())
 	}
-	fs, ok := r.FaultStart()
+	fs, ok := run.FaultStart()
 	if !ok {
 		return pr
 	}
-	fe := r.FaultEnd()
+	fe := run.FaultEnd()
 	dep := rundata.L("dependency", ex.Culprit)
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerOpenedAt, dep)) {
+	for _, p := range run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerOpenedAt, dep)) {
 		at := time.Unix(0, int64(p.Value*1e9))
 		if p.Value > 0 && !at.Before(fs) {
 			pr.BreakerOpenS = Num(at.Sub(fs).Seconds())
@@ -58,7 +61,7 @@ func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
 		}
 	}
 	var open *[2]float64
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, dep)) {
+	for _, p := range run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, dep)) {
 		x := p.Time.Sub(fs).Seconds()
 		switch {
 		case p.Value == 2 && open == nil:
@@ -74,17 +77,17 @@ func (r *Run) policyStats(s *RunSummary, ex rundata.Expectations) *PolicyRun {
 		}
 	}
 	for _, ps := range s.Pools {
-		if slices.Contains(r.PoolInfo(ps.Pool).Endpoints, ex.Culprit) && !math.IsNaN(float64(ps.MeasuredExhaustionS)) {
+		if slices.Contains(run.PoolInfo(ps.Pool).Endpoints, ex.Culprit) && !math.IsNaN(float64(ps.MeasuredExhaustionS)) {
 			pr.PoolExhaustedS = ps.MeasuredExhaustionS
 			break
 		}
 	}
 	if t := float64(s.TimeToDegradeT); !math.IsNaN(t) {
-		pr.VictimDegradedS = Num(max(0, t*r.Meta.Timeout.Seconds()-r.Meta.Window.Seconds()))
+		pr.VictimDegradedS = Num(max(0, t*run.Meta.Timeout.Seconds()-run.Meta.Window.Seconds()))
 	}
 	var n, sum float64
 	lo := math.Inf(1)
-	for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricLimiterLimit, dep)) {
+	for _, p := range run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricLimiterLimit, dep)) {
 		if inRange(p.Time, fs, fe) {
 			n, sum, lo = n+1, sum+p.Value, min(lo, p.Value)
 		}

@@ -24,26 +24,29 @@ const (
 const PoolFirstRule = "the pool ran out first when the first resource is a pool the service exports; a limit inferred from the proxies when it equals a declared pool's size (within the plateau's tolerance), or whenever no pool is declared (the cap is then the service's bulkhead, whatever it is built of; one that matches no declared pool cannot be told apart from a limit of another kind); " +
 	"for a service that exports its connection pools and no worker pools, a connection pool when it is its bulkhead (it equals a declared pool, or none is declared) — the same gauges give the same answer under external.metrics.in_use and external.metrics.conns"
 
+// poolFirstRule decides whether a pool, not the dependency, ran out first.
+type poolFirstRule struct{ run *rundir.Run }
+
 // poolFirst says whether the pool ran out first in e, and why not or why it
 // cannot be told.
-func (r *Run) poolFirst(e Exhaustion, inferred []InferredLimit) (string, string) {
+func (pf poolFirstRule) poolFirst(e Exhaustion, inferred []InferredLimit) (string, string) {
 	switch e.Resource {
 	case ResourcePool:
 		return PoolFirstYes, ""
 	case ResourceNotObservable:
 		return PoolFirstUnknown, "the service's pools are not observable and no cap showed in the proxies: name its pool metrics under external.metrics"
 	case ResourcePoolInferred:
-		return r.inferredIsPool(inferred)
+		return pf.inferredIsPool(inferred)
 	case ResourceConnections:
-		if r.Meta.External && !r.observesPools() && len(e.Ranked) > 0 {
-			return r.connPoolIsPool(e.Ranked[0].Name)
+		if pf.run.Meta.External && !observesPools(pf.run) && len(e.Ranked) > 0 {
+			return pf.connPoolIsPool(e.Ranked[0].Name)
 		}
 	}
 	return PoolFirstNo, ""
 }
 
 // inferredIsPool judges the earliest limit inferred from the proxies.
-func (r *Run) inferredIsPool(inferred []InferredLimit) (string, string) {
+func (pf poolFirstRule) inferredIsPool(inferred []InferredLimit) (string, string) {
 	if len(inferred) == 0 {
 		return PoolFirstUnknown, "no limit was inferred"
 	}
@@ -53,7 +56,7 @@ func (r *Run) inferredIsPool(inferred []InferredLimit) (string, string) {
 			l = x
 		}
 	}
-	if declared := r.declaredSizes(); len(declared) > 0 {
+	if declared := declaredSizes(pf.run); len(declared) > 0 {
 		if matchesSize(l.Limit, declared) {
 			return PoolFirstYes, ""
 		}
@@ -68,12 +71,12 @@ func (r *Run) inferredIsPool(inferred []InferredLimit) (string, string) {
 // connPoolIsPool judges a connection pool that ran out first in a service
 // that exports no worker pools: it is the bulkhead when it equals a
 // declared pool, or when none is declared.
-func (r *Run) connPoolIsPool(pool string) (string, string) {
-	declared := r.declaredSizes()
+func (pf poolFirstRule) connPoolIsPool(pool string) (string, string) {
+	declared := declaredSizes(pf.run)
 	if len(declared) == 0 {
 		return PoolFirstYes, ""
 	}
-	lim := int(r.metricMax(rundir.PoolKey(rundata.MetricConnPoolLimit, pool)))
+	lim := int(metricMax(pf.run, rundir.PoolKey(rundata.MetricConnPoolLimit, pool)))
 	if matchesSize(lim, declared) {
 		return PoolFirstYes, ""
 	}
@@ -83,10 +86,10 @@ func (r *Run) connPoolIsPool(pool string) (string, string) {
 // declaredSizes are the limits of the run's declared pools and their sums
 // over pools sharing dependencies (a limit seen on A+B may be the sum of
 // two pools).
-func (r *Run) declaredSizes() []int {
+func declaredSizes(run *rundir.Run) []int {
 	var out []int
 	sum := 0
-	for _, p := range r.Meta.Pools {
+	for _, p := range run.Meta.Pools {
 		if p.Limit > 0 {
 			out = append(out, p.Limit)
 			sum += p.Limit

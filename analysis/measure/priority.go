@@ -52,47 +52,47 @@ type PriorityRun struct {
 // the experiment names the priority claim.
 func priorityFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Priority != nil {
-		s.Priority = r.priorityStats(ex, s.Endpoint(ex.Victim), s.Endpoint(ex.Culprit))
+		s.Priority = priorityStats(r.Data, ex, s.Endpoint(ex.Victim), s.Endpoint(ex.Culprit))
 	}
 }
 
 // priorityStats computes the run's PriorityRun for the victim ex.Victim
 // (critical) and the culprit ex.Culprit (sheddable).
-func (r *Run) priorityStats(ex rundata.Expectations, victim, culprit EndpointStats) *PriorityRun {
-	pool := r.EndpointInfo(ex.Victim).Pool
-	info := r.PoolInfo(pool)
+func priorityStats(run *rundir.Run, ex rundata.Expectations, victim, culprit EndpointStats) *PriorityRun {
+	pool := run.EndpointInfo(ex.Victim).Pool
+	info := run.PoolInfo(pool)
 	p := &PriorityRun{Pool: pool, Size: info.Limit, Reserved: Undefined, CriticalPerS: Undefined, CriticalCallMs: Undefined,
 		CriticalDemand: Undefined, CriticalInFlight: Undefined, IdleReserved: Undefined, PredictedIdle: Undefined,
 		SheddableRejectedShare: RejectedShare(culprit), SheddableRejectedPerS: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = run.Origin()
 	}
-	to := r.FaultEnd()
+	to := run.FaultEnd()
 	secs := to.Sub(from).Seconds()
 	if secs > 0 {
 		p.CriticalPerS = Num(float64(victim.FaultCounts.Total()) / secs)
 		p.SheddableRejectedPerS = Num(float64(culprit.FaultCounts[rundata.ClassRejected]) / secs)
 	}
 	l := rundata.L("dependency", ex.Victim)
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
-	cnt, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
+	sum, ok1 := rundir.DeltaOver(run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationSum, l)), from, to)
+	cnt, ok2 := rundir.DeltaOver(run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricDepDurationCount, l)), from, to)
 	if ok1 && ok2 && cnt > 0 {
 		p.CriticalCallMs = Num(1000 * sum / cnt)
 		p.CriticalDemand = p.CriticalPerS * p.CriticalCallMs / 1000
 	}
 	svc := rundata.ServiceComponent
-	switch reserved := r.Metric(svc, rundir.PoolKey(rundata.MetricPriorityReserved, pool)); {
+	switch reserved := run.Metric(svc, rundir.PoolKey(rundata.MetricPriorityReserved, pool)); {
 	case len(reserved) > 0:
 		p.Reserved = Num(reserved[len(reserved)-1].Value)
-		p.CriticalInFlight = meanOver(r.Metric(svc, rundata.Key(rundata.MetricPriorityInflight,
+		p.CriticalInFlight = meanOver(run.Metric(svc, rundata.Key(rundata.MetricPriorityInflight,
 			rundata.L("pool", pool), rundata.L("class", rundata.PriorityCritical))), from, to)
-		p.IdleReserved = rateOver(r.Metric(svc, rundir.PoolKey(rundata.MetricPriorityIdleSeconds, pool)), from, to)
+		p.IdleReserved = rateOver(run.Metric(svc, rundir.PoolKey(rundata.MetricPriorityIdleSeconds, pool)), from, to)
 	case len(info.Endpoints) == 1 && info.Endpoints[0] == ex.Victim && info.Limit > 0:
 		p.Reserved, p.Partition = Num(info.Limit), true
-		p.CriticalInFlight = meanOver(r.Metric(svc, rundir.PoolKey(rundata.MetricPoolInUse, pool)), from, to)
+		p.CriticalInFlight = meanOver(run.Metric(svc, rundir.PoolKey(rundata.MetricPoolInUse, pool)), from, to)
 		p.IdleReserved = Num(float64(info.Limit)) - p.CriticalInFlight
-	case r.observes(rundata.MetricPoolLimit):
+	case observes(run, rundata.MetricPoolLimit):
 		// A pool the service exports without a priority stage: nothing is
 		// held for the victim, and nothing of it is idle.
 		p.Reserved, p.IdleReserved = 0, 0

@@ -32,7 +32,7 @@ func priorityRun(pools []rundata.PoolInfo, sample func(i int) map[string]float64
 	for i := 0; i <= 6; i++ {
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: t0.Add(time.Duration(i) * time.Second), Component: rundata.ServiceComponent, Values: sample(i)})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestPriorityStats: the numbers of the priority claim from the service's
@@ -57,38 +57,38 @@ func TestPriorityStats(t *testing.T) {
 	shared := []rundata.PoolInfo{{Name: "shared", Limit: 24, Endpoints: []string{"checkout", "recommend"}}}
 	crit := rundata.Key(rundata.MetricPriorityInflight, rundata.L("pool", "shared"), rundata.L("class", rundata.PriorityCritical))
 
-	reserved := priorityRun(shared, func(i int) map[string]float64 {
+	reserved := priorityStats(priorityRun(shared, func(i int) map[string]float64 {
 		return calls(i, map[string]float64{
 			rundir.PoolKey(rundata.MetricPoolLimit, "shared"):           24,
 			rundir.PoolKey(rundata.MetricPriorityReserved, "shared"):    10,
 			rundir.PoolKey(rundata.MetricPriorityIdleSeconds, "shared"): 6.5 * float64(i), // 6.5 permits idle all along
 			crit: 3.5,
 		})
-	}).priorityStats(ex, victim, culprit)
+	}).Data, ex, victim, culprit)
 	want := PriorityRun{Pool: "shared", Size: 24, Reserved: 10, CriticalPerS: 30, CriticalCallMs: 100, CriticalDemand: 3, CriticalInFlight: 3.5,
 		IdleReserved: 6.5, PredictedIdle: 7, SheddableRejectedShare: 640.0 / 1200, SheddableRejectedPerS: 160}
 	checkPriorityRun(t, "reserved", *reserved, want)
 
-	own := priorityRun([]rundata.PoolInfo{{Name: "checkout", Limit: 10, Endpoints: []string{"checkout"}}, {Name: "recommend", Limit: 14, Endpoints: []string{"recommend"}}},
+	own := priorityStats(priorityRun([]rundata.PoolInfo{{Name: "checkout", Limit: 10, Endpoints: []string{"checkout"}}, {Name: "recommend", Limit: 14, Endpoints: []string{"recommend"}}},
 		func(i int) map[string]float64 {
 			return calls(i, map[string]float64{
 				rundir.PoolKey(rundata.MetricPoolLimit, "checkout"): 10,
 				rundir.PoolKey(rundata.MetricPoolInUse, "checkout"): 2.5,
 			})
-		}).priorityStats(ex, victim, culprit)
+		}).Data, ex, victim, culprit)
 	want = PriorityRun{Pool: "checkout", Size: 10, Reserved: 10, Partition: true, CriticalPerS: 30, CriticalCallMs: 100, CriticalDemand: 3, CriticalInFlight: 2.5,
 		IdleReserved: 7.5, PredictedIdle: 7, SheddableRejectedShare: 640.0 / 1200, SheddableRejectedPerS: 160}
 	checkPriorityRun(t, "a pool of its own", *own, want)
 
-	none := priorityRun(shared, func(i int) map[string]float64 {
+	none := priorityStats(priorityRun(shared, func(i int) map[string]float64 {
 		return calls(i, map[string]float64{rundir.PoolKey(rundata.MetricPoolLimit, "shared"): 24, rundir.PoolKey(rundata.MetricPoolInUse, "shared"): 24})
-	}).priorityStats(ex, victim, culprit)
+	}).Data, ex, victim, culprit)
 	want = PriorityRun{Pool: "shared", Size: 24, Reserved: 0, CriticalPerS: 30, CriticalCallMs: 100, CriticalDemand: 3, CriticalInFlight: Undefined,
 		IdleReserved: 0, PredictedIdle: 0, SheddableRejectedShare: 640.0 / 1200, SheddableRejectedPerS: 160}
 	checkPriorityRun(t, "no reservation", *none, want)
 
 	var s RunSummary
-	priorityFamily(&Run{&rundir.Run{}}, &s, rundata.DefaultExpectations())
+	priorityFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
 	if s.Priority != nil {
 		t.Errorf("without expectations.priority: %+v, want none", s.Priority)
 	}

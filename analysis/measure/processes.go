@@ -31,28 +31,28 @@ type ProcessesRun struct {
 // names the processes claim.
 func processesFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Processes != nil {
-		s.Processes = r.processesStats()
+		s.Processes = processesStats(r.Data)
 	}
 }
 
 // processesStats computes the run's ProcessesRun.
-func (r *Run) processesStats() *ProcessesRun {
-	p := &ProcessesRun{Processes: max(1, len(r.Meta.Instances)), BaselineRSSBytes: Undefined, RSSBytes: Undefined, PeakRSSBytes: Undefined,
+func processesStats(run *rundir.Run) *ProcessesRun {
+	p := &ProcessesRun{Processes: max(1, len(run.Meta.Instances)), BaselineRSSBytes: Undefined, RSSBytes: Undefined, PeakRSSBytes: Undefined,
 		GOMAXPROCS: Undefined, Cores: Undefined}
-	rss := r.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	rss := run.Metric(rundata.ServiceComponent, rundata.MetricResidentBytes)
+	if b, ok := run.PhaseSpan(rundata.PhaseBaseline); ok {
 		p.BaselineRSSBytes = meanOver(rss, b.Start, b.End)
 	}
-	from, ok := r.FaultStart()
+	from, ok := run.FaultStart()
 	if !ok {
 		return p
 	}
-	to := r.FaultEnd()
+	to := run.FaultEnd()
 	p.RSSBytes, p.PeakRSSBytes = meanOver(rss, from, to), peakOver(rss, from, to)
-	if g := r.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(g) > 0 {
+	if g := run.Metric(rundata.ServiceComponent, rundata.MetricGoMaxProcs); len(g) > 0 {
 		p.GOMAXPROCS = Num(g[len(g)-1].Value)
 	}
-	if d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds), from, to); ok && to.After(from) {
+	if d, ok := rundir.DeltaOver(run.Metric(rundata.ServiceComponent, rundata.MetricCPUSeconds), from, to); ok && to.After(from) {
 		p.Cores = Num(d / to.Sub(from).Seconds())
 	}
 	return p

@@ -37,7 +37,7 @@ func TestProcessesStats(t *testing.T) {
 	ex := rundata.DefaultExpectations()
 	ex.Processes = &rundata.ProcessesRoles{CPU: "payload"}
 	var s RunSummary
-	processesFamily(&Run{r}, &s, ex)
+	processesFamily(&Run{Data: r}, &s, ex)
 	p := s.Processes
 	if p == nil {
 		t.Fatal("no processes numbers with expectations.processes")
@@ -53,12 +53,12 @@ func TestProcessesStats(t *testing.T) {
 		t.Errorf("ProcessesOf a run without numbers: %+v", ProcessesOf(RunSummary{}))
 	}
 	var none RunSummary
-	processesFamily(&Run{r}, &none, rundata.DefaultExpectations())
+	processesFamily(&Run{Data: r}, &none, rundata.DefaultExpectations())
 	if none.Processes != nil {
 		t.Errorf("processes numbers without expectations.processes: %+v", none.Processes)
 	}
 	one := &rundir.Run{Meta: rundata.RunMeta{Phases: r.Meta.Phases}}
-	if got := (&Run{one}).processesStats(); got.Processes != 1 {
+	if got := processesStats(one); got.Processes != 1 {
 		t.Errorf("one process counted %d", got.Processes)
 	}
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// proxyLatency reads what the fault proxies held calls for, and the latency
+// that predicts at the endpoints.
+type proxyLatency struct{ run *rundir.Run }
+
 // proxyHolding is the mean time a call to dependency dep spent past the
 // service in [from, to], as the fault proxy in front of it saw it: the
 // mean of its duration histogram over the span (every call timed, the
@@ -20,16 +24,16 @@ import (
 // count over its request rate (the TCP plane; a gauge sampled a few times
 // a second, which over a short span can miss by a factor of two). NaN
 // without samples or requests.
-func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
+func (pl proxyLatency) proxyHolding(dep string, from, to time.Time) float64 {
 	comp := rundata.ProxyComponent(dep)
 	for _, h := range [][2]string{{rundata.MetricPgQuerySum, rundata.MetricPgQueryCount}, {rundata.MetricProxyUpstreamSum, rundata.MetricProxyUpstreamCount}} {
-		sum, ok1 := rundir.DeltaOver(r.Metric(comp, h[0]), from, to)
-		n, ok2 := rundir.DeltaOver(r.Metric(comp, h[1]), from, to)
+		sum, ok1 := rundir.DeltaOver(pl.run.Metric(comp, h[0]), from, to)
+		n, ok2 := rundir.DeltaOver(pl.run.Metric(comp, h[1]), from, to)
 		if ok1 && ok2 && n > 0 && sum >= 0 {
 			return sum / n
 		}
 	}
-	reqs := r.Metric(comp, rundata.MetricProxyRequests)
+	reqs := pl.run.Metric(comp, rundata.MetricProxyRequests)
 	n, ok := rundir.DeltaOver(reqs, from, to)
 	secs := to.Sub(from).Seconds()
 	if !ok || n <= 0 || secs <= 0 {
@@ -37,7 +41,7 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 	}
 	var sum float64
 	var k int
-	for _, p := range r.Metric(comp, rundata.MetricProxyInflight) {
+	for _, p := range pl.run.Metric(comp, rundata.MetricProxyInflight) {
 		if inRange(p.Time, from, to) {
 			sum += p.Value
 			k++
@@ -58,8 +62,8 @@ func (r *Run) proxyHolding(dep string, from, to time.Time) float64 {
 // A fault with a match (a PostgreSQL dependency's) acts on the share of
 // endpoint ep's calls that it matches (matchShare; ep "": of every
 // caller's).
-func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
-	for _, f := range r.Meta.Faults {
+func (pl proxyLatency) injected(dep, ep string, w float64, timeout float64) float64 {
+	for _, f := range pl.run.Meta.Faults {
 		if f.Action != "set" || f.Dependency != dep || len(f.Faults) == 0 {
 			continue
 		}
@@ -75,7 +79,7 @@ func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
 		for i, h := range hs {
 			p := h.Percent / 100
 			if i < len(matches) {
-				p *= r.matchShare(dep, ep, matches[i].Match)
+				p *= pl.matchShare(dep, ep, matches[i].Match)
 			}
 			switch h.Kind {
 			case faultproxy.HoldAdds:
@@ -102,13 +106,13 @@ func (r *Run) injected(dep, ep string, w float64, timeout float64) float64 {
 // condition's faults in the fault phase, each call capped at T), times its
 // calls per request. ok is false when an endpoint calls nothing known or
 // a proxy was not sampled in the baseline.
-func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+func (pl proxyLatency) proxyPrediction(eps []string) (map[string]float64, bool) {
+	base, ok := pl.run.PhaseSpan(rundata.PhaseBaseline)
 	if !ok || len(eps) == 0 {
 		return nil, false
 	}
-	t := r.Meta.Timeout.Seconds()
-	calls := r.calls()
+	t := pl.run.Meta.Timeout.Seconds()
+	calls := callGraph{pl.run}.calls()
 	out := map[string]float64{}
 	for _, ep := range eps {
 		if len(calls[ep]) == 0 {
@@ -117,15 +121,15 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 		var hold, holdFault float64
 		for _, dep := range slices.Sorted(maps.Keys(calls[ep])) { // one order: sums agree to the last bit
 			n := calls[ep][dep]
-			w := r.proxyHolding(dep, base.Start, base.End)
+			w := pl.proxyHolding(dep, base.Start, base.End)
 			if math.IsNaN(w) {
 				return nil, false
 			}
 			hold += n * w
-			holdFault += n * r.injected(dep, ep, w, t)
+			holdFault += n * pl.injected(dep, ep, w, t)
 		}
 		for _, ph := range []string{rundata.PhaseBaseline, rundata.PhaseFault} {
-			ps, ok := r.PhaseSummary(ep, ph)
+			ps, ok := pl.run.PhaseSummary(ep, ph)
 			if !ok {
 				continue
 			}
@@ -146,30 +150,30 @@ func (r *Run) proxyPrediction(eps []string) (map[string]float64, bool) {
 // measured for ep, else the share of all of dep's calls in the baseline
 // (ep "": always that one), else 1 (a match the proxy did not count:
 // every call, as before it was counted).
-func (r *Run) matchShare(dep, ep, match string) float64 {
+func (pl proxyLatency) matchShare(dep, ep, match string) float64 {
 	if match == "" {
 		return 1
 	}
-	i := slices.IndexFunc(r.Meta.CallClasses[dep], func(c rundata.CallClass) bool { return c.Match == match })
+	i := slices.IndexFunc(pl.run.Meta.CallClasses[dep], func(c rundata.CallClass) bool { return c.Match == match })
 	if i < 0 {
 		return 1
 	}
-	cls := r.Meta.CallClasses[dep][i].Name
+	cls := pl.run.Meta.CallClasses[dep][i].Name
 	if ep != "" {
-		if share, ok := r.CallGraph.ClassShare(ep, dep, cls); ok {
+		if share, ok := pl.run.CallGraph.ClassShare(ep, dep, cls); ok {
 			return share
 		}
 	}
-	base, ok := r.PhaseSpan(rundata.PhaseBaseline)
+	base, ok := pl.run.PhaseSpan(rundata.PhaseBaseline)
 	if !ok {
 		return 1
 	}
 	comp := rundata.ProxyComponent(dep)
-	all, ok1 := rundir.DeltaOver(r.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
+	all, ok1 := rundir.DeltaOver(pl.run.Metric(comp, rundata.MetricProxyRequests), base.Start, base.End)
 	var n float64
 	ok2 := false
 	for _, m := range rundata.ClassCallMetrics { // the proxy's plane's
-		if n, ok2 = rundir.DeltaOver(r.Metric(comp, rundata.Key(m, rundata.L("class", cls))), base.Start, base.End); ok2 {
+		if n, ok2 = rundir.DeltaOver(pl.run.Metric(comp, rundata.Key(m, rundata.L("class", cls))), base.Start, base.End); ok2 {
 			break
 		}
 	}

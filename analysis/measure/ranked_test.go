@@ -26,7 +26,7 @@ func TestRankedAttribution(t *testing.T) {
 			"connections B 0.5, pool a 1.50, queue a 1.50"},
 		{"nothing ran out", connScenario{poolAt: -1, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}, ""},
 	} {
-		ex := tt.sc.run().exhaustion(nil)
+		ex := exhaustionScan{tt.sc.run().Data}.exhaustion(nil)
 		var got []string
 		for _, h := range ex.Ranked {
 			got = append(got, h.Label()+" "+h.after())
@@ -45,15 +45,15 @@ func TestRankedAttribution(t *testing.T) {
 func TestRankedDropsExplainedTimeouts(t *testing.T) {
 	r := connScenario{poolAt: 2, connAt: -1, waitOnlyAt: -1, timeoutsAt: 6}.run()
 	// Make b's pool the one that ran out: its timeouts then follow it.
-	r.Meta.Pools[0].Endpoints = []string{"b"}
-	ex := r.exhaustion(nil)
+	r.Data.Meta.Pools[0].Endpoints = []string{"b"}
+	ex := exhaustionScan{r.Data}.exhaustion(nil)
 	for _, h := range ex.Ranked {
 		if h.Resource == ResourceConnections {
 			t.Errorf("inferred connections kept after the pool of its endpoint ran out: %+v", ex.Ranked)
 		}
 	}
-	r.Meta.Pools[0].Endpoints = []string{"a"}
-	if ex := r.exhaustion(nil); len(ex.Ranked) != 3 || ex.Ranked[2].Resource != ResourceConnections {
+	r.Data.Meta.Pools[0].Endpoints = []string{"a"}
+	if ex := (exhaustionScan{r.Data}).exhaustion(nil); len(ex.Ranked) != 3 || ex.Ranked[2].Resource != ResourceConnections {
 		t.Errorf("inferred connections of another endpoint's dependency dropped: %+v", ex.Ranked)
 	}
 }
@@ -64,15 +64,15 @@ func TestRankedDropsExplainedTimeouts(t *testing.T) {
 // observable".
 func TestRankedExternalConnsOnly(t *testing.T) {
 	r := connScenario{poolAt: -1, conns: true, connAt: 2, waitOnlyAt: -1, timeoutsAt: -1}.run()
-	r.Meta.External = true
-	for _, s := range r.Metrics {
+	r.Data.Meta.External = true
+	for _, s := range r.Data.Metrics {
 		for k := range s.Values {
 			if strings.HasPrefix(k, "bulkhead_pool_") {
 				delete(s.Values, k)
 			}
 		}
 	}
-	ex := r.exhaustion([]InferredLimit{{Dependencies: []string{"A"}, Limit: 10, AfterFaultS: 1.25}})
+	ex := exhaustionScan{r.Data}.exhaustion([]InferredLimit{{Dependencies: []string{"A"}, Limit: 10, AfterFaultS: 1.25}})
 	var got []string
 	for _, h := range ex.Ranked {
 		got = append(got, h.Label()+" "+h.after())
@@ -81,11 +81,11 @@ func TestRankedExternalConnsOnly(t *testing.T) {
 		t.Errorf("ranked %q (first %s), want %q", strings.Join(got, ", "), ex.Resource, want)
 	}
 	r2 := connScenario{poolAt: -1, connAt: -1, waitOnlyAt: -1, timeoutsAt: -1}.run()
-	r2.Meta.External, r2.Meta.Pools = true, nil
-	for _, s := range r2.Metrics {
+	r2.Data.Meta.External, r2.Data.Meta.Pools = true, nil
+	for _, s := range r2.Data.Metrics {
 		clear(s.Values)
 	}
-	if ex := r2.exhaustion(nil); ex.Resource != ResourceNotObservable {
+	if ex := (exhaustionScan{r2.Data}).exhaustion(nil); ex.Resource != ResourceNotObservable {
 		t.Errorf("no pool or connection metrics: %s, want %s", ex.Resource, ResourceNotObservable)
 	}
 }

@@ -47,19 +47,19 @@ type RateLimitRun struct {
 // names it.
 func rateLimitFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.RateLimit != nil {
-		s.RateLimit = r.rateLimitStats(ex.Culprit, s.Endpoint(ex.Culprit))
+		s.RateLimit = rateLimitStats(r.Data, ex.Culprit, s.Endpoint(ex.Culprit))
 	}
 }
 
 // rateLimitStats computes the run's RateLimitRun for the culprit.
-func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
+func rateLimitStats(run *rundir.Run, culprit string, e EndpointStats) *RateLimitRun {
 	out := &RateLimitRun{LimitedShare: Undefined, LimiterRejected: Undefined, LimitPerS: Undefined, OfferedPerS: Undefined,
 		InflightBaseline: Undefined, InflightFault: Undefined}
-	from, ok := r.FaultStart()
+	from, ok := run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = run.Origin()
 	}
-	to := r.FaultEnd()
+	to := run.FaultEnd()
 	c := e.FaultCounts
 	if tot := c.Total(); tot > 0 {
 		out.LimitedShare = Num(float64(c[rundata.ClassLimited]) / float64(tot))
@@ -68,15 +68,15 @@ func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 		}
 	}
 	l := rundata.L("dependency", culprit)
-	if d, ok := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRejected, l)), from, to); ok {
+	if d, ok := rundir.DeltaOver(run.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRejected, l)), from, to); ok {
 		out.LimiterRejected = Num(d)
 	}
-	if v := r.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRate, l)); len(v) > 0 {
+	if v := run.Metric(rundata.ServiceComponent, rundata.Key(MetricRateLimitRate, l)); len(v) > 0 {
 		out.LimitPerS = Num(v[len(v)-1].Value)
 	}
-	inflight, source := r.inflightOf(culprit)
+	inflight, source := inflightOf(run, culprit)
 	out.InflightSource = source
-	if b, ok := r.PhaseSpan(rundata.PhaseBaseline); ok {
+	if b, ok := run.PhaseSpan(rundata.PhaseBaseline); ok {
 		out.InflightBaseline = meanOver(inflight, b.Start, b.End)
 	}
 	out.InflightFault = meanOver(inflight, from, to)
@@ -86,9 +86,9 @@ func (r *Run) rateLimitStats(culprit string, e EndpointStats) *RateLimitRun {
 // inflightOf is the series of the calls in flight to the culprit's
 // dependency: the built-in service's own count (calls waiting for a
 // connection included), else the culprit's fault proxy's; and which it is.
-func (r *Run) inflightOf(culprit string) ([]rundir.Point, string) {
-	if s := r.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit))); len(s) > 0 {
+func inflightOf(run *rundir.Run, culprit string) ([]rundir.Point, string) {
+	if s := run.Metric(rundata.ServiceComponent, rundata.Key(MetricDepInflight, rundata.L("dependency", culprit))); len(s) > 0 {
 		return s, InflightFromService
 	}
-	return r.Metric(rundata.ProxyComponent(r.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight), InflightFromProxy
+	return run.Metric(rundata.ProxyComponent(run.EndpointInfo(culprit).Dependency), rundata.MetricProxyInflight), InflightFromProxy
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bulkheadlab/bulkheadlab/analysis/render/words"
+	"github.com/bulkheadlab/bulkheadlab/analysis/rundir"
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
@@ -84,18 +85,21 @@ func (e EndpointRecovery) String() string {
 // of calls in flight against its limit.
 func aftermath(r *Run, s *RunSummary, ex rundata.Expectations) {
 	s.Recovery = r.Recovery(ex)
-	s.Leaks = r.leaks(s.Inferred)
-	s.Limits = r.limitChecks(s.Inferred)
+	s.Leaks = leakScan{r.Data}.leaks(s.Inferred)
+	s.Limits = limitChecker{r.Data}.limitChecks(s.Inferred)
 	s.Exhausted.markLeaked(s.Leaks)
 }
+
+// recoveryScan reads how each endpoint came back after the fault.
+type recoveryScan struct{ run *rundir.Run }
 
 // recoveryBoundT is the longest time to recover the run is allowed, in T:
 // expectations.recovery_max_t plus the allowance its own policies need (a
 // breaker stays open for its delay after the fault ended).
-func (r *Run) recoveryBoundT(ex rundata.Expectations) float64 {
+func (rs recoveryScan) recoveryBoundT(ex rundata.Expectations) float64 {
 	b := ex.RecoveryMaxT
-	if t := r.Meta.Timeout; t > 0 && r.Meta.RecoveryAllowance > 0 {
-		b += float64(r.Meta.RecoveryAllowance) / float64(t)
+	if t := rs.run.Meta.Timeout; t > 0 && rs.run.Meta.RecoveryAllowance > 0 {
+		b += float64(rs.run.Meta.RecoveryAllowance) / float64(t)
 	}
 	return b
 }
@@ -103,15 +107,16 @@ func (r *Run) recoveryBoundT(ex rundata.Expectations) float64 {
 // Recovery judges every endpoint's return to its baseline after the fault
 // (RecoveryRule). It is nil when the run has no fault or no recovery phase.
 func (r *Run) Recovery(ex rundata.Expectations) *RunRecovery {
-	span, ok := r.PhaseSpan(rundata.PhaseRecovery)
-	_, faulted := r.FaultStart()
-	if !ok || !faulted || r.Meta.Timeout <= 0 || r.Meta.Window <= 0 || !span.End.After(span.Start) {
+	span, ok := r.Data.PhaseSpan(rundata.PhaseRecovery)
+	_, faulted := r.Data.FaultStart()
+	if !ok || !faulted || r.Data.Meta.Timeout <= 0 || r.Data.Meta.Window <= 0 || !span.End.After(span.Start) {
 		return nil
 	}
-	fe := r.FaultEnd()
-	rec := &RunRecovery{BoundT: Num(r.recoveryBoundT(ex)), Judged: true, Recovered: true, TimeT: 0}
-	for _, ep := range r.Endpoints() {
-		e := r.endpointRecovery(ep, fe, ex, float64(rec.BoundT))
+	fe := r.Data.FaultEnd()
+	rs := recoveryScan{r.Data}
+	rec := &RunRecovery{BoundT: Num(rs.recoveryBoundT(ex)), Judged: true, Recovered: true, TimeT: 0}
+	for _, ep := range r.Data.Endpoints() {
+		e := rs.endpointRecovery(ep, fe, ex, float64(rec.BoundT))
 		rec.Endpoints = append(rec.Endpoints, e)
 		switch {
 		case e.Judged && !e.Recovered:
@@ -132,25 +137,25 @@ func (r *Run) Recovery(ex rundata.Expectations) *RunRecovery {
 }
 
 // endpointRecovery applies RecoveryRule to one endpoint.
-func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations, boundT float64) EndpointRecovery {
+func (rs recoveryScan) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations, boundT float64) EndpointRecovery {
 	out := EndpointRecovery{Endpoint: ep, TimeT: Undefined, HoldS: Undefined, LastP99Ms: Undefined, LastP99RiseT: Undefined, LastErrorRate: Undefined}
 	var ws []rundata.Window
 	var results int64
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range rs.run.EndpointWindows(ep) {
 		if w.Phase == rundata.PhaseRecovery {
 			ws = append(ws, w)
 			results += w.Counts.Total()
 		}
 	}
-	hold := int(math.Ceil(max(RecoveryHoldT*float64(r.Meta.Timeout), RecoveryHoldWindows*float64(r.Meta.Window)) / float64(r.Meta.Window)))
+	hold := int(math.Ceil(max(RecoveryHoldT*float64(rs.run.Meta.Timeout), RecoveryHoldWindows*float64(rs.run.Meta.Window)) / float64(rs.run.Meta.Window)))
 	if results > 0 {
 		hold = max(hold, int(math.Ceil(RecoveryHoldResults*float64(len(ws))/float64(results))))
 	}
-	out.HoldS = Num((time.Duration(hold) * r.Meta.Window).Seconds())
+	out.HoldS = Num((time.Duration(hold) * rs.run.Meta.Window).Seconds())
 	if len(ws) < hold {
 		return out
 	}
-	base, baseErr, t := r.baselineP99(ep), r.baselineErrorRate(ep), Millis(r.Meta.Timeout)
+	base, baseErr, t := endpointWindows{rs.run}.baselineP99(ep), endpointWindows{rs.run}.baselineErrorRate(ep), Millis(rs.run.Meta.Timeout)
 	atBaseline := func(span []rundata.Window) (bool, float64, float64) {
 		// Nothing sent is nothing to judge; without a baseline p99 (no
 		// baseline results) only the errors can be (AtBaseline).
@@ -168,12 +173,12 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 	// latest is the last window the endpoint could still recover at.
 	latest := -1
 	for i, w := range ws {
-		if w.Start.Sub(fe) <= time.Duration(boundT*float64(r.Meta.Timeout)) {
+		if w.Start.Sub(fe) <= time.Duration(boundT*float64(rs.run.Meta.Timeout)) {
 			latest = i
 		}
 	}
 	switch {
-	case from > latest && from > 0 && r.machineCouldExplain(ws[from-1:min(from-1+hold, len(ws))], base, baseErr, ex):
+	case from > latest && from > 0 && rs.machineCouldExplain(ws[from-1:min(from-1+hold, len(ws))], base, baseErr, ex):
 		// The last span that was not back is one the canary, a request that
 		// does no work, was slow in too, and it missed by no more than that
 		// delay could add: the machine's, not the service's.
@@ -187,7 +192,7 @@ func (r *Run) endpointRecovery(ep string, fe time.Time, ex rundata.Expectations,
 		return out // back at the end, but for less than a hold span: cannot tell
 	}
 	if len(ws)-from >= hold {
-		out.TimeT = Num(float64(max(ws[from].Start.Sub(fe), 0)) / float64(r.Meta.Timeout))
+		out.TimeT = Num(float64(max(ws[from].Start.Sub(fe), 0)) / float64(rs.run.Meta.Timeout))
 	}
 	return out
 }
@@ -253,14 +258,14 @@ const machineHops = 3
 // are the service's whatever the canary did: a busy machine slows calls,
 // it does not make a service reject them (a pool that leaked its permits
 // answers 503 at once).
-func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, ex rundata.Expectations) bool {
-	c := r.Meta.Canary
+func (rs recoveryScan) machineCouldExplain(span []rundata.Window, base, baseErr float64, ex rundata.Expectations) bool {
+	c := rs.run.Meta.Canary
 	if c == nil || c.MaxP99 <= 0 || len(span) == 0 {
 		return false
 	}
 	first, last := span[0].Start, span[len(span)-1].Start
 	var worst time.Duration
-	for _, w := range r.EndpointWindows(rundata.CanaryEndpoint) {
+	for _, w := range rs.run.EndpointWindows(rundata.CanaryEndpoint) {
 		if !w.Start.Before(first) && !w.Start.After(last) && w.Latency.Count > 0 {
 			worst = max(worst, w.Latency.Max)
 		}
@@ -275,6 +280,6 @@ func (r *Run) machineCouldExplain(span []rundata.Window, base, baseErr float64, 
 	if math.IsNaN(p99) || math.IsNaN(base) {
 		return true
 	}
-	over := p99 - base - ex.P2MaxP99RiseT*Millis(r.Meta.Timeout)
+	over := p99 - base - ex.P2MaxP99RiseT*Millis(rs.run.Meta.Timeout)
 	return over <= machineHops*Millis(worst)
 }

@@ -290,35 +290,35 @@ var Undefined = Num(math.NaN())
 
 // Summarize computes a run's numbers under the expectations ex.
 func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
-	r := &Run{data}
+	r := &Run{Data: data}
 	s := RunSummary{
-		ID: r.Entry.ID, Mode: r.Entry.Mode, Condition: r.Entry.Condition, Repeat: r.Entry.Repeat,
-		Status: r.Meta.Status, Valid: r.Meta.Valid, Problems: r.Problems, Damaged: r.Damaged,
-		Retried: attemptsOf(r.Meta.Attempts), TimeoutMs: Num(Millis(r.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: r.Meta.Sweep,
-		Shards: shardsRun(r.Meta.Shards), MemoryStop: r.Meta.MemoryStop,
+		ID: data.Entry.ID, Mode: data.Entry.Mode, Condition: data.Entry.Condition, Repeat: data.Entry.Repeat,
+		Status: data.Meta.Status, Valid: data.Meta.Valid, Problems: data.Problems, Damaged: data.Damaged,
+		Retried: attemptsOf(data.Meta.Attempts), TimeoutMs: Num(Millis(data.Meta.Timeout)), TimeToDegradeT: Undefined, Sweep: data.Meta.Sweep,
+		Shards: shardsRun(data.Meta.Shards), MemoryStop: data.Meta.MemoryStop,
 	}
 	var broken []rundata.Broken
-	for _, v := range r.Meta.Validity {
+	for _, v := range data.Meta.Validity {
 		if !v.Valid {
 			broken = append(broken, v.Broken...)
 		}
 	}
 	s.Invalid, s.Broken = words.Reasons(broken), RuleBreaks(broken)
-	if r.Meta.Status == rundata.StatusComplete && !r.Meta.Valid && len(broken) == 0 {
+	if data.Meta.Status == rundata.StatusComplete && !data.Meta.Valid && len(broken) == 0 {
 		s.Invalid = []string{"the load generator did not keep the open model"}
 		s.Broken = []RuleBreak{{Rule: RuleOther, Measured: Undefined, Limit: Undefined}}
 	}
 	s.Noise = r.NoiseFloor()
-	phase := r.mainPhase()
-	for _, ep := range r.Endpoints() {
-		s.Endpoints = append(s.Endpoints, r.endpointStats(ep, phase, ex))
+	phase := mainPhase(data)
+	for _, ep := range data.Endpoints() {
+		s.Endpoints = append(s.Endpoints, endpointWindows{data}.endpointStats(ep, phase, ex))
 	}
 	if t, ok := r.timeToDegrade(ex); ok {
 		s.TimeToDegradeT = Num(t)
 	}
 	s.VictimSpans = r.victimSpans(ex)
-	for _, p := range r.PoolNames() {
-		s.Pools = append(s.Pools, r.poolStats(p))
+	for _, p := range data.PoolNames() {
+		s.Pools = append(s.Pools, littlesLaw{data}.poolStats(p))
 	}
 	errRate := map[string]float64{}
 	for _, e := range s.Endpoints {
@@ -328,19 +328,19 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	for _, e := range s.Endpoints {
 		slowed[e.Endpoint] = float64(s.P99RiseT(e.Endpoint)) > ex.P2MaxP99RiseT
 	}
-	s.Inferred = r.inferLimits(errRate, slowed)
+	s.Inferred = inferLimits(data, errRate, slowed)
 	if len(s.Pools) == 0 {
 		for _, l := range s.Inferred {
 			st := l.poolStats()
-			if pred, ok := r.demandOn(l.Dependencies); ok {
-				st.PredictedDemand = Num(pred[r.mainPhase()])
+			if pred, ok := (callGraph{data}).demandOn(l.Dependencies); ok {
+				st.PredictedDemand = Num(pred[mainPhase(data)])
 				st.DemandRatio = Num(Ratio(float64(st.MeasuredDemand), float64(st.PredictedDemand)))
 			}
 			s.Pools = append(s.Pools, st)
 		}
 	}
-	s.Exhausted = r.exhaustion(s.Inferred)
-	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = r.poolFirst(s.Exhausted, s.Inferred)
+	s.Exhausted = exhaustionScan{data}.exhaustion(s.Inferred)
+	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = poolFirstRule{data}.poolFirst(s.Exhausted, s.Inferred)
 	for _, f := range runFamilies {
 		f(r, &s, ex)
 	}
@@ -374,11 +374,11 @@ var runFamilies = []runFamily{
 
 // mainPhase is the phase whose numbers stand for the run: "fault" when it
 // exists, else "" (meaning every window after warmup).
-func (r *Run) mainPhase() string {
-	if _, ok := r.PhaseSpan(rundata.PhaseFault); ok {
+func mainPhase(run *rundir.Run) string {
+	if _, ok := run.PhaseSpan(rundata.PhaseFault); ok {
 		return rundata.PhaseFault
 	}
-	for _, p := range r.Phases {
+	for _, p := range run.Phases {
 		if p.Phase == rundata.PhaseFault {
 			return rundata.PhaseFault
 		}
@@ -386,22 +386,26 @@ func (r *Run) mainPhase() string {
 	return ""
 }
 
-func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
-	st := EndpointStats{Endpoint: ep, Dependency: r.dependencyOf(ep), BaselineP99Ms: Num(r.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
+// endpointWindows reads the endpoints' windows, one endpoint at a time: its
+// phase numbers, its baseline and its degraded spans.
+type endpointWindows struct{ run *rundir.Run }
+
+func (ew endpointWindows) endpointStats(ep, phase string, ex rundata.Expectations) EndpointStats {
+	st := EndpointStats{Endpoint: ep, Dependency: ew.dependencyOf(ep), BaselineP99Ms: Num(ew.baselineP99(ep)), FaultP99Ms: Undefined, BaselineP50Ms: Undefined,
 		FaultP50Ms: Undefined, FaultErrorRate: Undefined, FaultOKRate: Undefined, RejectedP99Ms: Undefined, FastRejectShare: Undefined, AdmittedTimeouts: Undefined, UnclassifiedShare: Undefined}
-	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+	if ps, ok := ew.run.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		st.BaselineP50Ms = Num(Millis(ps.Latency.P50))
 	}
-	for _, p := range r.Meta.Phases {
-		st.Phases = append(st.Phases, r.phaseNumbers(ep, p.Name))
+	for _, p := range ew.run.Meta.Phases {
+		st.Phases = append(st.Phases, ew.phaseNumbers(ep, p.Name))
 	}
-	ps, ok := r.PhaseSummary(ep, phase)
+	ps, ok := ew.run.PhaseSummary(ep, phase)
 	if !ok {
-		ps = r.mergeWindows(ep, phase)
+		ps = ew.mergeWindows(ep, phase)
 	}
-	secs := r.PhaseSeconds(phase)
+	secs := ew.run.PhaseSeconds(phase)
 	if phase == "" {
-		secs = r.windowSeconds(ep)
+		secs = ew.windowSeconds(ep)
 	}
 	st.FaultCounts = ps.Counts
 	if tot := ps.Counts.Total(); tot > 0 {
@@ -414,16 +418,16 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 	if secs > 0 {
 		st.FaultOKRate = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
-	if info := r.EndpointInfo(ep); info.RetryAttempts > 0 {
+	if info := ew.run.EndpointInfo(ep); info.RetryAttempts > 0 {
 		st.Retry = retryStats(info.RetryAttempts, ps.RetryCounts, secs)
 	}
 	rq := ps.ByClass[rundata.ClassRejected.String()]
 	if rq.Count > 0 {
 		st.RejectedP99Ms = Num(Millis(rq.P99))
 	}
-	st.AdmittedTimeouts = Num(r.admittedTimeouts(ep, ps.Counts, secs))
+	st.AdmittedTimeouts = Num(ew.admittedTimeouts(ep, ps.Counts, secs))
 	if owed := float64(ps.Counts.Failed()) - float64(st.AdmittedTimeouts); owed > 0 {
-		thr := time.Duration(ex.P2FastRejectMaxT * float64(r.Meta.Timeout))
+		thr := time.Duration(ex.P2FastRejectMaxT * float64(ew.run.Meta.Timeout))
 		fast := float64(ps.Counts[rundata.ClassRejected]) * cdfAt(rq, thr)
 		st.FastRejectShare = Num(min(fast/owed, 1))
 	}
@@ -438,22 +442,22 @@ func (r *Run) endpointStats(ep, phase string, ex rundata.Expectations) EndpointS
 // they do not count against the pool failing fast. Every timeout beyond
 // what the pool could have admitted does; an endpoint without a declared
 // pool limit gets none (a service with no limit must not hide behind one).
-func (r *Run) admittedTimeouts(ep string, c rundata.Counts, secs float64) float64 {
-	info := r.EndpointInfo(ep)
-	limit := r.PoolInfo(info.Pool).Limit
-	if info.Pool == "" || limit <= 0 || r.Meta.Timeout <= 0 || secs <= 0 {
+func (ew endpointWindows) admittedTimeouts(ep string, c rundata.Counts, secs float64) float64 {
+	info := ew.run.EndpointInfo(ep)
+	limit := ew.run.PoolInfo(info.Pool).Limit
+	if info.Pool == "" || limit <= 0 || ew.run.Meta.Timeout <= 0 || secs <= 0 {
 		return 0
 	}
-	return math.Min(float64(c[rundata.ClassDepTimeout]), math.Floor(float64(limit)*secs/r.Meta.Timeout.Seconds()))
+	return math.Min(float64(c[rundata.ClassDepTimeout]), math.Floor(float64(limit)*secs/ew.run.Meta.Timeout.Seconds()))
 }
 
 // phaseNumbers are ep's numbers over one phase (undefined when it had no
 // results).
-func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
+func (ew endpointWindows) phaseNumbers(ep, phase string) PhaseNumbers {
 	n := PhaseNumbers{Phase: phase, P50Ms: Undefined, P99Ms: Undefined, ErrorRate: Undefined, OKPerS: Undefined}
-	ps, ok := r.PhaseSummary(ep, phase)
+	ps, ok := ew.run.PhaseSummary(ep, phase)
 	if !ok {
-		ps = r.mergeWindows(ep, phase)
+		ps = ew.mergeWindows(ep, phase)
 	}
 	n.Results = ps.Counts.Total()
 	n.Unclassified = ps.Unclassified
@@ -461,7 +465,7 @@ func (r *Run) phaseNumbers(ep, phase string) PhaseNumbers {
 		n.P50Ms, n.P99Ms = Num(Millis(ps.Latency.P50)), Num(Millis(ps.Latency.P99))
 		n.ErrorRate = Num(float64(ps.Counts.Failed()) / float64(n.Results))
 	}
-	if secs := r.PhaseSeconds(phase); secs > 0 {
+	if secs := ew.run.PhaseSeconds(phase); secs > 0 {
 		n.OKPerS = Num(float64(ps.Counts[rundata.ClassOK]) / secs)
 	}
 	return n
@@ -492,12 +496,12 @@ func cdfAt(q rundata.Quantiles, d time.Duration) float64 {
 
 // baselineP99 is ep's p99 over the baseline phase in ms (NaN if unknown):
 // from phases.json, else the median of the baseline windows' p99.
-func (r *Run) baselineP99(ep string) float64 {
-	if ps, ok := r.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
+func (ew endpointWindows) baselineP99(ep string) float64 {
+	if ps, ok := ew.run.PhaseSummary(ep, rundata.PhaseBaseline); ok && ps.Counts.Total() > 0 {
 		return Millis(ps.Latency.P99)
 	}
 	var v []float64
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range ew.run.EndpointWindows(ep) {
 		if w.Phase == rundata.PhaseBaseline && w.Counts.Total() > 0 {
 			v = append(v, Millis(w.Latency.P99))
 		}
@@ -511,9 +515,9 @@ func (r *Run) baselineP99(ep string) float64 {
 
 // mergeWindows approximates a PhaseSummary from windows when phases.json is
 // missing: counts add up, the p99 is the largest window p99 (an upper bound).
-func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
+func (ew endpointWindows) mergeWindows(ep, phase string) rundata.PhaseStats {
 	ps := rundata.PhaseStats{Endpoint: ep, Phase: phase}
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range ew.run.EndpointWindows(ep) {
 		if (phase == "" && w.Phase == rundata.PhaseWarmup) || (phase != "" && w.Phase != phase) {
 			continue
 		}
@@ -527,9 +531,9 @@ func (r *Run) mergeWindows(ep, phase string) rundata.PhaseStats {
 	return ps
 }
 
-func (r *Run) windowSeconds(ep string) float64 {
+func (ew endpointWindows) windowSeconds(ep string) float64 {
 	var d time.Duration
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range ew.run.EndpointWindows(ep) {
 		if w.Phase != rundata.PhaseWarmup {
 			d += w.Duration
 		}
@@ -575,8 +579,8 @@ func (c DegradeControl) exceeded(errRate, p99Ratio float64, ex rundata.Expectati
 // timeToDegrade is the time in units of T from fault start to the end of the
 // victim's first degraded span (MinSpanResults) within the fault.
 func (r *Run) timeToDegrade(ex rundata.Expectations) (float64, bool) {
-	d, ok := r.firstDegraded(ex.Victim, func(w rundata.Window, base float64) bool { return degraded(w, base, ex) })
-	return float64(d) / float64(r.Meta.Timeout), ok
+	d, ok := endpointWindows{r.Data}.firstDegraded(ex.Victim, func(w rundata.Window, base float64) bool { return degraded(w, base, ex) })
+	return float64(d) / float64(r.Data.Meta.Timeout), ok
 }
 
 // MinSpanResults is the fewest of an endpoint's results a degraded
@@ -590,9 +594,9 @@ const MinSpanResults = 100
 // that holds MinSpanResults results (all of the range's, when it holds
 // fewer), merged into one window; a window that cannot start such a span
 // starts none.
-func (r *Run) spans(ep string, from, to time.Time) []rundata.Window {
+func (ew endpointWindows) spans(ep string, from, to time.Time) []rundata.Window {
 	var ws []rundata.Window
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range ew.run.EndpointWindows(ep) {
 		if !w.Start.Before(from) && (to.IsZero() || w.Start.Before(to)) {
 			ws = append(ws, w)
 		}
@@ -642,20 +646,20 @@ func mergeWindows(ws []rundata.Window) rundata.Window {
 // first span (spans), starting no earlier than half a window before the
 // fault and ending by the fault's end, that bad (given its baseline p99 in
 // ms) finds degraded; false when none is, or the run had no fault.
-func (r *Run) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float64) bool) (time.Duration, bool) {
-	fs, ok := r.FaultStart()
-	if !ok || r.Meta.Timeout <= 0 {
+func (ew endpointWindows) firstDegraded(ep string, bad func(w rundata.Window, baseP99 float64) bool) (time.Duration, bool) {
+	fs, ok := ew.run.FaultStart()
+	if !ok || ew.run.Meta.Timeout <= 0 {
 		return 0, false
 	}
-	base := r.baselineP99(ep)
-	for _, sp := range r.spans(ep, fs.Add(-r.Meta.Window/2), r.FaultEnd()) {
+	base := ew.baselineP99(ep)
+	for _, sp := range ew.spans(ep, fs.Add(-ew.run.Meta.Window/2), ew.run.FaultEnd()) {
 		if !bad(sp, base) {
 			continue
 		}
 		// The span decides that it degraded; its first window degraded by
 		// itself, if any, says when.
 		end := sp.Start.Add(sp.Duration)
-		for _, w := range r.EndpointWindows(ep) {
+		for _, w := range ew.run.EndpointWindows(ep) {
 			if !w.Start.Before(sp.Start) && w.Start.Before(end) && bad(w, base) {
 				end = w.Start.Add(w.Duration)
 				break
@@ -678,18 +682,18 @@ type SpanStat struct {
 
 // victimSpans are the victim's spans over the fault phase.
 func (r *Run) victimSpans(ex rundata.Expectations) []SpanStat {
-	span, ok := r.PhaseSpan(rundata.PhaseFault)
-	if !ok || r.Meta.Timeout <= 0 {
+	span, ok := r.Data.PhaseSpan(rundata.PhaseFault)
+	if !ok || r.Data.Meta.Timeout <= 0 {
 		return nil
 	}
-	base := r.baselineP99(ex.Victim)
+	base := endpointWindows{r.Data}.baselineP99(ex.Victim)
 	var out []SpanStat
-	for _, sp := range r.spans(ex.Victim, span.Start.Add(-r.Meta.Window/2), span.End) {
+	for _, sp := range (endpointWindows{r.Data}).spans(ex.Victim, span.Start.Add(-r.Data.Meta.Window/2), span.End) {
 		tot := sp.Counts.Total()
 		// A span is dated by its first window (the degradation it shows
 		// began there at the latest) so that spans do not delay it.
-		end := sp.Start.Add(r.Meta.Window)
-		out = append(out, SpanStat{EndT: Num(float64(end.Sub(span.Start)) / float64(r.Meta.Timeout)),
+		end := sp.Start.Add(r.Data.Meta.Window)
+		out = append(out, SpanStat{EndT: Num(float64(end.Sub(span.Start)) / float64(r.Data.Meta.Timeout)),
 			P99Ratio: Num(Ratio(Millis(sp.Latency.P99), base)), ErrorRate: Num(float64(sp.Counts.Failed()) / float64(tot))})
 	}
 	return out
@@ -773,8 +777,8 @@ func DependencyOf(runs []RunSummary, ep string) string {
 
 // dependencyOf is the dependency endpoint ep calls, "" when the run does
 // not say.
-func (r *Run) dependencyOf(ep string) string {
-	for _, e := range r.Meta.Endpoints {
+func (ew endpointWindows) dependencyOf(ep string) string {
+	for _, e := range ew.run.Meta.Endpoints {
 		if e.Name == ep {
 			return e.Dependency
 		}

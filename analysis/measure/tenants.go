@@ -34,37 +34,39 @@ type TenantsRun struct {
 }
 
 // tenantFamily adds the tenant stage's numbers.
-func tenantFamily(r *Run, s *RunSummary, ex rundata.Expectations) { s.Tenants = r.tenantsStats(ex) }
+func tenantFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+	s.Tenants = tenantsStats(r.Data, ex)
+}
 
 // tenantsStats computes TenantsRun; nil unless the experiment names the
 // tenant claims and the run's endpoints have tenants.
-func (r *Run) tenantsStats(ex rundata.Expectations) *TenantsRun {
+func tenantsStats(run *rundir.Run, ex rundata.Expectations) *TenantsRun {
 	if ex.Tenants == nil {
 		return nil
 	}
-	from, ok := r.FaultStart()
+	from, ok := run.FaultStart()
 	if !ok {
-		from = r.Origin()
+		from = run.Origin()
 	}
-	to := r.FaultEnd()
+	to := run.FaultEnd()
 	out := &TenantsRun{}
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range run.Meta.Endpoints {
 		if e.Tenant == "" {
 			continue
 		}
 		l := rundata.L("tenant", e.Tenant)
 		st := TenantStats{Endpoint: e.Name, Tenant: e.Tenant, Limit: Undefined, PeakInUse: Undefined, OverSharePerS: Undefined}
-		if lim := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantLimit, l)); len(lim) > 0 {
+		if lim := run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantLimit, l)); len(lim) > 0 {
 			st.Limit = Num(lim[len(lim)-1].Value)
 		}
 		peak := math.NaN()
-		for _, p := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantInUse, l)) {
+		for _, p := range run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantInUse, l)) {
 			if inRange(p.Time, from, to) && (math.IsNaN(peak) || p.Value > peak) {
 				peak = p.Value
 			}
 		}
 		st.PeakInUse = Num(peak)
-		over := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantRequests, l, rundata.L("outcome", rundata.TenantOverShare)))
+		over := run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantRequests, l, rundata.L("outcome", rundata.TenantOverShare)))
 		if d, ok := rundir.DeltaOver(over, from, to); ok && to.After(from) {
 			st.OverSharePerS = Num(d / to.Sub(from).Seconds())
 		}
@@ -103,8 +105,8 @@ func PeakPoolShare(r RunSummary) Num {
 
 // serviceEndpoint is the service's endpoint that endpoint ep's requests go
 // to: ep, or the path it shares with other load classes.
-func (r *Run) serviceEndpoint(ep string) string {
-	if p := r.EndpointInfo(ep).Path; p != "" {
+func serviceEndpoint(run *rundir.Run, ep string) string {
+	if p := run.EndpointInfo(ep).Path; p != "" {
 		return p
 	}
 	return ep
@@ -114,26 +116,26 @@ func (r *Run) serviceEndpoint(ep string) string {
 // its tenant's share refused at once, by the tenant stage's metrics: the
 // tenant's refusals, split among the endpoints of that tenant in
 // proportion to their results; 0 without a tenant stage.
-func (r *Run) tenantRefused(ep string, from, to time.Time) float64 {
-	t := r.EndpointInfo(ep).Tenant
+func tenantRefused(run *rundir.Run, ep string, from, to time.Time) float64 {
+	t := run.EndpointInfo(ep).Tenant
 	if t == "" {
 		return 0
 	}
-	over := r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantRequests, rundata.L("tenant", t), rundata.L("outcome", rundata.TenantOverShare)))
+	over := run.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricTenantRequests, rundata.L("tenant", t), rundata.L("outcome", rundata.TenantOverShare)))
 	d, ok := rundir.DeltaOver(over, from, to)
 	if !ok || d <= 0 {
 		return 0
 	}
-	phase := r.mainPhase()
+	phase := mainPhase(run)
 	results := func(e string) float64 {
-		ps, ok := r.PhaseSummary(e, phase)
+		ps, ok := run.PhaseSummary(e, phase)
 		if !ok {
-			ps = r.mergeWindows(e, phase)
+			ps = endpointWindows{run}.mergeWindows(e, phase)
 		}
 		return float64(ps.Counts.Total())
 	}
 	mine, all := results(ep), 0.0
-	for _, e := range r.Meta.Endpoints {
+	for _, e := range run.Meta.Endpoints {
 		if e.Tenant == t {
 			all += results(e.Name)
 		}

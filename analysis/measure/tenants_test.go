@@ -35,16 +35,16 @@ func tenantRunOf() *Run {
 			rundata.Key(rundata.MetricTenantRequests, rundata.L("tenant", "noisy"), rundata.L("outcome", rundata.TenantOverShare)): refused}
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 func TestTenantsStats(t *testing.T) {
 	ex := rundata.DefaultExpectations()
-	if got := tenantRunOf().tenantsStats(ex); got != nil {
+	if got := tenantsStats(tenantRunOf().Data, ex); got != nil {
 		t.Errorf("without expectations.tenants: %+v, want none", got)
 	}
 	ex.Tenants = &rundata.TenantsRoles{Condition: "batch", Isolated: []string{"partitioned"}}
-	got := tenantRunOf().tenantsStats(ex)
+	got := tenantsStats(tenantRunOf().Data, ex)
 	if got == nil || len(got.Tenants) != 3 {
 		t.Fatalf("tenants %+v, want noisy, quiet and guest", got)
 	}
@@ -72,26 +72,26 @@ func TestTenantsStats(t *testing.T) {
 // share, hold 320/4 s × 0.1 s = 8 permits; quiet's 200 hold 5.
 func TestMeasuredDemandOfLoadClasses(t *testing.T) {
 	r := tenantRunOf()
-	r.Meta.Endpoints = []rundata.EndpointInfo{{Name: "noisy", Tenant: "noisy", Path: "work", Pool: "shared"}, {Name: "quiet", Tenant: "quiet", Path: "work", Pool: "shared"}}
-	r.Meta.Pools = []rundata.PoolInfo{{Name: "shared", Limit: 20, Endpoints: []string{"noisy", "quiet"}}}
-	fault, _ := r.PhaseSpan(rundata.PhaseFault)
+	r.Data.Meta.Endpoints = []rundata.EndpointInfo{{Name: "noisy", Tenant: "noisy", Path: "work", Pool: "shared"}, {Name: "quiet", Tenant: "quiet", Path: "work", Pool: "shared"}}
+	r.Data.Meta.Pools = []rundata.PoolInfo{{Name: "shared", Limit: 20, Endpoints: []string{"noisy", "quiet"}}}
+	fault, _ := r.Data.PhaseSpan(rundata.PhaseFault)
 	for ep, n := range map[string]int64{"noisy": 1600, "quiet": 200} {
 		var c rundata.Counts
 		c[rundata.ClassOK] = n
 		// The mean latency of the ok results is a wait in a queue too: not W.
-		r.Phases = append(r.Phases, rundata.PhaseStats{Endpoint: ep, Phase: rundata.PhaseFault, Start: fault.Start, End: fault.End, Counts: c,
+		r.Data.Phases = append(r.Data.Phases, rundata.PhaseStats{Endpoint: ep, Phase: rundata.PhaseFault, Start: fault.Start, End: fault.End, Counts: c,
 			LatencyOK: rundata.Quantiles{Count: n, Mean: 300 * time.Millisecond}})
 	}
 	l := rundata.L("dependency", "work")
-	for i := range r.Metrics {
+	for i := range r.Data.Metrics {
 		k := float64(i)
-		r.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationSum, l)] = k * 10 * 0.1
-		r.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationCount, l)] = k * 10
+		r.Data.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationSum, l)] = k * 10 * 0.1
+		r.Data.Metrics[i].Values[rundata.Key(rundata.MetricDepDurationCount, l)] = k * 10
 	}
-	if got := r.measuredDemand(r.Meta.Pools[0], fault.Start, fault.End); math.Abs(got-13) > 0.01 {
+	if got := (littlesLaw{r.Data}).measuredDemand(r.Data.Meta.Pools[0], fault.Start, fault.End); math.Abs(got-13) > 0.01 {
 		t.Errorf("measured demand %.3f, want 13 (noisy 8 + quiet 5)", got)
 	}
-	if got := r.serviceEndpoint("b"); got != "b" {
+	if got := serviceEndpoint(r.Data, "b"); got != "b" {
 		t.Errorf("service endpoint of an endpoint without a path: %q, want its name", got)
 	}
 }

@@ -120,14 +120,20 @@ type TimeShift struct {
 // timingFamily adds where the run's time went; nil when the service sent
 // no Server-Timing, exports no connection hold times and declares no
 // histograms.
-func timingFamily(r *Run, s *RunSummary, _ rundata.Expectations) { s.WhereTime = r.whereTime() }
+func timingFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
+	s.WhereTime = timeSplits{r.Data}.whereTime()
+}
 
-func (r *Run) whereTime() *WhereTime {
+// timeSplits reads where the endpoints' time went, waiting or working:
+// Server-Timing, connection hold times and histograms.
+type timeSplits struct{ run *rundir.Run }
+
+func (ts timeSplits) whereTime() *WhereTime {
 	var w WhereTime
-	hist := r.histTiming()
-	for _, ep := range r.Endpoints() {
-		w.add(r.serverTimingRows(ep))
-		w.add(r.connTimingRows(ep))
+	hist := ts.histTiming()
+	for _, ep := range ts.run.Endpoints() {
+		w.add(ts.serverTimingRows(ep))
+		w.add(ts.connTimingRows(ep))
 		w.add(hist.rows[ep])
 		delete(hist.rows, ep)
 	}
@@ -154,9 +160,9 @@ func (w *WhereTime) add(rows []TimeSplit) {
 
 // timedPhases are the run's phases whose time the report splits: all but
 // the warmup, in order.
-func (r *Run) timedPhases() []string {
+func (ts timeSplits) timedPhases() []string {
 	var out []string
-	for _, p := range r.Meta.Phases {
+	for _, p := range ts.run.Meta.Phases {
 		if p.Name != rundata.PhaseWarmup {
 			out = append(out, p.Name)
 		}
@@ -165,10 +171,10 @@ func (r *Run) timedPhases() []string {
 }
 
 // serverTimingRows are ep's phases as its Server-Timing headers tell them.
-func (r *Run) serverTimingRows(ep string) []TimeSplit {
+func (ts timeSplits) serverTimingRows(ep string) []TimeSplit {
 	var out []TimeSplit
-	for _, ph := range r.timedPhases() {
-		ps, ok := r.PhaseSummary(ep, ph)
+	for _, ph := range ts.timedPhases() {
+		ps, ok := ts.run.PhaseSummary(ep, ph)
 		if !ok || ps.ServerTiming == nil || ps.ServerTiming.With <= 0 {
 			continue
 		}
@@ -177,7 +183,7 @@ func (r *Run) serverTimingRows(ep string) []TimeSplit {
 		for _, m := range st.Metrics {
 			part := TimePart{Name: m.Name, Desc: m.Desc, Count: Num(m.Dur.Count), P50Ms: Num(Millis(m.Dur.P50)),
 				P99Ms: Num(Millis(m.Dur.P99)), MeanMs: Num(Millis(m.Dur.Mean))}
-			switch r.Meta.TimingRoles.RoleOf(m.Name, m.Desc) {
+			switch ts.run.Meta.TimingRoles.RoleOf(m.Name, m.Desc) {
 			case rundata.TimingWait:
 				row.Wait = append(row.Wait, part)
 			case rundata.TimingWork:
@@ -193,22 +199,22 @@ func (r *Run) serverTimingRows(ep string) []TimeSplit {
 // metrics tell them: the mean wait for a connection and the mean time
 // holding it. None for an endpoint without hold times (a service that
 // exports only its waits, or none).
-func (r *Run) connTimingRows(ep string) []TimeSplit {
-	if !r.observesConnPools() {
+func (ts timeSplits) connTimingRows(ep string) []TimeSplit {
+	if !observesConnPools(ts.run) {
 		return nil
 	}
 	l := rundata.L("dependency", ep)
 	var out []TimeSplit
-	for _, ph := range r.timedPhases() {
-		span, ok := r.PhaseSpan(ph)
+	for _, ph := range ts.timedPhases() {
+		span, ok := ts.run.PhaseSpan(ph)
 		if !ok {
 			continue
 		}
-		hold, holdN := r.meanOver(rundata.MetricConnHoldSum, rundata.MetricConnHoldCount, l, span)
+		hold, holdN := ts.meanOver(rundata.MetricConnHoldSum, rundata.MetricConnHoldCount, l, span)
 		if holdN <= 0 {
 			continue
 		}
-		wait, waitN := r.meanOver(rundata.MetricConnWaitSum, rundata.MetricConnWaitCount, l, span)
+		wait, waitN := ts.meanOver(rundata.MetricConnWaitSum, rundata.MetricConnWaitCount, l, span)
 		row := TimeSplit{Endpoint: ep, Phase: ph, Source: TimingConnMetrics, With: Undefined, Without: Undefined, Bad: Undefined,
 			Work: []TimePart{{Name: ConnHoldPart, Desc: "holding the connection: the query or call", Count: Num(holdN), P50Ms: Undefined, P99Ms: Undefined, MeanMs: hold}}}
 		if waitN > 0 {
@@ -222,9 +228,9 @@ func (r *Run) connTimingRows(ep string) []TimeSplit {
 // meanOver is the mean in ms of a histogram's observations over span (its
 // _sum and _count series of label l), and their number; 0 observations
 // when the series are missing.
-func (r *Run) meanOver(sumName, countName string, l rundata.Label, span rundata.PhaseSpan) (Num, float64) {
-	sum, ok1 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(sumName, l)), span.Start, span.End)
-	n, ok2 := rundir.DeltaOver(r.Metric(rundata.ServiceComponent, rundata.Key(countName, l)), span.Start, span.End)
+func (ts timeSplits) meanOver(sumName, countName string, l rundata.Label, span rundata.PhaseSpan) (Num, float64) {
+	sum, ok1 := rundir.DeltaOver(ts.run.Metric(rundata.ServiceComponent, rundata.Key(sumName, l)), span.Start, span.End)
+	n, ok2 := rundir.DeltaOver(ts.run.Metric(rundata.ServiceComponent, rundata.Key(countName, l)), span.Start, span.End)
 	if !ok1 || !ok2 || n <= 0 {
 		return Undefined, 0
 	}

@@ -36,7 +36,7 @@ func timingRun(roles *rundata.TimingRoles, metrics map[string]map[string]float64
 		}
 		r.Phases = append(r.Phases, ps)
 	}
-	return &Run{r}
+	return &Run{Data: r}
 }
 
 // TestWhereTimeServerTiming: the wait that grows beside flat work is
@@ -77,7 +77,7 @@ func TestWhereTimeServerTiming(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := timingRun(tt.roles, map[string]map[string]float64{rundata.PhaseWarmup: base, rundata.PhaseBaseline: base, rundata.PhaseFault: tt.fault}, tt.descs, tt.means)
-			w := r.whereTime()
+			w := timeSplits{r.Data}.whereTime()
 			if w == nil || len(w.Rows) != 2 || w.Rows[0].Phase != rundata.PhaseBaseline || w.Rows[1].Phase != rundata.PhaseFault {
 				t.Fatalf("rows %+v, want baseline and fault (no warmup, no recovery without headers)", w)
 			}
@@ -100,10 +100,10 @@ func TestWhereTimeServerTiming(t *testing.T) {
 			}
 		})
 	}
-	if w := timingRun(nil, nil, nil, nil).whereTime(); w != nil {
+	if w := (timeSplits{timingRun(nil, nil, nil, nil).Data}).whereTime(); w != nil {
 		t.Errorf("no headers: %+v, want nil", w)
 	}
-	if w := timingRun(nil, map[string]map[string]float64{rundata.PhaseFault: base}, nil, nil).whereTime(); w == nil || len(w.Shifts) != 0 {
+	if w := (timeSplits{timingRun(nil, map[string]map[string]float64{rundata.PhaseFault: base}, nil, nil).Data}).whereTime(); w == nil || len(w.Shifts) != 0 {
 		t.Errorf("no baseline: %+v, want a row and no shift", w)
 	}
 }
@@ -137,13 +137,13 @@ func TestWhereTimeConnMetrics(t *testing.T) {
 		v[rundata.Key(rundata.MetricConnWaitCount, la)], v[rundata.Key(rundata.MetricConnWaitSum, la)] = n, 0
 		r.Metrics = append(r.Metrics, rundata.MetricSample{Time: at, Component: rundata.ServiceComponent, Values: v})
 	}
-	run := &Run{r}
-	w := run.whereTime()
+	run := &Run{Data: r}
+	w := timeSplits{run.Data}.whereTime()
 	if w == nil || len(w.Rows) != 2 {
 		t.Fatalf("rows %+v, want /b's baseline and fault only", w)
 	}
 	f := w.Rows[1]
-	cw := run.connWaitStats()
+	cw := connPools{run.Data}.connWaitStats()
 	if f.Endpoint != "b" || f.Source != TimingConnMetrics || len(f.Wait) != 1 || len(f.Work) != 1 ||
 		f.Wait[0].MeanMs != cw[1].MeanWaitMs || f.Work[0].MeanMs != cw[1].MeanHoldMs {
 		t.Errorf("fault row %+v; Connection waits %+v", f, cw[1])

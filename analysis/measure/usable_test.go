@@ -22,10 +22,10 @@ func TestUsableAgrees(t *testing.T) {
 		{"damaged", func(r *rundir.Run) { r.Damaged = []string{"windows.jsonl:3: count below zero"} }, false},
 	} {
 		r := amRun{win: drained}.build()
-		tt.edit(r.Run)
-		s := Summarize(r.Run, rundata.DefaultExpectations())
-		if r.Usable() != tt.want || s.Usable() != tt.want {
-			t.Errorf("%s: run usable %t, summary usable %t, want %t", tt.name, r.Usable(), s.Usable(), tt.want)
+		tt.edit(r.Data)
+		s := Summarize(r.Data, rundata.DefaultExpectations())
+		if r.Data.Usable() != tt.want || s.Usable() != tt.want {
+			t.Errorf("%s: run usable %t, summary usable %t, want %t", tt.name, r.Data.Usable(), s.Usable(), tt.want)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func comparisonFigure(exp *rundir.Experiment, ex rundata.Expectations, m matrixM
 					p.Add(spanShade{From: fs.Sub(origin).Seconds(), To: r.FaultEnd().Sub(origin).Seconds(), Color: faultShade})
 				}
 				for k, ep := range []string{ex.Victim, ex.Culprit} {
-					s := seriesOf(&measure.Run{Run: r}, ep, origin)
+					s := seriesOf(&measure.Run{Data: r}, ep, origin)
 					ys := s.p99
 					if m == metricSuccess {
 						ys = s.success

@@ -21,7 +21,7 @@ var breakerShade = color.NRGBA{R: 60, G: 60, B: 60, A: 45}
 // It adds nothing for a run without policies.
 func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time, ex rundata.Expectations) {
 	values := map[string]float64{}
-	for _, s := range r.Metrics {
+	for _, s := range r.Data.Metrics {
 		if s.Component == rundata.ServiceComponent {
 			for k, v := range s.Values {
 				values[k] = v
@@ -32,7 +32,7 @@ func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.T
 	for _, dep := range rundata.LabelValues(values, rundata.MetricBreakerState, "dependency") {
 		var from float64
 		open := false
-		for _, pt := range r.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, rundata.L("dependency", dep))) {
+		for _, pt := range r.Data.Metric(rundata.ServiceComponent, rundata.Key(rundata.MetricBreakerState, rundata.L("dependency", dep))) {
 			x := pt.Time.Sub(origin).Seconds()
 			switch {
 			case pt.Value == 2 && !open:
@@ -43,7 +43,7 @@ func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.T
 			}
 		}
 		if open {
-			p.Add(spanShade{From: from, To: r.End().Sub(origin).Seconds(), Color: breakerShade})
+			p.Add(spanShade{From: from, To: r.Data.End().Sub(origin).Seconds(), Color: breakerShade})
 			shaded = true
 		}
 	}
@@ -57,7 +57,7 @@ func policyOverlay(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.T
 			dash          int
 			width         float64
 		}{{rundata.MetricLimiterLimit, "adaptive limit", 2, 1.8}, {rundata.MetricLimiterInflight, "limiter in flight", 3, 1}} {
-			xs, ys := metricXY(r.Metric(rundata.ServiceComponent, rundata.Key(m.metric, rundata.L("dependency", dep))), origin)
+			xs, ys := metricXY(r.Data.Metric(rundata.ServiceComponent, rundata.Key(m.metric, rundata.L("dependency", dep))), origin)
 			if len(xs) == 0 {
 				continue
 			}

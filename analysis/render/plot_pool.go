@@ -20,7 +20,7 @@ import (
 // (dashed steps).
 func poolPanel(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time, ex rundata.Expectations) {
 	var all [][]float64
-	pools := r.PoolNames()
+	pools := r.Data.PoolNames()
 	for _, pool := range pools {
 		c := nameColor(pool, ex)
 		all = append(all, occupancySeries(p, leg, r, origin, "pool "+pool, pool, c, 0,
@@ -75,7 +75,7 @@ func occupancySeries(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time
 		{waiting, "waiting", lineStyle(c, 4, 1.5)},
 		{limit, "limit", lineStyle(c, dash, 0.7)},
 	} {
-		xs, ys := metricXY(r.Metric(rundata.ServiceComponent, rundir.PoolKey(m.metric, pool)), origin)
+		xs, ys := metricXY(r.Data.Metric(rundata.ServiceComponent, rundir.PoolKey(m.metric, pool)), origin)
 		if len(xs) == 0 {
 			continue
 		}
@@ -96,8 +96,8 @@ func metricXY(s []rundir.Point, origin time.Time) (xs, ys []float64) {
 // demandSteps draws PoolInfo.PredictedDemand as a step per phase span, with
 // a NaN between phases that have no prediction.
 func demandSteps(r *measure.Run, pool string, origin time.Time) (xs, ys []float64) {
-	info := r.PoolInfo(pool)
-	for _, ph := range r.Meta.Phases {
+	info := r.Data.PoolInfo(pool)
+	for _, ph := range r.Data.Meta.Phases {
 		d, ok := info.PredictedDemand[ph.Name]
 		if !ok {
 			xs, ys = append(xs, ph.Start.Sub(origin).Seconds()), append(ys, math.NaN())

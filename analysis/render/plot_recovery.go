@@ -65,9 +65,9 @@ func addRecoveryMarks(panels []*plot.Plot, r *measure.Run, ex rundata.Expectatio
 	if rec == nil {
 		return
 	}
-	fe := r.FaultEnd()
-	m := recoveryMarks{FaultEnd: fe.Sub(origin).Seconds(), Back: math.NaN(), End: r.End().Sub(origin).Seconds()}
-	if span, ok := r.PhaseSpan(rundata.PhaseRecovery); ok {
+	fe := r.Data.FaultEnd()
+	m := recoveryMarks{FaultEnd: fe.Sub(origin).Seconds(), Back: math.NaN(), End: r.Data.End().Sub(origin).Seconds()}
+	if span, ok := r.Data.PhaseSpan(rundata.PhaseRecovery); ok {
 		m.End = span.End.Sub(origin).Seconds()
 	}
 	switch {
@@ -83,7 +83,7 @@ func addRecoveryMarks(panels []*plot.Plot, r *measure.Run, ex rundata.Expectatio
 	case !rec.Judged:
 		m.Note = "recovery: cannot tell (phase too short)"
 	default:
-		back := fe.Add(time.Duration(float64(rec.TimeT) * float64(r.Meta.Timeout)))
+		back := fe.Add(time.Duration(float64(rec.TimeT) * float64(r.Data.Meta.Timeout)))
 		m.Back = back.Sub(origin).Seconds()
 		m.Note = fmt.Sprintf("back at baseline after %s T", words.FmtHuman(float64(rec.TimeT)))
 	}

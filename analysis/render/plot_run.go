@@ -69,7 +69,7 @@ type runSeries struct {
 
 func seriesOf(r *measure.Run, ep string, origin time.Time) runSeries {
 	var s runSeries
-	for _, w := range r.EndpointWindows(ep) {
+	for _, w := range r.Data.EndpointWindows(ep) {
 		s.x = append(s.x, (w.Start.Sub(origin) + w.Duration/2).Seconds())
 		tot := w.Counts.Total()
 		p50, p99, succ := math.NaN(), math.NaN(), math.NaN()
@@ -100,13 +100,13 @@ func seriesOf(r *measure.Run, ep string, origin time.Time) runSeries {
 
 // runFigure builds the figure of one run.
 func runFigure(r *measure.Run, ex rundata.Expectations) figure {
-	origin := r.Origin()
-	end := r.End().Sub(origin).Seconds()
+	origin := r.Data.Origin()
+	end := r.Data.End().Sub(origin).Seconds()
 	f := &runFig{title: fmt.Sprintf("%s — mode %s, condition %s, repeat %d, T = %s",
-		r.Entry.ID, r.Entry.Mode, r.Entry.Condition, r.Entry.Repeat, r.Meta.Timeout)}
-	if !r.Complete() {
+		r.Data.Entry.ID, r.Data.Entry.Mode, r.Data.Entry.Condition, r.Data.Entry.Repeat, r.Data.Meta.Timeout)}
+	if !r.Data.Complete() {
 		f.title += " (INCOMPLETE)"
-	} else if !r.Meta.Valid {
+	} else if !r.Data.Meta.Valid {
 		f.title += " (INVALID RUN)"
 	}
 	titles := [runPanels][2]string{
@@ -116,7 +116,7 @@ func runFigure(r *measure.Run, ex rundata.Expectations) figure {
 		{"Pool occupancy: in use, waiting, limit; Little's-law demand dashed", "permits"},
 		{"Noise floor: canary p99 (a request that does no work), Go scheduling latency p99 per process (log scale)", "latency (ms)"},
 	}
-	if len(r.PoolNames()) == 0 {
+	if len(r.Data.PoolNames()) == 0 {
 		titles[3][0] = "Pool occupancy: not observable (the service exports no pool metrics); Little's-law demand dashed"
 	}
 	if slices.ContainsFunc(r.ConnPoolNames(), func(p string) bool { _, _, near := r.ConnPoolNear(p); return near }) {
@@ -127,7 +127,7 @@ func runFigure(r *measure.Run, ex rundata.Expectations) figure {
 		f.legs[i] = newLegend()
 	}
 	shade(f.panels[:], &f.legs[0], r, origin)
-	eps := r.Endpoints()
+	eps := r.Data.Endpoints()
 	series := map[string]runSeries{}
 	for _, ep := range eps {
 		series[ep] = seriesOf(r, ep, origin)
@@ -145,11 +145,11 @@ func runFigure(r *measure.Run, ex rundata.Expectations) figure {
 
 // shade adds the fault window, first so that it lies under the data.
 func shade(panels []*plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time) {
-	fs, ok := r.FaultStart()
+	fs, ok := r.Data.FaultStart()
 	if !ok {
 		return
 	}
-	s := spanShade{Color: faultShade, From: fs.Sub(origin).Seconds(), To: r.FaultEnd().Sub(origin).Seconds()}
+	s := spanShade{Color: faultShade, From: fs.Sub(origin).Seconds(), To: r.Data.FaultEnd().Sub(origin).Seconds()}
 	for _, p := range panels {
 		p.Add(s)
 	}
@@ -160,7 +160,7 @@ func shade(panels []*plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Ti
 func decorate(panels []*plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time, end float64) {
 	var at []float64
 	var names []string
-	for _, p := range r.Meta.Phases {
+	for _, p := range r.Data.Meta.Phases {
 		at = append(at, p.Start.Sub(origin).Seconds())
 		names = append(names, p.Name)
 	}
@@ -181,11 +181,11 @@ func latencyPanel(p *plot.Plot, leg *plot.Legend, eps []string, series map[strin
 		all = append(all, s.p99, s.p50)
 	}
 	lo, hi, ok := yRange(true, all...)
-	if t := measure.Millis(r.Meta.Timeout); t > 0 {
+	if t := measure.Millis(r.Data.Meta.Timeout); t > 0 {
 		lo, hi = math.Min(lo, t), math.Max(hi, t)
 		ok = true
 		p.Add(hline{Y: t, Style: lineStyle(colorGrey, 3, 1)})
-		leg.Add(fmt.Sprintf("T = %s", r.Meta.Timeout), &plotter.Line{LineStyle: lineStyle(colorGrey, 3, 1)})
+		leg.Add(fmt.Sprintf("T = %s", r.Data.Meta.Timeout), &plotter.Line{LineStyle: lineStyle(colorGrey, 3, 1)})
 	}
 	setLogY(p, lo, hi, ok)
 }
@@ -257,7 +257,7 @@ func noisePanel(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time
 	if s := seriesOf(r, rundata.CanaryEndpoint, origin); len(s.x) > 0 {
 		addSeries(p, leg, "canary p99", s.x, s.p99, lineStyle(color.Black, 0, 2), true)
 		all = append(all, s.p99)
-		if c := r.Meta.Canary; c != nil && c.MaxP99 > 0 {
+		if c := r.Data.Meta.Canary; c != nil && c.MaxP99 > 0 {
 			sty := lineStyle(color.Black, 3, 1)
 			p.Add(hline{Y: measure.Millis(c.MaxP99), Style: sty})
 			leg.Add(fmt.Sprintf("canary limit %s", c.MaxP99), &plotter.Line{LineStyle: sty})
@@ -265,7 +265,7 @@ func noisePanel(p *plot.Plot, leg *plot.Legend, r *measure.Run, origin time.Time
 		}
 	}
 	for i, comp := range r.Components() {
-		xs, ys := metricXY(r.Metric(comp, rundata.MetricSchedLatencyP99), origin)
+		xs, ys := metricXY(r.Data.Metric(comp, rundata.MetricSchedLatencyP99), origin)
 		if len(xs) == 0 {
 			continue
 		}

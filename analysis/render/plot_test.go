@@ -47,7 +47,7 @@ func TestFiguresEdgeCases(t *testing.T) {
 		mutate(&r)
 		e := &rundir.Experiment{Index: exp.Index, Runs: []*rundir.Run{&r}, Expectations: rundata.DefaultExpectations()}
 		sum := verdict.Evaluate(e, e.Expectations)
-		for _, f := range []figure{runFigure(&measure.Run{Run: &r}, e.Expectations), comparisonFigure(e, e.Expectations, metricP99),
+		for _, f := range []figure{runFigure(&measure.Run{Data: &r}, e.Expectations), comparisonFigure(e, e.Expectations, metricP99),
 			comparisonFigure(e, e.Expectations, metricSuccess), summaryFigure(&sum)} {
 			func() {
 				defer func() {

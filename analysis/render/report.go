@@ -132,7 +132,7 @@ func writeImages(exp *rundir.Experiment, sum *verdict.Summary, out string, repea
 			continue
 		}
 		g.Go(func() error {
-			return savePNG(filepath.Join(out, "run-"+r.Entry.ID+".png"), runFigure(&measure.Run{Run: r}, sum.Expectations))
+			return savePNG(filepath.Join(out, "run-"+r.Entry.ID+".png"), runFigure(&measure.Run{Data: r}, sum.Expectations))
 		})
 	}
 	if err := g.Wait(); err != nil {
