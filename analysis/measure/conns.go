@@ -171,8 +171,8 @@ type ConnWait struct {
 }
 
 // connsFamily adds the endpoints' waits for a connection.
-func connsFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
-	s.ConnWaits = connPools{r.Data}.connWaitStats()
+func connsFamily(r *rundir.Run, s *RunSummary, _ rundata.Expectations) {
+	s.ConnWaits = connPools{r}.connWaitStats()
 }
 
 // connWaitStats returns each endpoint's connection waits over the main phase,

@@ -217,8 +217,8 @@ type CPURun struct {
 }
 
 // cpuFamily adds the service's CPU numbers.
-func cpuFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.CPU = cpuSeries{r.Data}.cpuStats(s, ex)
+func cpuFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
+	s.CPU = cpuSeries{r}.cpuStats(s, ex)
 }
 
 // cpuStats computes CPURun for a run of s; nil unless the experiment names

@@ -36,10 +36,10 @@ func PerPool(stats []InstanceStats) bool {
 // fleetFamily adds each instance's numbers of a fleet's run and, when the
 // experiment names fleet claims, what the fleet put on the culprit's
 // dependency.
-func fleetFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.Instances = fleet{r.Data}.instanceStats()
+func fleetFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
+	s.Instances = fleet{r}.instanceStats()
 	if ex.Fleet != nil {
-		s.Fleet = fleet{r.Data}.fleetStats(ex, s.Endpoint(ex.Culprit))
+		s.Fleet = fleet{r}.fleetStats(ex, s.Endpoint(ex.Culprit))
 	}
 }
 

@@ -66,9 +66,9 @@ type LiveInDrain struct {
 }
 
 // jobsFamily adds the job queue's numbers to a run whose service had one.
-func jobsFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
-	if r.Data.Meta.Jobs != nil {
-		s.Jobs = jobQueue{r.Data}.jobsStats(*r.Data.Meta.Jobs)
+func jobsFamily(r *rundir.Run, s *RunSummary, _ rundata.Expectations) {
+	if r.Meta.Jobs != nil {
+		s.Jobs = jobQueue{r}.jobsStats(*r.Meta.Jobs)
 	}
 }
 

@@ -136,7 +136,7 @@ func TestJobsStats(t *testing.T) {
 	}
 
 	var s RunSummary
-	jobsFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
+	jobsFamily(&rundir.Run{}, &s, rundata.DefaultExpectations())
 	if s.Jobs != nil {
 		t.Errorf("without a job queue: %+v, want none", s.Jobs)
 	}

@@ -69,9 +69,9 @@ const MetricHeapObjects = "bulkheadlab_heap_objects_bytes"
 
 // memoryFamily adds the memory claim's numbers when the experiment names
 // it.
-func memoryFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+func memoryFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Memory != nil {
-		s.Memory = memoryStats(r.Data, ex.Culprit, s.Endpoint(ex.Culprit))
+		s.Memory = memoryStats(r, ex.Culprit, s.Endpoint(ex.Culprit))
 	}
 }
 

@@ -33,8 +33,8 @@ type PolicyRun struct {
 }
 
 // policyFamily adds the culprit's policy numbers.
-func policyFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.Policy = policyStats(r.Data, s, ex)
+func policyFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
+	s.Policy = policyStats(r, s, ex)
 }
 
 // policyStats computes PolicyRun for a run of s; nil unless the

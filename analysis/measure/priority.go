@@ -50,9 +50,9 @@ type PriorityRun struct {
 
 // priorityFamily adds what the run held for the critical endpoint, when
 // the experiment names the priority claim.
-func priorityFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+func priorityFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Priority != nil {
-		s.Priority = priorityStats(r.Data, ex, s.Endpoint(ex.Victim), s.Endpoint(ex.Culprit))
+		s.Priority = priorityStats(r, ex, s.Endpoint(ex.Victim), s.Endpoint(ex.Culprit))
 	}
 }
 

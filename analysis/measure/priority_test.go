@@ -88,7 +88,7 @@ func TestPriorityStats(t *testing.T) {
 	checkPriorityRun(t, "no reservation", *none, want)
 
 	var s RunSummary
-	priorityFamily(&Run{Data: &rundir.Run{}}, &s, rundata.DefaultExpectations())
+	priorityFamily(&rundir.Run{}, &s, rundata.DefaultExpectations())
 	if s.Priority != nil {
 		t.Errorf("without expectations.priority: %+v, want none", s.Priority)
 	}

@@ -29,9 +29,9 @@ type ProcessesRun struct {
 
 // processesFamily adds what the run's layout cost when the experiment
 // names the processes claim.
-func processesFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+func processesFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.Processes != nil {
-		s.Processes = processesStats(r.Data)
+		s.Processes = processesStats(r)
 	}
 }
 

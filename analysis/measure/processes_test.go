@@ -37,7 +37,7 @@ func TestProcessesStats(t *testing.T) {
 	ex := rundata.DefaultExpectations()
 	ex.Processes = &rundata.ProcessesRoles{CPU: "payload"}
 	var s RunSummary
-	processesFamily(&Run{Data: r}, &s, ex)
+	processesFamily(r, &s, ex)
 	p := s.Processes
 	if p == nil {
 		t.Fatal("no processes numbers with expectations.processes")
@@ -53,7 +53,7 @@ func TestProcessesStats(t *testing.T) {
 		t.Errorf("ProcessesOf a run without numbers: %+v", ProcessesOf(RunSummary{}))
 	}
 	var none RunSummary
-	processesFamily(&Run{Data: r}, &none, rundata.DefaultExpectations())
+	processesFamily(r, &none, rundata.DefaultExpectations())
 	if none.Processes != nil {
 		t.Errorf("processes numbers without expectations.processes: %+v", none.Processes)
 	}

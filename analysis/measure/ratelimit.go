@@ -45,9 +45,9 @@ type RateLimitRun struct {
 
 // rateLimitFamily adds the rate-limit claim's numbers when the experiment
 // names it.
-func rateLimitFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
+func rateLimitFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
 	if ex.RateLimit != nil {
-		s.RateLimit = rateLimitStats(r.Data, ex.Culprit, s.Endpoint(ex.Culprit))
+		s.RateLimit = rateLimitStats(r, ex.Culprit, s.Endpoint(ex.Culprit))
 	}
 }
 

@@ -83,10 +83,10 @@ func (e EndpointRecovery) String() string {
 // the permits it left taken (a pool that ran out of permits it had leaked
 // is then named so as the exhausted resource), and every dependency's peak
 // of calls in flight against its limit.
-func aftermath(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.Recovery = r.Recovery(ex)
-	s.Leaks = leakScan{r.Data}.leaks(s.Inferred)
-	s.Limits = limitChecker{r.Data}.limitChecks(s.Inferred)
+func aftermath(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
+	s.Recovery = (&Run{Data: r}).Recovery(ex)
+	s.Leaks = leakScan{r}.leaks(s.Inferred)
+	s.Limits = limitChecker{r}.limitChecks(s.Inferred)
 	s.Exhausted.markLeaked(s.Leaks)
 }
 

@@ -342,7 +342,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 	s.Exhausted = exhaustionScan{data}.exhaustion(s.Inferred)
 	s.Exhausted.PoolFirst, s.Exhausted.PoolFirstWhy = poolFirstRule{data}.poolFirst(s.Exhausted, s.Inferred)
 	for _, f := range runFamilies {
-		f(r, &s, ex)
+		f(r.Data, &s, ex)
 	}
 	return s
 }
@@ -350,7 +350,7 @@ func Summarize(data *rundir.Run, ex rundata.Expectations) RunSummary {
 // A runFamily adds one claim family's run numbers to a run's summary, from
 // the run and the numbers every run has (endpoints, pools, inferred limits,
 // the exhausted resource).
-type runFamily func(r *Run, s *RunSummary, ex rundata.Expectations)
+type runFamily func(r *rundir.Run, s *RunSummary, ex rundata.Expectations)
 
 // runFamilies are the claim families with run numbers of their own: each is
 // one file of this package (the aftermath's three), its verdicts one file of

@@ -34,8 +34,8 @@ type TenantsRun struct {
 }
 
 // tenantFamily adds the tenant stage's numbers.
-func tenantFamily(r *Run, s *RunSummary, ex rundata.Expectations) {
-	s.Tenants = tenantsStats(r.Data, ex)
+func tenantFamily(r *rundir.Run, s *RunSummary, ex rundata.Expectations) {
+	s.Tenants = tenantsStats(r, ex)
 }
 
 // tenantsStats computes TenantsRun; nil unless the experiment names the

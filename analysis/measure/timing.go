@@ -120,8 +120,8 @@ type TimeShift struct {
 // timingFamily adds where the run's time went; nil when the service sent
 // no Server-Timing, exports no connection hold times and declares no
 // histograms.
-func timingFamily(r *Run, s *RunSummary, _ rundata.Expectations) {
-	s.WhereTime = timeSplits{r.Data}.whereTime()
+func timingFamily(r *rundir.Run, s *RunSummary, _ rundata.Expectations) {
+	s.WhereTime = timeSplits{r}.whereTime()
 }
 
 // timeSplits reads where the endpoints' time went, waiting or working:
