@@ -338,3 +338,41 @@ func leftovers(dir string, before map[string]string, fresh []string) []string {
 	}
 	return out
 }
+
+// kubeletRoot makes root, the kubelet's root directory, a tmpfs of the
+// node's own (Stop unmounts it with everything under the node's
+// directory). The kubelet makes its sockets (pod resources, the device
+// plugins' registration) by binding a temporary name and renaming it, and
+// some machines' temporary directories refuse to rename a socket (EXDEV).
+// Where a tmpfs cannot be mounted the directory is used as it is. Either
+// way the rename is tried first, so that a machine that refuses it fails
+// here, saying so, rather than as a kubelet that exits at start.
+func kubeletRoot(root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	mountErr := syscall.Mount("tmpfs", root, "tmpfs", 0, "mode=0755")
+	if err := renameSocket(root); err != nil {
+		if mountErr != nil {
+			err = fmt.Errorf("%w (and a tmpfs could not be mounted there: %v)", err, mountErr)
+		}
+		return fmt.Errorf("the kubelet's root directory %s cannot hold its sockets: %w", root, err)
+	}
+	return nil
+}
+
+// renameSocket binds a unix socket in dir under a temporary name and
+// renames it, as the kubelet does with each of its sockets.
+func renameSocket(dir string) error {
+	tmp, final := filepath.Join(dir, "probe-tmp"), filepath.Join(dir, "probe.sock")
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Remove(final)
+}

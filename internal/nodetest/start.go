@@ -138,6 +138,9 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		return err
 	}
 	root := filepath.Join(n.dir, "kubelet")
+	if err := kubeletRoot(root); err != nil {
+		return err
+	}
 	d, err := startDaemon(n.dir, "kubelet", filepath.Join(BinDir(), "bin", "kubelet"),
 		"--config", cfg, "--kubeconfig", n.Kubeconfig, "--hostname-override", NodeName, "--node-ip", GatewayIP,
 		"--root-dir", root, "--cert-dir", filepath.Join(root, "pki"), "--v=1")
