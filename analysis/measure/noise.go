@@ -37,6 +37,33 @@ type NoiseFloor struct {
 	// gave to other guests (part of MachineBusy); null where the run did
 	// not sample it.
 	MachineSteal Num `json:"machine_steal"`
+	// MachineAllowanceMs is how much the machine alone could have added to
+	// an endpoint's fault-phase p99 (MachineRule: MachineCouldAddMs of the
+	// canary's fault-phase p99); 0, and left out, when the canary stayed
+	// under half its limit there or the run had none.
+	MachineAllowanceMs Num `json:"machine_allowance_ms,omitempty"`
+}
+
+// MachineRule documents what the machine alone may add to a latency; the
+// at-baseline p99 checks take it off the victim's rise, and the recovery
+// scan leaves a miss of that size unjudged.
+const MachineRule = "when the canary (a request that does no work) took over half its validity limit, the machine alone may have added up to 3 times the canary's latency to an endpoint's (its call crosses the service, the dependency's proxy and the dependency, and a busy machine can delay each as much as it delayed the canary); when the canary stayed under half its limit, nothing"
+
+// machineHops is how many processes an endpoint's call crosses (the
+// service, the dependency's proxy and the dependency), each of which a busy
+// machine can delay as much as it delayed the canary.
+const machineHops = 3
+
+// MachineCouldAddMs is how much the machine alone could have added to an
+// endpoint's latency where it delayed the canary by canary (MachineRule):
+// machineHops × canary when that is over half the canary's validity
+// limit, else 0 — a machine that delays a request that does no work by
+// less than that is one whose numbers are taken as they are.
+func MachineCouldAddMs(canary, limit time.Duration) float64 {
+	if limit <= 0 || 2*canary <= limit {
+		return 0
+	}
+	return machineHops * Millis(canary)
 }
 
 // judgedFrom is the start of the judged phases: the end of warmup, else the
@@ -50,7 +77,8 @@ func judgedFrom(run *rundir.Run) time.Time {
 
 func (r *Run) NoiseFloor() NoiseFloor {
 	n := NoiseFloor{CanaryP99Ms: Undefined, CanaryLimitMs: Undefined, LagP99Ms: Undefined, MachineBusy: Undefined, MachineSteal: Undefined}
-	if c := r.Data.Meta.Canary; c != nil {
+	c := r.Data.Meta.Canary
+	if c != nil {
 		n.CanaryLimitMs = Num(Millis(c.MaxP99))
 	}
 	for _, p := range r.Data.Phases {
@@ -59,6 +87,9 @@ func (r *Run) NoiseFloor() NoiseFloor {
 		}
 		if p.Endpoint == rundata.CanaryEndpoint {
 			n.CanaryP99Ms = maxNum(n.CanaryP99Ms, Num(Millis(p.Latency.P99)))
+			if p.Phase == rundata.PhaseFault && c != nil {
+				n.MachineAllowanceMs = Num(MachineCouldAddMs(p.Latency.P99, c.MaxP99))
+			}
 			continue
 		}
 		n.LagP99Ms = maxNum(n.LagP99Ms, Num(Millis(p.LagP99)))

@@ -41,3 +41,32 @@ func TestNoiseFloorMachineSteal(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseFloorMachineAllowance: the allowance is read off the canary's
+// fault phase alone, and only once it took over half its limit there.
+func TestNoiseFloorMachineAllowance(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name            string
+		baseline, fault time.Duration
+		limit           time.Duration
+		canary          bool
+		wantAllowanceMs float64
+	}{
+		{"a quiet machine", 2 * ms, 3 * ms, 25 * ms, true, 0},
+		{"busy in the fault phase", 2 * ms, 20 * ms, 25 * ms, true, 60},
+		{"busy only in the baseline", 20 * ms, 3 * ms, 25 * ms, true, 0},
+		{"no canary", 2 * ms, 20 * ms, 25 * ms, false, 0},
+	} {
+		d := &rundir.Run{Phases: []rundata.PhaseStats{
+			{Endpoint: rundata.CanaryEndpoint, Phase: rundata.PhaseBaseline, Latency: rundata.Quantiles{Count: 40, P99: tc.baseline}},
+			{Endpoint: rundata.CanaryEndpoint, Phase: rundata.PhaseFault, Latency: rundata.Quantiles{Count: 60, P99: tc.fault}},
+		}}
+		if tc.canary {
+			d.Meta.Canary = &rundata.CanaryInfo{Rate: 20, MaxP99: tc.limit}
+		}
+		if got := float64((&Run{Data: d}).NoiseFloor().MachineAllowanceMs); got != tc.wantAllowanceMs {
+			t.Errorf("%s: MachineAllowanceMs = %v, want %v", tc.name, got, tc.wantAllowanceMs)
+		}
+	}
+}

@@ -244,17 +244,12 @@ func mergedQuantile(ws []rundata.Window, q float64) time.Duration {
 	return hi
 }
 
-// machineHops is how many processes an endpoint's call crosses (the
-// service, the dependency's proxy and the dependency), each of which a busy
-// machine can delay as much as it delayed the canary.
-const machineHops = 3
-
 // machineCouldExplain reports whether a stretch of an endpoint's windows
-// that was not back at its baseline may be the machine's doing: the
-// canary's latency went over half its validity limit in one of them (the
-// machine delayed a request that does no work by a good part of what a run
-// may bear), and the endpoint missed only on latency, by no more than that
-// delay at every hop of its call could add. Errors beyond the baseline's
+// that was not back at its baseline may be the machine's doing
+// (MachineRule): the canary's latency went over half its validity limit in
+// one of them (the machine delayed a request that does no work by a good
+// part of what a run may bear), and the endpoint missed only on latency,
+// by no more than that delay at every hop of its call could add. Errors beyond the baseline's
 // are the service's whatever the canary did: a busy machine slows calls,
 // it does not make a service reject them (a pool that leaked its permits
 // answers 503 at once).
@@ -270,7 +265,8 @@ func (rs recoveryScan) machineCouldExplain(span []rundata.Window, base, baseErr 
 			worst = max(worst, w.Latency.Max)
 		}
 	}
-	if 2*worst <= c.MaxP99 {
+	could := MachineCouldAddMs(worst, c.MaxP99)
+	if could == 0 {
 		return false
 	}
 	p99, errs := spanNumbers(span)
@@ -281,5 +277,5 @@ func (rs recoveryScan) machineCouldExplain(span []rundata.Window, base, baseErr 
 		return true
 	}
 	over := p99 - base - ex.P2MaxP99RiseT*Millis(rs.run.Meta.Timeout)
-	return over <= machineHops*Millis(worst)
+	return over <= could
 }

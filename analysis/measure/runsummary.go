@@ -753,6 +753,18 @@ func (s RunSummary) P99RiseT(name string) Num {
 	return Num(Ratio(float64(e.FaultP99Ms)-float64(e.BaselineP99Ms), float64(s.TimeoutMs)))
 }
 
+// P99RiseBeyondMachineT is P99RiseT less what the machine alone could
+// have added to the fault-phase p99 in this run (Noise.MachineAllowanceMs,
+// MachineRule), never taken below zero by it: the rise a busy but valid
+// run lays at the service's door. Without an allowance it is P99RiseT.
+func (s RunSummary) P99RiseBeyondMachineT(name string) Num {
+	rise, a, t := float64(s.P99RiseT(name)), float64(s.Noise.MachineAllowanceMs), float64(s.TimeoutMs)
+	if !(a > 0) || !(rise > 0) || !(t > 0) {
+		return Num(rise)
+	}
+	return Num(max(0, rise-a/t))
+}
+
 // RejectedShare is the share of the endpoint's fault-phase results that a
 // bulkhead, breaker or limiter of the service refused.
 func RejectedShare(e EndpointStats) Num {

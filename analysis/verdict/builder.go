@@ -60,11 +60,21 @@ func (b *builder) need(keys ...[2]string) {
 
 // victimP99AtBaseline adds the victim's p99 half of measure.AtBaseline in
 // cell c as a deciding number: its fault p99's rise over its baseline p99,
-// in T. in ends the measure's name (" in <mode>", or "").
+// in T, less what the machine alone could have added in each run
+// (measure.MachineRule: a busy but valid run does not fail a correct
+// service; a note names each run it was taken from). in ends the
+// measure's name (" in <mode>", or "").
 func (b *builder) victimP99AtBaseline(c *Cell, in string) {
 	ex := b.ex
-	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseT(ex.Victim) }))
+	rise := measure.EstimateOf(c.vals(func(r measure.RunSummary) measure.Num { return r.P99RiseBeyondMachineT(ex.Victim) }))
 	b.check("/"+ex.Victim+" fault p99 − baseline p99"+in, "T", rise, "<=", ex.P2MaxP99RiseT)
+	for _, r := range c.UsedRuns {
+		raw, net := r.P99RiseT(ex.Victim), r.P99RiseBeyondMachineT(ex.Victim)
+		if raw > net {
+			b.notes = append(b.notes, fmt.Sprintf("%s: /%s's p99 rose %s T, up to %s ms of it the machine's, 3 × the canary's fault p99, which was over half its limit",
+				r.ID, ex.Victim, measure.FmtG(float64(raw)), measure.FmtG(float64(r.Noise.MachineAllowanceMs))))
+		}
+	}
 }
 
 // victimErrorsAtBaseline adds the victim's error half of
