@@ -100,8 +100,14 @@ type FleetRun struct {
 	// calls the fleet had on the dependency. DepInService and DepWaiting
 	// are the stub's own means: calls served and calls queued.
 	ConcurrencyOnDep Num `json:"concurrency_on_dep"`
-	DepInService     Num `json:"dep_in_service"`
-	DepWaiting       Num `json:"dep_waiting"`
+	// ConcurrencyOnDepSE is the standard error of that mean (the samples'
+	// standard deviation over √n): a gauge read every sampling interval
+	// over a short fault phase is a handful of samples of a small count
+	// (8 over 2 s), and that alone can move its mean by a tenth of K.
+	// Undefined with fewer than 2 samples.
+	ConcurrencyOnDepSE Num `json:"concurrency_on_dep_se"`
+	DepInService       Num `json:"dep_in_service"`
+	DepWaiting         Num `json:"dep_waiting"`
 	// FleetInUse is the mean of the culprit pool's permits in use, summed
 	// over the instances.
 	FleetInUse Num `json:"fleet_in_use"`
@@ -124,7 +130,7 @@ func (fl fleet) fleetStats(ex rundata.Expectations, culprit EndpointStats) *Flee
 	info := fl.run.EndpointInfo(ex.Culprit)
 	n := max(1, len(fl.run.Meta.Instances))
 	f := &FleetRun{Instances: n, Dependency: info.Dependency, Capacity: Undefined, ServiceMs: Num(Millis(info.BaseLatency)),
-		OfferedPerS: Undefined, ConcurrencyOnDep: Undefined, DepInService: Undefined, DepWaiting: Undefined, FleetInUse: Undefined,
+		OfferedPerS: Undefined, ConcurrencyOnDep: Undefined, ConcurrencyOnDepSE: Undefined, DepInService: Undefined, DepWaiting: Undefined, FleetInUse: Undefined,
 		PredictedConcurrency: Undefined, PredictedWaitMs: Undefined, MeasuredWaitMs: Undefined, DepFailedShare: Undefined,
 		RejectedShare: RejectedShare(culprit), OKPerS: culprit.FaultOKRate}
 	for _, p := range fl.run.Meta.Pools {
@@ -146,7 +152,8 @@ func (fl fleet) fleetStats(ex rundata.Expectations, culprit EndpointStats) *Flee
 		f.DepFailedShare = Num(float64(c[rundata.ClassDepTimeout]+c[rundata.ClassDepError]) / float64(tot))
 	}
 	dep := info.Dependency
-	f.ConcurrencyOnDep = meanOver(fl.run.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight), from, to)
+	inflight := fl.run.Metric(rundata.ProxyComponent(dep), rundata.MetricProxyInflight)
+	f.ConcurrencyOnDep, f.ConcurrencyOnDepSE = meanOver(inflight, from, to), seOver(inflight, from, to)
 	f.DepInService = meanOver(fl.run.Metric(rundata.DepComponent(dep), rundata.MetricStubInService), from, to)
 	f.DepWaiting = meanOver(fl.run.Metric(rundata.DepComponent(dep), rundata.MetricStubQueueLength), from, to)
 	f.FleetInUse = meanOver(fl.run.Metric(rundata.ServiceComponent, rundir.PoolKey(rundata.MetricPoolInUse, f.Pool)), from, to)
@@ -205,4 +212,28 @@ func containsString(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// seOver is the standard error of meanOver's mean: the sample standard
+// deviation of the series' points from from to to over √n; NaN with
+// fewer than 2.
+func seOver(s []rundir.Point, from, to time.Time) Num {
+	var v []float64
+	for _, p := range s {
+		if inRange(p.Time, from, to) {
+			v = append(v, p.Value)
+		}
+	}
+	if len(v) < 2 {
+		return Undefined
+	}
+	var sum, sq float64
+	for _, x := range v {
+		sum += x
+	}
+	m := sum / float64(len(v))
+	for _, x := range v {
+		sq += (x - m) * (x - m)
+	}
+	return Num(math.Sqrt(sq/float64(len(v)-1)) / math.Sqrt(float64(len(v))))
 }

@@ -144,9 +144,7 @@ func fleetCellChecks(b *builder, fc fleetCell, ex rundata.Expectations, tol floa
 	c := fc.cell
 	b.info(fc.label+": N·L (capacity C: "+measure.FmtG(fc.c)+")", "calls", measure.EstimateOf([]float64{fc.nl}))
 	b.info(fc.label+": predicted concurrency K", "calls", measure.EstimateOf([]float64{fc.k}))
-	b.check(fc.label+": concurrency on the dependency off K by (relative)", "share", fleetVals(c, func(f measure.FleetRun) float64 {
-		return math.Abs(float64(f.ConcurrencyOnDep)/float64(f.PredictedConcurrency) - 1)
-	}), "<=", tol)
+	b.check(fc.label+": concurrency on the dependency off K by (relative, beyond 2 standard errors of its samples)", "share", fleetVals(c, offK), "<=", tol)
 	b.info(fc.label+": waiting at the dependency", "calls", fleetVals(c, func(f measure.FleetRun) float64 { return float64(f.DepWaiting) }))
 	queues := !math.IsNaN(fc.c) && fc.k > fc.c*(1+1e-9)
 	if queues {
@@ -168,6 +166,20 @@ func fleetCellChecks(b *builder, fc fleetCell, ex rundata.Expectations, tol floa
 	}
 	b.info(fc.label+": /"+ex.Culprit+" rejected by the instances' bulkheads", "share", fleetVals(c, func(f measure.FleetRun) float64 { return float64(f.RejectedShare) }))
 	b.info(fc.label+": /"+ex.Culprit+" successes", "req/s", fleetVals(c, func(f measure.FleetRun) float64 { return float64(f.OKPerS) }))
+}
+
+// offK is how far the fleet's concurrency on the dependency (the mean of
+// the proxy's in-flight samples) is from K, relative to K, beyond two
+// standard errors of that mean: the part of the miss that the samples'
+// own scatter cannot explain (a short fault phase gives a handful of
+// them). Without a standard error it is the whole miss.
+func offK(f measure.FleetRun) float64 {
+	k := float64(f.PredictedConcurrency)
+	miss := math.Abs(float64(f.ConcurrencyOnDep) - k)
+	if se := float64(f.ConcurrencyOnDepSE); se > 0 {
+		miss = max(0, miss-2*se)
+	}
+	return miss / k
 }
 
 func fleetBudgetText(s *Summary) string {
