@@ -189,7 +189,8 @@ func fleetPrediction(nl, lambda, s, c float64) (k, w float64) {
 	return k, s * max(1, k/c)
 }
 
-// meanOver is the mean of the series' points in (from, to]; NaN without one.
+// meanOver is the mean of the series' points from from to to (both
+// included, as inRange); NaN without one.
 func meanOver(s []rundir.Point, from, to time.Time) Num {
 	var sum float64
 	n := 0
