@@ -189,21 +189,21 @@ func fleetPrediction(nl, lambda, s, c float64) (k, w float64) {
 	return k, s * max(1, k/c)
 }
 
-// meanOver is the mean of the series' points from from to to (both
-// included, as inRange); NaN without one.
-func meanOver(s []rundir.Point, from, to time.Time) Num {
-	var sum float64
-	n := 0
+// valuesIn are the values of the series' points from from to to (both
+// included, as inRange).
+func valuesIn(s []rundir.Point, from, to time.Time) []float64 {
+	var v []float64
 	for _, p := range s {
 		if inRange(p.Time, from, to) {
-			sum += p.Value
-			n++
+			v = append(v, p.Value)
 		}
 	}
-	if n == 0 {
-		return Undefined
-	}
-	return Num(sum / float64(n))
+	return v
+}
+
+// meanOver is the mean of valuesIn; NaN without one.
+func meanOver(s []rundir.Point, from, to time.Time) Num {
+	return Num(mean(valuesIn(s, from, to)))
 }
 
 func containsString(s []string, x string) bool {
@@ -216,25 +216,15 @@ func containsString(s []string, x string) bool {
 }
 
 // seOver is the standard error of meanOver's mean: the sample standard
-// deviation of the series' points from from to to over √n; NaN with
-// fewer than 2.
+// deviation of valuesIn over √n; NaN with fewer than 2.
 func seOver(s []rundir.Point, from, to time.Time) Num {
-	var v []float64
-	for _, p := range s {
-		if inRange(p.Time, from, to) {
-			v = append(v, p.Value)
-		}
-	}
+	v := valuesIn(s, from, to)
 	if len(v) < 2 {
 		return Undefined
 	}
-	var sum, sq float64
-	for _, x := range v {
-		sum += x
-	}
-	m := sum / float64(len(v))
+	m, sq := mean(v), 0.0
 	for _, x := range v {
 		sq += (x - m) * (x - m)
 	}
-	return Num(math.Sqrt(sq/float64(len(v)-1)) / math.Sqrt(float64(len(v))))
+	return Num(math.Sqrt(sq / float64(len(v)-1) / float64(len(v))))
 }
