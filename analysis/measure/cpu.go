@@ -19,9 +19,10 @@ const (
 	// whose few goroutines wait, or whose little work is mostly GC, has not
 	// run out of CPU.
 	cpuBusyShare = 0.5
-	// schedMinP99 and schedFactor: the scheduling-latency p99 of an
-	// interval is high from this much and this many times its pre-fault
-	// median on.
+	// schedMinP99 and schedFactor: runnable goroutines waited for a CPU in
+	// an interval whose scheduling-latency p99 is at least schedMinP99 and
+	// whose mean wait is at least schedFactor times the mean over the
+	// baseline.
 	schedMinP99 = 5 * time.Millisecond
 	schedFactor = 10
 	// gcMinShare is the GC's share of the service's CPU from which GC is
@@ -36,8 +37,8 @@ const (
 // They apply to runs whose samples carry the Go runtime's CPU accounting
 // (internal/runtimestats), and the report lists them for those runs only.
 var (
-	SchedRule = fmt.Sprintf("cpu: the service's Go scheduling-latency p99 over a sampling interval ≥ %s and ≥ %d× its pre-fault median, while its CPU ran at ≥ %.0f %% of its GOMAXPROCS (runnable goroutines waited for a CPU)",
-		schedMinP99, schedFactor, 100*cpuBusyShare)
+	SchedRule = fmt.Sprintf("cpu: over a sampling interval in which the service's CPU ran at ≥ %.0f %% of its GOMAXPROCS, its goroutines' Go scheduling latency had a p99 ≥ %s and a mean ≥ %d× the mean over its baseline (runnable goroutines waited for a CPU)",
+		100*cpuBusyShare, schedMinP99, schedFactor)
 	GCRule = fmt.Sprintf("gc: the GC's share of the service's CPU over a sampling interval (runtime/metrics /cpu/classes/gc over total − idle) ≥ %.0f %%, while its CPU ran at ≥ %.0f %% of its GOMAXPROCS",
 		100*gcMinShare, 100*cpuBusyShare)
 )
@@ -78,6 +79,10 @@ type cpuInterval struct {
 	procs    float64   // GOMAXPROCS
 	gcShare  float64   // GC / (total − idle) of the runtime's accounting; NaN if none was used
 	schedP99 float64   // seconds; NaN when not sampled
+	// schedN and schedSum: how many times goroutines became runnable in
+	// the interval and how long they waited in all (seconds); NaN when
+	// not sampled.
+	schedN, schedSum float64
 }
 
 // cpuSeries reads the service's CPU series: cores used, scheduler latency and
@@ -120,7 +125,8 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 		}
 		return y - x
 	}
-	iv := cpuInterval{at: at, cores: d(rundata.MetricCPUSeconds) / dt, procs: defProcs, schedP99: math.NaN()}
+	iv := cpuInterval{at: at, cores: d(rundata.MetricCPUSeconds) / dt, procs: defProcs, schedP99: math.NaN(),
+		schedN: d(rundata.MetricSchedLatencyCount), schedSum: d(rundata.MetricSchedLatencySum)}
 	if p, ok := b[rundata.MetricGoMaxProcs]; ok && p > 0 {
 		iv.procs = p
 	}
@@ -138,25 +144,64 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 // busy reports whether the service ran at ≥ cpuBusyShare of its GOMAXPROCS.
 func (iv cpuInterval) busy() bool { return iv.procs > 0 && iv.cores >= cpuBusyShare*iv.procs }
 
+// schedMean is the mean scheduling latency of an interval, in seconds;
+// NaN when no goroutine became runnable or the histogram was not sampled.
+func (iv cpuInterval) schedMean() float64 {
+	if !(iv.schedN > 0) {
+		return math.NaN()
+	}
+	return iv.schedSum / iv.schedN
+}
+
+// schedBaseline is the mean scheduling latency over the intervals of the
+// baseline phase (every interval before from if the run has none, or if
+// none of its intervals lies within it), in seconds: all its waits pooled,
+// not a statistic of each interval's. On a busy machine the per-interval
+// p99 of an idle service — the highest of the ~100 waits of a 250 ms
+// interval, in buckets 2–2.5× apart — is the machine's longest preemption
+// and moved the pre-fault median from 0.5–2.5 ms to 10–25 ms, out of a
+// saturated service's reach at 10×; the pooled mean moved from 0.02–0.05
+// to 0.1–0.2 ms, and a saturated service's intervals stayed 16× above it
+// and more (docs/resources.md).
+func schedBaseline(ivs []cpuInterval, base rundata.PhaseSpan, hasBase bool, from time.Time) float64 {
+	pool := func(in func(i int) bool) float64 {
+		var n, sum float64
+		for i, iv := range ivs {
+			if in(i) && iv.schedN > 0 && !math.IsNaN(iv.schedSum) {
+				n += iv.schedN
+				sum += iv.schedSum
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / n
+	}
+	before := func(i int) bool { return ivs[i].at.Before(from) || ivs[i].at.Equal(from) }
+	if hasBase {
+		// An interval is the baseline's when it starts at or after the
+		// baseline's start (the one before it ended there) and ends by
+		// the fault's start.
+		m := pool(func(i int) bool { return i > 0 && !ivs[i-1].at.Before(base.Start) && before(i) })
+		if !math.IsNaN(m) {
+			return m
+		}
+	}
+	return pool(before)
+}
+
 // schedHit applies SchedRule between from and to.
 func (cs cpuSeries) schedHit(from, to time.Time) (hit, bool) {
 	ivs := cs.cpuIntervals()
-	var pre []float64
-	for _, iv := range ivs {
-		if iv.at.Before(from) && !math.IsNaN(iv.schedP99) {
-			pre = append(pre, iv.schedP99)
-		}
-	}
-	if len(pre) == 0 {
+	base, hasBase := cs.run.PhaseSpan(rundata.PhaseBaseline)
+	ref := schedBaseline(ivs, base, hasBase, from)
+	if math.IsNaN(ref) {
 		return hit{}, false
 	}
-	sort.Float64s(pre)
-	base := pre[len(pre)/2]
-	floor := max(schedMinP99.Seconds(), schedFactor*base)
 	for _, iv := range ivs {
-		if inRange(iv.at, from, to) && iv.busy() && iv.schedP99 >= floor {
-			return hit{res: ResourceCPU, at: iv.at, detail: fmt.Sprintf("service scheduling latency p99 %s ms (pre-fault median %s ms) at %s cores of %s",
-				FmtG(1000*iv.schedP99), FmtG(1000*base), fmt.Sprintf("%.2f", iv.cores), FmtG(iv.procs))}, true
+		if inRange(iv.at, from, to) && iv.busy() && iv.schedP99 >= schedMinP99.Seconds() && iv.schedMean() >= schedFactor*ref {
+			return hit{res: ResourceCPU, at: iv.at, detail: fmt.Sprintf("service scheduling latency p99 %s ms, mean %s ms (baseline mean %s ms) at %s cores of %s",
+				FmtG(1000*iv.schedP99), strconv.FormatFloat(1000*iv.schedMean(), 'g', 2, 64), strconv.FormatFloat(1000*ref, 'g', 2, 64), fmt.Sprintf("%.2f", iv.cores), FmtG(iv.procs))}, true
 		}
 	}
 	return hit{}, false

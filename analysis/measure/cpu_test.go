@@ -11,35 +11,50 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
+// sched is an interval's scheduling latency: its p99 and its mean wait.
+type sched struct{ p99, mean time.Duration }
+
+// quietSched is a quiet service's: ~100 short waits in 250 ms.
+var quietSched = sched{300 * time.Microsecond, 30 * time.Microsecond}
+
 // cpuRunOf builds a run whose service is sampled every 250 ms: 4 s before
 // the fault (a quiet service) and 4 s of fault in which it uses cores of
 // its one CPU, GC takes gcShare of that, and the scheduling latency's p99
-// is sched; poolFull makes pool b full with rejections from the second
-// fault sample on. runtimeCPU false leaves out the runtime's CPU
-// accounting (data recorded before it existed).
-func cpuRunOf(cores, gcShare float64, sched time.Duration, poolFull, runtimeCPU bool) *Run {
+// is p99 (its mean a tenth of it); poolFull makes pool b full with
+// rejections from the second fault sample on. runtimeCPU false leaves out
+// the runtime's CPU accounting (data recorded before it existed).
+func cpuRunOf(cores, gcShare float64, p99 time.Duration, poolFull, runtimeCPU bool) *Run {
+	return cpuRunWith(cores, gcShare, quietSched, sched{p99, p99 / 10}, poolFull, runtimeCPU)
+}
+
+// cpuRunWith is cpuRunOf with the scheduling latency of the intervals
+// before the fault (base) and in it (fault) given.
+func cpuRunWith(cores, gcShare float64, base, fault sched, poolFull, runtimeCPU bool) *Run {
 	start := time.Unix(1000, 0)
-	fault := start.Add(4 * time.Second)
+	faultAt := start.Add(4 * time.Second)
 	r := &rundir.Run{Meta: rundata.RunMeta{Phases: []rundata.PhaseSpan{
-		{Name: rundata.PhaseBaseline, Start: start, End: fault},
-		{Name: rundata.PhaseFault, Start: fault, End: fault.Add(4 * time.Second)}},
+		{Name: rundata.PhaseBaseline, Start: start, End: faultAt},
+		{Name: rundata.PhaseFault, Start: faultAt, End: faultAt.Add(4 * time.Second)}},
 		Pools: []rundata.PoolInfo{{Name: "b", Limit: 10, Queue: 10}}}}
-	var cpu, gc, total, idle, rejected float64
+	var cpu, gc, total, idle, rejected, waits, waited float64
 	for i := 0; i <= 32; i++ {
 		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
-		c, g, s := 0.05, 0.02, 300*time.Microsecond
-		if !at.Before(fault.Add(250 * time.Millisecond)) {
-			c, g, s = cores, gcShare, sched
+		c, g, s := 0.05, 0.02, base
+		if !at.Before(faultAt.Add(250 * time.Millisecond)) {
+			c, g, s = cores, gcShare, fault
 		}
 		cpu += c / 4
 		gc += g * c / 4
 		total += 0.25
 		idle += (1 - c) / 4
+		waits += 100
+		waited += 100 * s.mean.Seconds()
 		v := map[string]float64{rundata.MetricCPUSeconds: cpu, rundata.MetricGoMaxProcs: 1,
-			rundata.MetricSchedLatencyP99: s.Seconds(), rundir.PoolKey(rundata.MetricPoolLimit, "b"): 10,
+			rundata.MetricSchedLatencyP99: s.p99.Seconds(), rundata.MetricSchedLatencyCount: waits, rundata.MetricSchedLatencySum: waited,
+			rundir.PoolKey(rundata.MetricPoolLimit, "b"): 10,
 			rundir.PoolKey(rundata.MetricPoolInUse, "b"): 2, rundir.PoolKey(rundata.MetricPoolWaiting, "b"): 0,
 			rundir.PoolKey(rundata.MetricPoolQueueLimit, "b"): 10}
-		if poolFull && at.After(fault.Add(250*time.Millisecond)) {
+		if poolFull && at.After(faultAt.Add(250*time.Millisecond)) {
 			rejected += 5
 			v[rundir.PoolKey(rundata.MetricPoolInUse, "b")] = 10
 		}
@@ -66,6 +81,15 @@ func TestCPUExhaustionRules(t *testing.T) {
 		{"small waits on a busy CPU", cpuRunOf(0.7, 0.1, 2*time.Millisecond, false, true), ResourceNone, ""},
 		{"the pool fills after the CPU's waits began", cpuRunOf(0.7, 0.1, 25*time.Millisecond, true, true), ResourceCPU, ""},
 		{"old data: no runtime CPU accounting", cpuRunOf(0.7, 0.33, 25*time.Millisecond, false, false), ResourceNone, ""},
+		// A busy machine preempts an idle service now and then: each
+		// baseline interval's p99 (its longest wait of ~100) is as long as
+		// a saturated service's, its mean still far below.
+		{"a noisy machine's long waits before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 150 * time.Microsecond},
+			sched{50 * time.Millisecond, 1500 * time.Microsecond}, false, true), ResourceCPU, "mean 1.5 ms (baseline mean 0.15 ms)"},
+		{"long waits, but no more of them than before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 500 * time.Microsecond},
+			sched{25 * time.Millisecond, 1500 * time.Microsecond}, false, true), ResourceNone, ""},
+		{"a mean ten times the baseline's but a short p99", cpuRunWith(0.7, 0.1, quietSched,
+			sched{2 * time.Millisecond, 500 * time.Microsecond}, false, true), ResourceNone, ""},
 	} {
 		e := exhaustionScan{tc.run.Data}.exhaustion(nil)
 		if e.Resource != tc.want || !strings.Contains(e.Detail, tc.detailPart) {
@@ -80,6 +104,7 @@ func TestCPUExhaustionPoolFirst(t *testing.T) {
 	for i := range r.Data.Metrics {
 		if r.Data.Metrics[i].Time.Before(time.Unix(1004, 750e6)) {
 			r.Data.Metrics[i].Values[rundata.MetricSchedLatencyP99] = 300e-6
+			r.Data.Metrics[i].Values[rundata.MetricSchedLatencySum] = float64(i) * 100 * 30e-6
 		}
 	}
 	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourcePool {

@@ -87,10 +87,13 @@ func TestCPUNotIsolatedPreset(t *testing.T) {
 		}
 		t.Logf("attempt %d: a worker pool filled as well (the machine starved the service beyond the claim's premise); once more", attempt)
 	}
+	s := readSummary(t, dir)
 	if code != ExitOK {
+		for _, r := range s.Runs {
+			t.Logf("run %s: exhausted %+v; CPU %+v", r.ID, r.Exhausted, measure.CPUOf(r))
+		}
 		t.Fatalf("exit %d, want %d; output:\n%s", code, ExitOK, out)
 	}
-	s := readSummary(t, dir)
 	rise := measureOf(s, "CPU-NOT-ISOLATED", "/b p99 rise")
 	t.Logf("/b p99 rise %.3f T; service CPU %.2f cores, GC share %.2f, decode %.1f ms", rise,
 		measureOf(s, "CPU-NOT-ISOLATED", "service CPU, payload"), measureOf(s, "CPU-NOT-ISOLATED", "GC share"),
