@@ -142,3 +142,25 @@ func TestCPUStats(t *testing.T) {
 		t.Errorf("CPU numbers %+v, want 0.7 cores, GC 0.2, sched 25 ms, 1 CPU, baseline 0.05, peak pool 0.2", c)
 	}
 }
+
+// TestSchedBaselineWithoutPhase: a run without a baseline phase (its
+// phases not recorded, or the fault set by hand) takes every wait before
+// the fault as its baseline; the warmup's first interval of a run with one
+// is left out of it.
+func TestSchedBaselineWithoutPhase(t *testing.T) {
+	r := cpuRunWith(0.7, 0.1, quietSched, sched{25 * time.Millisecond, 2500 * time.Microsecond}, false, true)
+	r.Data.Meta.Phases = r.Data.Meta.Phases[1:]
+	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourceCPU || !strings.Contains(e.Detail, "baseline mean 0.03 ms") {
+		t.Errorf("without a baseline phase: exhausted %q (%s), want the CPU against the pre-fault mean 0.03 ms", e.Resource, e.Detail)
+	}
+	ivs := cpuSeries{cpuRunOf(0.7, 0.1, 25*time.Millisecond, false, true).Data}.cpuIntervals()
+	// A long first wait before the baseline starts is not the baseline's.
+	ivs[0].schedSum += 1
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: ivs[0].at, End: time.Unix(1004, 0)}
+	if m := schedBaseline(ivs, base, true, base.End); math.Abs(m-30e-6) > 1e-9 {
+		t.Errorf("baseline mean %g s, want 30 µs (the interval ending at the baseline's start left out)", m)
+	}
+	if m := schedBaseline(ivs, base, false, base.End); !(m > 300e-6) {
+		t.Errorf("pre-fault mean %g s without a baseline phase, want the first interval's long wait in it", m)
+	}
+}
