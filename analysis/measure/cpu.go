@@ -21,10 +21,10 @@ const (
 	cpuBusyShare = 0.5
 	// schedMinP99 and schedFactor: runnable goroutines waited for a CPU in
 	// an interval whose scheduling-latency p99 is at least schedMinP99 and
-	// whose mean wait is at least schedFactor times the mean over the
-	// baseline.
+	// in which on average at least schedFactor times as many goroutines
+	// waited to run as in the baseline's median interval.
 	schedMinP99 = 5 * time.Millisecond
-	schedFactor = 10
+	schedFactor = 4
 	// gcMinShare is the GC's share of the service's CPU from which GC is
 	// the resource named.
 	gcMinShare = 0.25
@@ -37,7 +37,7 @@ const (
 // They apply to runs whose samples carry the Go runtime's CPU accounting
 // (internal/runtimestats), and the report lists them for those runs only.
 var (
-	SchedRule = fmt.Sprintf("cpu: over a sampling interval in which the service's CPU ran at ≥ %.0f %% of its GOMAXPROCS, its goroutines' Go scheduling latency had a p99 ≥ %s and a mean ≥ %d× the mean over its baseline (runnable goroutines waited for a CPU)",
+	SchedRule = fmt.Sprintf("cpu: over a sampling interval in which the service's CPU ran at ≥ %.0f %% of its GOMAXPROCS, its goroutines' Go scheduling latency had a p99 ≥ %s and on average ≥ %d× as many goroutines waited to run (Δ of the latency's sum ÷ Δt) as in the baseline's median interval (runnable goroutines waited for a CPU)",
 		100*cpuBusyShare, schedMinP99, schedFactor)
 	GCRule = fmt.Sprintf("gc: the GC's share of the service's CPU over a sampling interval (runtime/metrics /cpu/classes/gc over total − idle) ≥ %.0f %%, while its CPU ran at ≥ %.0f %% of its GOMAXPROCS",
 		100*gcMinShare, 100*cpuBusyShare)
@@ -81,8 +81,8 @@ type cpuInterval struct {
 	schedP99 float64   // seconds; NaN when not sampled
 	// schedN and schedSum: how many times goroutines became runnable in
 	// the interval and how long they waited in all (seconds); NaN when
-	// not sampled.
-	schedN, schedSum float64
+	// not sampled. dt is the interval's length in seconds.
+	schedN, schedSum, dt float64
 }
 
 // cpuSeries reads the service's CPU series: cores used, scheduler latency and
@@ -126,7 +126,7 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 		return y - x
 	}
 	iv := cpuInterval{at: at, cores: d(rundata.MetricCPUSeconds) / dt, procs: defProcs, schedP99: math.NaN(),
-		schedN: d(rundata.MetricSchedLatencyCount), schedSum: d(rundata.MetricSchedLatencySum)}
+		schedN: d(rundata.MetricSchedLatencyCount), schedSum: d(rundata.MetricSchedLatencySum), dt: dt}
 	if p, ok := b[rundata.MetricGoMaxProcs]; ok && p > 0 {
 		iv.procs = p
 	}
@@ -144,50 +144,50 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 // busy reports whether the service ran at ≥ cpuBusyShare of its GOMAXPROCS.
 func (iv cpuInterval) busy() bool { return iv.procs > 0 && iv.cores >= cpuBusyShare*iv.procs }
 
-// schedMean is the mean scheduling latency of an interval, in seconds;
-// NaN when no goroutine became runnable or the histogram was not sampled.
-func (iv cpuInterval) schedMean() float64 {
-	if !(iv.schedN > 0) {
+// waiting is the mean number of goroutines that waited to run over the
+// interval — the wait-seconds its scheduling latency summed per second, the
+// run queue's length by Little's law; NaN when not sampled.
+func (iv cpuInterval) waiting() float64 {
+	if !(iv.dt > 0) || !(iv.schedN >= 0) || math.IsNaN(iv.schedSum) {
 		return math.NaN()
 	}
-	return iv.schedSum / iv.schedN
+	return iv.schedSum / iv.dt
 }
 
-// schedBaseline is the mean scheduling latency over the intervals of the
-// baseline phase (every interval before from if the run has none, or if
-// none of its intervals lies within it), in seconds: all its waits pooled,
-// not a statistic of each interval's. On a busy machine the per-interval
-// p99 of an idle service — the highest of the ~100 waits of a 250 ms
-// interval, in buckets 2–2.5× apart — is the machine's longest preemption
-// and moved the pre-fault median from 0.5–2.5 ms to 10–25 ms, out of a
-// saturated service's reach at 10×; the pooled mean moved from 0.02–0.05
-// to 0.1–0.2 ms, and a saturated service's intervals stayed 16× above it
-// and more (docs/resources.md).
+// schedBaseline is the number of goroutines waiting to run in the median
+// interval of the baseline phase (of every interval before from if the run
+// has none, or if none of its intervals lies within it). SchedRule compares
+// an interval's run queue with it, not its p99 with the baseline's p99: a
+// 250 ms interval of an idle service holds ~100 waits, so its p99 is its
+// longest wait, and beside a busy core the machine's preemptions lifted the
+// pre-fault median p99 from 0.5–2.5 ms to 10–25 ms, within 2–5× of a
+// service waiting for its one CPU. The run queue counts every wait, and
+// more of them as the service gets busy; the median interval leaves a
+// baseline's one long stall out (docs/resources.md gives the numbers).
 func schedBaseline(ivs []cpuInterval, base rundata.PhaseSpan, hasBase bool, from time.Time) float64 {
-	pool := func(in func(i int) bool) float64 {
-		var n, sum float64
+	median := func(in func(i int) bool) float64 {
+		var w []float64
 		for i, iv := range ivs {
-			if in(i) && iv.schedN > 0 && !math.IsNaN(iv.schedSum) {
-				n += iv.schedN
-				sum += iv.schedSum
+			if x := iv.waiting(); in(i) && !math.IsNaN(x) {
+				w = append(w, x)
 			}
 		}
-		if n == 0 {
+		if len(w) == 0 {
 			return math.NaN()
 		}
-		return sum / n
+		sort.Float64s(w)
+		return w[len(w)/2]
 	}
-	before := func(i int) bool { return ivs[i].at.Before(from) || ivs[i].at.Equal(from) }
+	before := func(i int) bool { return !ivs[i].at.After(from) }
 	if hasBase {
 		// An interval is the baseline's when it starts at or after the
 		// baseline's start (the one before it ended there) and ends by
 		// the fault's start.
-		m := pool(func(i int) bool { return i > 0 && !ivs[i-1].at.Before(base.Start) && before(i) })
-		if !math.IsNaN(m) {
+		if m := median(func(i int) bool { return i > 0 && !ivs[i-1].at.Before(base.Start) && before(i) }); !math.IsNaN(m) {
 			return m
 		}
 	}
-	return pool(before)
+	return median(before)
 }
 
 // schedHit applies SchedRule between from and to.
@@ -199,9 +199,9 @@ func (cs cpuSeries) schedHit(from, to time.Time) (hit, bool) {
 		return hit{}, false
 	}
 	for _, iv := range ivs {
-		if inRange(iv.at, from, to) && iv.busy() && iv.schedP99 >= schedMinP99.Seconds() && iv.schedMean() >= schedFactor*ref {
-			return hit{res: ResourceCPU, at: iv.at, detail: fmt.Sprintf("service scheduling latency p99 %s ms, mean %s ms (baseline mean %s ms) at %s cores of %s",
-				FmtG(1000*iv.schedP99), strconv.FormatFloat(1000*iv.schedMean(), 'g', 2, 64), strconv.FormatFloat(1000*ref, 'g', 2, 64), fmt.Sprintf("%.2f", iv.cores), FmtG(iv.procs))}, true
+		if inRange(iv.at, from, to) && iv.busy() && iv.schedP99 >= schedMinP99.Seconds() && iv.waiting() >= schedFactor*ref {
+			return hit{res: ResourceCPU, at: iv.at, detail: fmt.Sprintf("service scheduling latency p99 %s ms, %s goroutines waiting to run on average (baseline %s) at %s cores of %s",
+				FmtG(1000*iv.schedP99), strconv.FormatFloat(iv.waiting(), 'g', 2, 64), strconv.FormatFloat(ref, 'g', 2, 64), fmt.Sprintf("%.2f", iv.cores), FmtG(iv.procs))}, true
 		}
 	}
 	return hit{}, false

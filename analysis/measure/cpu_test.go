@@ -11,11 +11,15 @@ import (
 	"github.com/bulkheadlab/bulkheadlab/internal/rundata"
 )
 
-// sched is an interval's scheduling latency: its p99 and its mean wait.
-type sched struct{ p99, mean time.Duration }
+// sched is an interval's scheduling latency: its p99, its mean wait and
+// how many waits (100 if 0).
+type sched struct {
+	p99, mean time.Duration
+	n         float64
+}
 
 // quietSched is a quiet service's: ~100 short waits in 250 ms.
-var quietSched = sched{300 * time.Microsecond, 30 * time.Microsecond}
+var quietSched = sched{300 * time.Microsecond, 30 * time.Microsecond, 0}
 
 // cpuRunOf builds a run whose service is sampled every 250 ms: 4 s before
 // the fault (a quiet service) and 4 s of fault in which it uses cores of
@@ -24,7 +28,7 @@ var quietSched = sched{300 * time.Microsecond, 30 * time.Microsecond}
 // rejections from the second fault sample on. runtimeCPU false leaves out
 // the runtime's CPU accounting (data recorded before it existed).
 func cpuRunOf(cores, gcShare float64, p99 time.Duration, poolFull, runtimeCPU bool) *Run {
-	return cpuRunWith(cores, gcShare, quietSched, sched{p99, p99 / 10}, poolFull, runtimeCPU)
+	return cpuRunWith(cores, gcShare, quietSched, sched{p99, p99 / 10, 0}, poolFull, runtimeCPU)
 }
 
 // cpuRunWith is cpuRunOf with the scheduling latency of the intervals
@@ -47,8 +51,12 @@ func cpuRunWith(cores, gcShare float64, base, fault sched, poolFull, runtimeCPU 
 		gc += g * c / 4
 		total += 0.25
 		idle += (1 - c) / 4
-		waits += 100
-		waited += 100 * s.mean.Seconds()
+		n := s.n
+		if n == 0 {
+			n = 100
+		}
+		waits += n
+		waited += n * s.mean.Seconds()
 		v := map[string]float64{rundata.MetricCPUSeconds: cpu, rundata.MetricGoMaxProcs: 1,
 			rundata.MetricSchedLatencyP99: s.p99.Seconds(), rundata.MetricSchedLatencyCount: waits, rundata.MetricSchedLatencySum: waited,
 			rundir.PoolKey(rundata.MetricPoolLimit, "b"): 10,
@@ -84,12 +92,16 @@ func TestCPUExhaustionRules(t *testing.T) {
 		// A busy machine preempts an idle service now and then: each
 		// baseline interval's p99 (its longest wait of ~100) is as long as
 		// a saturated service's, its mean still far below.
-		{"a noisy machine's long waits before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 150 * time.Microsecond},
-			sched{50 * time.Millisecond, 1500 * time.Microsecond}, false, true), ResourceCPU, "mean 1.5 ms (baseline mean 0.15 ms)"},
-		{"long waits, but no more of them than before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 500 * time.Microsecond},
-			sched{25 * time.Millisecond, 1500 * time.Microsecond}, false, true), ResourceNone, ""},
+		{"a noisy machine's long waits before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 150 * time.Microsecond, 0},
+			sched{50 * time.Millisecond, 1500 * time.Microsecond, 0}, false, true), ResourceCPU, "0.6 goroutines waiting to run on average (baseline 0.06)"},
+		{"long waits, but no more of them than before the fault", cpuRunWith(0.7, 0.1, sched{25 * time.Millisecond, 500 * time.Microsecond, 0},
+			sched{25 * time.Millisecond, 1500 * time.Microsecond, 0}, false, true), ResourceNone, ""},
+		// A CPU busy 70 % of the time in short bursts: twice as many waits,
+		// each 7× the baseline's — the run queue 16× as long.
+		{"more goroutines wait, each a little longer", cpuRunWith(0.7, 0.1, quietSched,
+			sched{10 * time.Millisecond, 210 * time.Microsecond, 250}, false, true), ResourceCPU, "0.21 goroutines waiting to run on average (baseline 0.012)"},
 		{"a mean ten times the baseline's but a short p99", cpuRunWith(0.7, 0.1, quietSched,
-			sched{2 * time.Millisecond, 500 * time.Microsecond}, false, true), ResourceNone, ""},
+			sched{2 * time.Millisecond, 500 * time.Microsecond, 0}, false, true), ResourceNone, ""},
 	} {
 		e := exhaustionScan{tc.run.Data}.exhaustion(nil)
 		if e.Resource != tc.want || !strings.Contains(e.Detail, tc.detailPart) {
@@ -143,24 +155,21 @@ func TestCPUStats(t *testing.T) {
 	}
 }
 
-// TestSchedBaselineWithoutPhase: a run without a baseline phase (its
-// phases not recorded, or the fault set by hand) takes every wait before
-// the fault as its baseline; the warmup's first interval of a run with one
-// is left out of it.
-func TestSchedBaselineWithoutPhase(t *testing.T) {
-	r := cpuRunWith(0.7, 0.1, quietSched, sched{25 * time.Millisecond, 2500 * time.Microsecond}, false, true)
-	r.Data.Meta.Phases = r.Data.Meta.Phases[1:]
-	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourceCPU || !strings.Contains(e.Detail, "baseline mean 0.03 ms") {
-		t.Errorf("without a baseline phase: exhausted %q (%s), want the CPU against the pre-fault mean 0.03 ms", e.Resource, e.Detail)
-	}
+// TestSchedBaseline: the baseline's run queue is its median interval's — one
+// long stall in it (a machine's preemption with goroutines runnable) does
+// not lift it — and a run without a baseline phase (its phases not
+// recorded, or the fault set by hand) takes every interval before the
+// fault.
+func TestSchedBaseline(t *testing.T) {
 	ivs := cpuSeries{cpuRunOf(0.7, 0.1, 25*time.Millisecond, false, true).Data}.cpuIntervals()
-	// A long first wait before the baseline starts is not the baseline's.
-	ivs[0].schedSum += 1
-	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: ivs[0].at, End: time.Unix(1004, 0)}
-	if m := schedBaseline(ivs, base, true, base.End); math.Abs(m-30e-6) > 1e-9 {
-		t.Errorf("baseline mean %g s, want 30 µs (the interval ending at the baseline's start left out)", m)
+	base := rundata.PhaseSpan{Name: rundata.PhaseBaseline, Start: time.Unix(1001, 0), End: time.Unix(1004, 0)}
+	ivs[6].schedSum += 0.5 // 2 goroutines waiting over its 250 ms
+	if m := schedBaseline(ivs, base, true, base.End); math.Abs(m-0.012) > 1e-9 {
+		t.Errorf("baseline run queue %g, want 0.012 (100 waits of 30 µs in 250 ms), the stall left out", m)
 	}
-	if m := schedBaseline(ivs, base, false, base.End); !(m > 300e-6) {
-		t.Errorf("pre-fault mean %g s without a baseline phase, want the first interval's long wait in it", m)
+	r := cpuRunWith(0.7, 0.1, quietSched, sched{25 * time.Millisecond, 2500 * time.Microsecond, 0}, false, true)
+	r.Data.Meta.Phases = r.Data.Meta.Phases[1:]
+	if e := (exhaustionScan{r.Data}).exhaustion(nil); e.Resource != ResourceCPU || !strings.Contains(e.Detail, "(baseline 0.012)") {
+		t.Errorf("without a baseline phase: exhausted %q (%s), want the CPU against the pre-fault run queue 0.012", e.Resource, e.Detail)
 	}
 }
