@@ -79,10 +79,9 @@ type cpuInterval struct {
 	procs    float64   // GOMAXPROCS
 	gcShare  float64   // GC / (total − idle) of the runtime's accounting; NaN if none was used
 	schedP99 float64   // seconds; NaN when not sampled
-	// schedN and schedSum: how many times goroutines became runnable in
-	// the interval and how long they waited in all (seconds); NaN when
-	// not sampled. dt is the interval's length in seconds.
-	schedN, schedSum, dt float64
+	// schedSum is how long goroutines waited to run in all over the
+	// interval (seconds; NaN when not sampled), dt its length in seconds.
+	schedSum, dt float64
 }
 
 // cpuSeries reads the service's CPU series: cores used, scheduler latency and
@@ -126,7 +125,7 @@ func interval(a, b map[string]float64, at time.Time, dt, defProcs float64) cpuIn
 		return y - x
 	}
 	iv := cpuInterval{at: at, cores: d(rundata.MetricCPUSeconds) / dt, procs: defProcs, schedP99: math.NaN(),
-		schedN: d(rundata.MetricSchedLatencyCount), schedSum: d(rundata.MetricSchedLatencySum), dt: dt}
+		schedSum: d(rundata.MetricSchedLatencySum), dt: dt}
 	if p, ok := b[rundata.MetricGoMaxProcs]; ok && p > 0 {
 		iv.procs = p
 	}
@@ -148,7 +147,7 @@ func (iv cpuInterval) busy() bool { return iv.procs > 0 && iv.cores >= cpuBusySh
 // interval — the wait-seconds its scheduling latency summed per second, the
 // run queue's length by Little's law; NaN when not sampled.
 func (iv cpuInterval) waiting() float64 {
-	if !(iv.dt > 0) || !(iv.schedN >= 0) || math.IsNaN(iv.schedSum) {
+	if !(iv.dt > 0) {
 		return math.NaN()
 	}
 	return iv.schedSum / iv.dt

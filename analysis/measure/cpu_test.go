@@ -40,7 +40,7 @@ func cpuRunWith(cores, gcShare float64, base, fault sched, poolFull, runtimeCPU 
 		{Name: rundata.PhaseBaseline, Start: start, End: faultAt},
 		{Name: rundata.PhaseFault, Start: faultAt, End: faultAt.Add(4 * time.Second)}},
 		Pools: []rundata.PoolInfo{{Name: "b", Limit: 10, Queue: 10}}}}
-	var cpu, gc, total, idle, rejected, waits, waited float64
+	var cpu, gc, total, idle, rejected, waited float64
 	for i := 0; i <= 32; i++ {
 		at := start.Add(time.Duration(i) * 250 * time.Millisecond)
 		c, g, s := 0.05, 0.02, base
@@ -55,10 +55,9 @@ func cpuRunWith(cores, gcShare float64, base, fault sched, poolFull, runtimeCPU 
 		if n == 0 {
 			n = 100
 		}
-		waits += n
 		waited += n * s.mean.Seconds()
 		v := map[string]float64{rundata.MetricCPUSeconds: cpu, rundata.MetricGoMaxProcs: 1,
-			rundata.MetricSchedLatencyP99: s.p99.Seconds(), rundata.MetricSchedLatencyCount: waits, rundata.MetricSchedLatencySum: waited,
+			rundata.MetricSchedLatencyP99: s.p99.Seconds(), rundata.MetricSchedLatencySum: waited,
 			rundir.PoolKey(rundata.MetricPoolLimit, "b"): 10,
 			rundir.PoolKey(rundata.MetricPoolInUse, "b"): 2, rundir.PoolKey(rundata.MetricPoolWaiting, "b"): 0,
 			rundir.PoolKey(rundata.MetricPoolQueueLimit, "b"): 10}

@@ -99,11 +99,10 @@ const (
 	// sampler from the component's histograms).
 	MetricSchedLatencyP99 = "bulkheadlab_go_sched_latency_seconds_p99"
 	MetricGCPauseP99      = "bulkheadlab_go_gc_pause_seconds_p99"
-	// The count and sum (seconds) of the scheduling-latency histogram: how
-	// many times goroutines became runnable and how long they waited in
-	// all (the sum estimated from the runtime's fine bucket midpoints).
-	MetricSchedLatencyCount = "bulkheadlab_go_sched_latency_seconds_count"
-	MetricSchedLatencySum   = "bulkheadlab_go_sched_latency_seconds_sum"
+	// The sum (seconds) of the scheduling-latency histogram: how long
+	// goroutines waited to run in all (estimated from the runtime's fine
+	// bucket midpoints).
+	MetricSchedLatencySum = "bulkheadlab_go_sched_latency_seconds_sum"
 	// The machine's CPU time (MachineComponent, from /proc/stat): in all,
 	// and busy (all but idle and iowait), in CPU-seconds; the part of it
 	// stolen by the hypervisor for other guests (steal, counted as busy);
